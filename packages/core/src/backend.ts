@@ -1,0 +1,221 @@
+/**
+ * The Backend contract, version 1. This file is the specification: a third
+ * party implements a backend from these types and their comments, then proves
+ * it with `@agent-state/contract`.
+ *
+ * Every operation is asynchronous and reports failure only by rejecting with
+ * an `AgentStateError` (see `errors.ts` for the codes).
+ */
+
+/** The contract version implemented by this package. */
+export const CONTRACT_VERSION = 1 as const
+
+/**
+ * Who wrote a value. Stored with every value as conflict metadata, so a
+ * reader can tell which agent, stage, session or worker wrote it last.
+ */
+export interface WriterIdentity {
+  /** Stable id of the writing process or agent. Required, 1 to 256 characters. */
+  readonly writerId: string
+  /** The pipeline stage that wrote, if any. */
+  readonly stageId?: string
+  /** The session the write belongs to, if any. */
+  readonly sessionId?: string
+  /** The worker that wrote, if any. */
+  readonly workerId?: string
+}
+
+/** Metadata of a stored value. */
+export interface ValueMeta {
+  /** The key, exactly as given to `put`. */
+  readonly key: string
+  /**
+   * Opaque version, compared for equality only. It changes on every
+   * successful write (also when the bytes are identical) and is never reused
+   * for this key, also after delete and re-create.
+   */
+  readonly version: string
+  /** Size of the value in bytes. */
+  readonly size: number
+  /** Who wrote the value, or `null` when the write named no writer. */
+  readonly writer: WriterIdentity | null
+  /** When the value was written, in milliseconds since the epoch, by the backend's clock. */
+  readonly updatedAt: number
+}
+
+/** A value with its metadata, as returned by `get`. */
+export interface StoredValue {
+  /** The complete value; never a partial one. */
+  readonly value: Uint8Array
+  readonly meta: ValueMeta
+}
+
+/**
+ * A lease on a key (snapshot leasing). A lease attaches to a key whether or
+ * not the key holds a value.
+ */
+export interface Lease {
+  readonly key: string
+  /** Who holds it: free text chosen by the caller, 1 to 256 characters. */
+  readonly holder: string
+  /**
+   * Fencing token: strictly increasing per key across every acquisition, also
+   * after release, expiry, delete and (for a durable backend) restart.
+   * Renewing keeps it.
+   */
+  readonly token: number
+  /** Time-to-live used at acquisition and at every renewal, in milliseconds. */
+  readonly ttlMs: number
+  /**
+   * When the lease expires, in milliseconds since the epoch, on the clock the
+   * backend declares in `capabilities.leaseClock`. For the `observer` model it
+   * is an estimate on the local clock.
+   */
+  readonly expiresAt: number
+}
+
+/** Options of `put`. `ifMatch` and `ifNoneMatch` are mutually exclusive. */
+export interface PutOptions {
+  /** Compare-and-set: write only if the current version equals this one. Fails on a missing key. */
+  readonly ifMatch?: string
+  /** Create only: write only if the key holds no value. */
+  readonly ifNoneMatch?: '*'
+  /** Identity stored as conflict metadata. */
+  readonly writer?: WriterIdentity
+  /**
+   * Fenced write: the write succeeds only while this lease is the key's
+   * current, unexpired lease. Checked in the same atomic step as the write.
+   */
+  readonly lease?: Lease
+}
+
+/** Options of `delete`. */
+export interface DeleteOptions {
+  /** Delete only if the current version equals this one. Fails on a missing key. */
+  readonly ifMatch?: string
+  /** Fenced delete; see {@link PutOptions.lease}. */
+  readonly lease?: Lease
+}
+
+/** Options of `list`. */
+export interface ListOptions {
+  /** Plain string prefix: `"fo"` matches `"foo/x"`. */
+  readonly prefix?: string
+  /** Opaque, exclusive cursor from a previous page. */
+  readonly cursor?: string
+  /** Page size: at most this many entries plus prefixes. 1 to 10 000, default 1000. */
+  readonly limit?: number
+  /** Only `'/'`: keys with a further `/` after the prefix are grouped into `prefixes`. */
+  readonly delimiter?: '/'
+}
+
+/** One key in a listing page. */
+export interface ListEntry {
+  readonly key: string
+  readonly version: string
+  /** Present where the backend has it cheaply. */
+  readonly size?: number
+  /** Present where the backend has it cheaply. */
+  readonly updatedAt?: number
+}
+
+/** One page of a listing. */
+export interface ListPage {
+  /** Keys in ascending UTF-8 byte order. */
+  readonly entries: readonly ListEntry[]
+  /** With a delimiter: the distinct groups, each ending in the delimiter, in byte order. */
+  readonly prefixes?: readonly string[]
+  /** Present when more may follow; pass it back to get the next page. */
+  readonly cursor?: string
+}
+
+/** Options of `acquireLease`. */
+export interface AcquireLeaseOptions {
+  /** Who is acquiring, 1 to 256 characters. */
+  readonly holder: string
+  /** Time-to-live in milliseconds, 1 ms to 24 h. */
+  readonly ttlMs: number
+}
+
+/**
+ * Whose clock decides lease expiry:
+ * - `server`: the storage server's clock (Redis `TIME`);
+ * - `host`: the local clock of the process checking it (injectable in tests);
+ * - `observer`: a contender judges expiry on its own monotonic clock, from
+ *   when it first observed the lease unchanged.
+ */
+export type LeaseClock = 'server' | 'host' | 'observer'
+
+/**
+ * What a backend guarantees. Declared, never guessed: the contract suite runs
+ * the tests a capability enables and reports the others as skipped.
+ */
+export interface Capabilities {
+  /** Acknowledged writes survive `close()` and a process crash. */
+  readonly durable: boolean
+  /** Instances in several processes on one host may share the storage safely. */
+  readonly multiProcess: boolean
+  /** Instances on several hosts may share the storage safely. */
+  readonly multiHost: boolean
+  readonly leaseClock: LeaseClock
+  /** Largest key in UTF-8 bytes; at least 1024 for a conforming backend. */
+  readonly maxKeyBytes: number
+  /** Largest value in bytes. */
+  readonly maxValueBytes: number
+}
+
+/**
+ * A storage backend. Implement it natively, or implement the smaller
+ * {@link RecordStore} and wrap it with `createRecordBackend`.
+ */
+export interface Backend {
+  readonly contractVersion: typeof CONTRACT_VERSION
+  /** Short name for messages and reports, for example `"fs"`. */
+  readonly name: string
+  readonly capabilities: Capabilities
+
+  /** The value and its meta, or `null` when the key holds no value. */
+  get(key: string): Promise<StoredValue | null>
+  /** The meta, or `null` when the key holds no value. */
+  head(key: string): Promise<ValueMeta | null>
+  /**
+   * Atomically replaces the value. Order of checks: key and arguments
+   * (`INVALID_KEY`, `INVALID_ARGUMENT`, `VALUE_TOO_LARGE`), then the lease
+   * (`LEASE_HELD` when another live lease exists and none was given,
+   * `LEASE_LOST` when the given one is stale), then the precondition
+   * (`PRECONDITION_FAILED` with `context.current`: the current meta or null).
+   * A failed call stores nothing.
+   */
+  put(key: string, value: Uint8Array, options?: PutOptions): Promise<ValueMeta>
+  /**
+   * Removes the value; resolves whether one existed. Idempotent. Checks as `put`.
+   * The key's lease and fencing counter are not removed.
+   */
+  delete(key: string, options?: DeleteOptions): Promise<boolean>
+  /** One page of keys; see {@link ListOptions}. Internal records never appear. */
+  list(options?: ListOptions): Promise<ListPage>
+
+  /** Takes the key's lease, or throws `LEASE_HELD` with `context.holder` when a live one exists. */
+  acquireLease(key: string, options: AcquireLeaseOptions): Promise<Lease>
+  /**
+   * Extends a lease that is still current and unexpired by its `ttlMs`,
+   * keeping its token. Throws `LEASE_LOST` otherwise, also with no contender.
+   */
+  renewLease(lease: Lease): Promise<Lease>
+  /**
+   * Releases the lease if it is still the key's current one; resolves whether
+   * it was. Never removes a newer holder's lease.
+   */
+  releaseLease(lease: Lease): Promise<boolean>
+  /** The key's live lease, or `null`. */
+  getLease(key: string): Promise<Lease | null>
+
+  /**
+   * Removes every record of this instance's namespace, internal ones
+   * included (values, leases, fencing counters). Optional: meant for tests
+   * and `agent-state verify`, which must leave nothing behind.
+   */
+  destroy?(): Promise<void>
+  /** Releases clients and handles. Later calls fail with `CLOSED`. Idempotent. */
+  close(): Promise<void>
+}

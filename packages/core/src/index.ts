@@ -1,0 +1,81 @@
+export {
+  assertLeaseShape,
+  assertValue,
+  checkAcquire,
+  checkDelete,
+  checkPut,
+  DEFAULT_LIST_LIMIT,
+  MAX_LEASE_TTL_MS,
+  MAX_LIST_LIMIT,
+  MIN_LEASE_TTL_MS,
+  type NormalizedListOptions,
+  normalizeListOptions,
+  normalizeWriter,
+} from './arguments.js'
+export {
+  type AcquireLeaseOptions,
+  type Backend,
+  type Capabilities,
+  CONTRACT_VERSION,
+  type DeleteOptions,
+  type Lease,
+  type LeaseClock,
+  type ListEntry,
+  type ListOptions,
+  type ListPage,
+  type PutOptions,
+  type StoredValue,
+  type ValueMeta,
+  type WriterIdentity,
+} from './backend.js'
+export { compareUtf8, sortUtf8 } from './byte-order.js'
+export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
+export { type CursorPosition, decodeCursor, encodeCursor, isAfterCursor } from './cursor.js'
+export {
+  AgentStateError,
+  type AgentStateErrorOptions,
+  BACKEND_ERROR_CODES,
+  type BackendErrorCode,
+  type ErrorCode,
+  isAgentStateError,
+} from './errors.js'
+export {
+  ABSENT_STATE,
+  applyAcquire,
+  applyDelete,
+  applyPut,
+  applyRelease,
+  applyRenew,
+  checkWriteLease,
+  liveLease,
+  metaOf,
+  newVersion,
+} from './key-state.js'
+export {
+  assertValidKey,
+  isValidKey,
+  keyProblem,
+  MAX_KEY_BYTES,
+  RESERVED_SEGMENT_PREFIX,
+  utf8ByteLength,
+} from './keys.js'
+export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
+export {
+  BACKEND_PACKAGES,
+  type BackendUrlModule,
+  type BackendUrlOptions,
+  DEFAULT_BACKEND_URL,
+  namespaceSchema,
+  type OpenBackendOptions,
+  openBackend,
+  redactUrl,
+} from './open-backend.js'
+export { createRecordBackend, type RecordBackendOptions } from './record-backend.js'
+export { decodeKeyState, encodeKeyState, type KeyState, type StoredLease } from './record-codec.js'
+export type {
+  RecordCondition,
+  RecordScanOptions,
+  RecordStore,
+  ScannedRecord,
+  VersionedRecord,
+} from './record-store.js'

@@ -1,0 +1,143 @@
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { z } from 'zod'
+import type { Backend } from './backend.js'
+import type { Clock } from './clock.js'
+import { AgentStateError } from './errors.js'
+
+/** The embedded default: the filesystem backend in `./.agent-state`. */
+export const DEFAULT_BACKEND_URL = 'file:./.agent-state'
+
+/** Which package serves each URL scheme. */
+export const BACKEND_PACKAGES = {
+  'memory:': '@agent-state/memory',
+  'file:': '@agent-state/fs',
+  'sqlite:': '@agent-state/sqlite',
+  'redis:': '@agent-state/redis',
+  'rediss:': '@agent-state/redis',
+  's3:': '@agent-state/s3',
+} as const satisfies Record<string, string>
+
+/** Options every backend package's `createBackendFromUrl` accepts. */
+export interface BackendUrlOptions {
+  /**
+   * Isolates this instance's keys from other namespaces on the same storage.
+   * 1 to 128 characters of `[A-Za-z0-9._-]`, not starting with a dot. Default `"default"`.
+   */
+  readonly namespace?: string
+  /** Clock for backends whose lease clock is `host` (tests move it by hand). */
+  readonly clock?: Clock
+}
+
+/** Options of {@link openBackend}. */
+export interface OpenBackendOptions extends BackendUrlOptions {
+  /**
+   * Loads a backend package by name. Default: `import()` from core's own
+   * location, then from the current working directory. Applications that
+   * bundle their backends pass `(name) => import(name)` from their own code.
+   */
+  readonly importer?: (packageName: string) => Promise<unknown>
+}
+
+/** What a backend package must export to be opened by URL. */
+export interface BackendUrlModule {
+  /**
+   * Opens a backend from a URL string (not a parsed `URL`: `file:./x` keeps
+   * its relative path). Throws `INVALID_ARGUMENT` for a malformed URL, without
+   * echoing credentials.
+   */
+  createBackendFromUrl(url: string, options: BackendUrlOptions): Backend | Promise<Backend>
+}
+
+/** Namespace names: safe as a directory name, a Redis hash tag, a table value and an S3 key segment. */
+export const namespaceSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/,
+    'a namespace is 1-128 of [A-Za-z0-9._-], not starting with a dot',
+  )
+
+const optionsSchema = z.object({
+  namespace: namespaceSchema.optional(),
+  clock: z.function().optional(),
+  importer: z.function().optional(),
+})
+
+/** Removes `user:password@` from a URL string before it is shown anywhere. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?#]*@/i, '$1***@')
+}
+
+/** The URL's scheme with its colon, lower-cased (`"redis:"`), or `undefined`. */
+function schemeOf(url: string): string | undefined {
+  const match = /^([a-z][a-z0-9+.-]*):/i.exec(url)
+  return match?.[1] === undefined ? undefined : `${match[1].toLowerCase()}:`
+}
+
+async function defaultImporter(packageName: string): Promise<unknown> {
+  try {
+    return await import(packageName)
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error
+    // Core may be installed in another place than the application's backends.
+    const require = createRequire(join(process.cwd(), 'package.json'))
+    return import(pathToFileURL(require.resolve(packageName)).href)
+  }
+}
+
+/**
+ * Opens the backend a URL names, loading its package on demand:
+ * `memory:`, `file:./.agent-state`, `sqlite:./state.db`,
+ * `redis://host:6379/0`, `s3://bucket/prefix?endpoint=…&region=…`.
+ *
+ * @throws `INVALID_ARGUMENT` for an unknown scheme or bad options;
+ *   `UNSUPPORTED` naming the package to install when it is missing.
+ */
+export async function openBackend(url: string, options: OpenBackendOptions = {}): Promise<Backend> {
+  if (typeof url !== 'string' || url.length === 0) {
+    throw new AgentStateError('INVALID_ARGUMENT', 'A backend URL must be a non-empty string')
+  }
+  const parsed = optionsSchema.safeParse(options)
+  if (!parsed.success) {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `Invalid backend options: ${parsed.error.issues[0]?.message}`,
+      {
+        context: { issues: parsed.error.issues.map((issue) => issue.message) },
+      },
+    )
+  }
+  const scheme = schemeOf(url)
+  const packageName =
+    scheme === undefined ? undefined : BACKEND_PACKAGES[scheme as keyof typeof BACKEND_PACKAGES]
+  if (packageName === undefined) {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `Unknown backend URL ${JSON.stringify(redactUrl(url))}: expected one of ${Object.keys(BACKEND_PACKAGES).join(' ')}`,
+      { context: { url: redactUrl(url) } },
+    )
+  }
+  const importer = options.importer ?? defaultImporter
+  let module: Partial<BackendUrlModule>
+  try {
+    module = (await importer(packageName)) as Partial<BackendUrlModule>
+  } catch (cause) {
+    throw new AgentStateError(
+      'UNSUPPORTED',
+      `The ${scheme} backend needs the package ${packageName}: install it (pnpm add ${packageName})`,
+      { context: { packageName }, cause },
+    )
+  }
+  if (typeof module.createBackendFromUrl !== 'function') {
+    throw new AgentStateError(
+      'UNSUPPORTED',
+      `${packageName} does not export createBackendFromUrl`,
+      {
+        context: { packageName },
+      },
+    )
+  }
+  const { importer: _ignored, ...backendOptions } = options
+  return module.createBackendFromUrl(url, backendOptions)
+}
