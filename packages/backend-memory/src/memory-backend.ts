@@ -1,0 +1,174 @@
+import {
+  ABSENT_STATE,
+  type AcquireLeaseOptions,
+  AgentStateError,
+  applyAcquire,
+  applyDelete,
+  applyPut,
+  applyRelease,
+  applyRenew,
+  assertLeaseShape,
+  assertValidKey,
+  type Backend,
+  type Capabilities,
+  type Clock,
+  CONTRACT_VERSION,
+  checkAcquire,
+  checkDelete,
+  checkPut,
+  collectListPage,
+  type DeleteOptions,
+  type KeyState,
+  type Lease,
+  type ListEntry,
+  type ListOptions,
+  type ListPage,
+  liveLease,
+  metaOf,
+  normalizeListOptions,
+  type PutOptions,
+  type StoredValue,
+  systemClock,
+  type ValueMeta,
+} from '@agent-state/core'
+import { createMemoryStore, indexAfter, type MemoryStore, setState } from './memory-store.js'
+import { type MemoryBackendOptions, memoryOptionsSchema } from './options.js'
+
+/** Shared by instances created without a `store`: `memory:` URLs in one process see one store. */
+let processStore: MemoryStore | undefined
+
+/**
+ * The reference backend: the contract's rules applied synchronously to a Map,
+ * with no `await` between a check and its write, so every operation is atomic
+ * by construction. Not durable, one process only.
+ */
+export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend {
+  const parsed = memoryOptionsSchema.safeParse(options)
+  if (!parsed.success) {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `Invalid memory backend options: ${parsed.error.issues[0]?.message}`,
+    )
+  }
+  const namespaceName = options.namespace ?? 'default'
+  const clock: Clock = options.clock ?? systemClock
+  const store = options.store ?? (processStore ??= createMemoryStore())
+  const capabilities: Capabilities = {
+    durable: false,
+    multiProcess: false,
+    multiHost: false,
+    leaseClock: 'host',
+    maxKeyBytes: 1024,
+    maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
+  }
+  let closed = false
+
+  function open(): ReturnType<MemoryStore['namespace']> {
+    if (closed) throw new AgentStateError('CLOSED', 'The memory backend is closed')
+    return store.namespace(namespaceName)
+  }
+  function stateOf(key: string): KeyState {
+    return open().states.get(key) ?? ABSENT_STATE
+  }
+
+  return {
+    contractVersion: CONTRACT_VERSION,
+    name: 'memory',
+    capabilities,
+
+    async get(key: string): Promise<StoredValue | null> {
+      assertValidKey(key)
+      const state = stateOf(key)
+      const meta = metaOf(key, state)
+      return meta === null ? null : { value: state.value.slice(), meta }
+    },
+
+    async head(key: string): Promise<ValueMeta | null> {
+      assertValidKey(key)
+      return metaOf(key, stateOf(key))
+    },
+
+    async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
+      const writer = checkPut(key, value, putOptions, capabilities)
+      const next = applyPut(key, stateOf(key), value.slice(), writer, putOptions, clock())
+      setState(open(), key, next)
+      return metaOf(key, next) as ValueMeta
+    },
+
+    async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
+      checkDelete(key, deleteOptions, capabilities.maxKeyBytes)
+      const next = applyDelete(key, stateOf(key), deleteOptions, clock())
+      if (next === undefined) return false
+      setState(open(), key, next)
+      return true
+    },
+
+    async list(listOptions?: ListOptions): Promise<ListPage> {
+      const normalized = normalizeListOptions(listOptions)
+      const ns = open()
+      return collectListPage(normalized, async (position, max) => {
+        const { sortedKeys, states } = ns
+        let index = indexAfter(sortedKeys, normalized.prefix, true)
+        if (position !== undefined) {
+          const after = position.group ? `${position.after}\u{10FFFF}` : position.after
+          index = Math.max(index, indexAfter(sortedKeys, after))
+        }
+        const entries: ListEntry[] = []
+        let examinedUpTo: string | undefined
+        let done = true
+        for (; index < sortedKeys.length; index++) {
+          const key = sortedKeys[index] as string
+          // Keys sharing the prefix are contiguous in byte order.
+          if (!key.startsWith(normalized.prefix)) break
+          if (entries.length === max) {
+            done = false
+            break
+          }
+          examinedUpTo = key
+          const meta = metaOf(key, states.get(key) ?? ABSENT_STATE)
+          if (meta !== null)
+            entries.push({ key, version: meta.version, size: meta.size, updatedAt: meta.updatedAt })
+        }
+        return examinedUpTo === undefined ? { entries, done } : { entries, done, examinedUpTo }
+      })
+    },
+
+    async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
+      checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
+      const { state, lease } = applyAcquire(key, stateOf(key), leaseOptions, clock())
+      setState(open(), key, state)
+      return lease
+    },
+
+    async renewLease(lease: Lease): Promise<Lease> {
+      assertLeaseShape(lease)
+      assertValidKey(lease.key)
+      const { state, lease: renewed } = applyRenew(stateOf(lease.key), lease, clock())
+      setState(open(), lease.key, state)
+      return renewed
+    },
+
+    async releaseLease(lease: Lease): Promise<boolean> {
+      assertLeaseShape(lease)
+      assertValidKey(lease.key)
+      const next = applyRelease(stateOf(lease.key), lease)
+      if (next === undefined) return false
+      setState(open(), lease.key, next)
+      return true
+    },
+
+    async getLease(key: string): Promise<Lease | null> {
+      assertValidKey(key)
+      return liveLease(key, stateOf(key), clock())
+    },
+
+    async destroy(): Promise<void> {
+      open()
+      store.drop(namespaceName)
+    },
+
+    async close(): Promise<void> {
+      closed = true
+    },
+  }
+}

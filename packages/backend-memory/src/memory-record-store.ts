@@ -1,0 +1,71 @@
+import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-state/core'
+import { indexAfter } from './memory-store.js'
+
+/** Options of {@link createMemoryRecordStore}. */
+export interface MemoryRecordStoreOptions {
+  /** Records shared between stores created with the same map, to race them. */
+  readonly records?: MemoryRecordMap
+}
+
+/** The shared storage of memory record stores: key to record bytes and version. */
+export interface MemoryRecordMap {
+  readonly data: Map<string, { data: Uint8Array; version: string }>
+  readonly sortedKeys: string[]
+  counter: number
+}
+
+/** Creates an empty {@link MemoryRecordMap}. */
+export function createMemoryRecordMap(): MemoryRecordMap {
+  return { data: new Map(), sortedKeys: [], counter: 0 }
+}
+
+/**
+ * The smallest possible {@link RecordStore}, in memory. It exists to run the
+ * contract suite over `createRecordBackend` (the path third parties take) and
+ * as a worked example of the primitive.
+ */
+export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}): RecordStore {
+  const records = options.records ?? createMemoryRecordMap()
+  return {
+    name: 'memory-records',
+    capabilities: {
+      durable: false,
+      multiProcess: false,
+      multiHost: false,
+      maxKeyBytes: 1024,
+      maxValueBytes: 64 * 1024 * 1024,
+    },
+    async read(key) {
+      const found = records.data.get(key)
+      return found === undefined ? null : { data: found.data, version: found.version }
+    },
+    async write(key, data, condition) {
+      const current = records.data.get(key)
+      const holds =
+        'absent' in condition ? current === undefined : current?.version === condition.version
+      if (!holds) throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
+      const version = String(++records.counter)
+      if (current === undefined)
+        records.sortedKeys.splice(indexAfter(records.sortedKeys, key), 0, key)
+      records.data.set(key, { data: data.slice(), version })
+      return version
+    },
+    async scan({ prefix, after, limit }) {
+      let index = indexAfter(records.sortedKeys, prefix, true)
+      if (after !== undefined) index = Math.max(index, indexAfter(records.sortedKeys, after))
+      const out: ScannedRecord[] = []
+      for (; index < records.sortedKeys.length && out.length < limit; index++) {
+        const key = records.sortedKeys[index] as string
+        if (!key.startsWith(prefix)) return { records: out, done: true }
+        out.push({ key, data: (records.data.get(key) as { data: Uint8Array }).data })
+      }
+      const next = records.sortedKeys[index]
+      return { records: out, done: next === undefined || !next.startsWith(prefix) }
+    },
+    async destroy() {
+      records.data.clear()
+      records.sortedKeys.length = 0
+    },
+    async close() {},
+  }
+}

@@ -1,0 +1,19 @@
+import { createServer } from 'node:net'
+
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago. The kernel picks it;
+ * there is a small window before the caller binds it, so callers that start
+ * a server retry with a new port when the bind fails.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.unref()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no port assigned'))))
+    })
+  })
+}

@@ -1,0 +1,2 @@
+export { ensureDebianPackages } from './debian-packages.js'
+export { freePort } from './free-port.js'
