@@ -52,7 +52,8 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
   }
   const namespaceName = options.namespace ?? 'default'
   const clock: Clock = options.clock ?? systemClock
-  const store = options.store ?? (processStore ??= createMemoryStore())
+  processStore ??= createMemoryStore()
+  const store = options.store ?? processStore
   const capabilities: Capabilities = {
     durable: false,
     multiProcess: false,
