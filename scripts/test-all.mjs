@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// The whole test suite, as run by `pnpm test` and by CI (.ci/run):
+// 1. installs the Debian packages the service-backed tests need (redis-server,
+//    Ceph RGW) when they are missing; the tests start and stop the servers
+//    themselves on free 127.0.0.1 ports;
+// 2. lint (biome, zero warnings) and typecheck (tsc, every package);
+// 3. every package's vitest suite through turbo;
+// 4. one closing line "tests: N passed, N failed, N skipped" summed over packages.
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const REPORT = '.vitest-report.json'
+const packages = ['packages', 'apps', 'test-suites']
+  .flatMap((dir) => {
+    try {
+      return execFileSync('ls', [join(root, dir)], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)
+        .map((name) => join(root, dir, name))
+    } catch {
+      return []
+    }
+  })
+  .filter((dir) => existsSync(join(dir, 'package.json')))
+
+function step(title, command, args, options = {}) {
+  console.log(`\n=== ${title}: ${command} ${args.join(' ')}`)
+  const started = Date.now()
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', ...options })
+  console.log(`=== ${title}: exit ${result.status} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  return result.status === 0
+}
+
+function ensureDebianPackages() {
+  const needed = [
+    ['/usr/bin/redis-server', 'redis-server'],
+    ['/usr/bin/radosgw', 'radosgw'],
+    ['/usr/bin/ceph-mon', 'ceph-mon'],
+    ['/usr/bin/ceph-osd', 'ceph-osd'],
+    ['/usr/bin/ceph', 'ceph-common'],
+  ].filter(([binary]) => !existsSync(binary))
+  if (needed.length === 0) return true
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+  return (
+    step('apt-get update', 'apt-get', ['update', '-q'], { env }) &&
+    step('apt-get install', 'apt-get', ['install', '-y', '-q', '--no-install-recommends', ...needed.map(([, pkg]) => pkg)], { env })
+  )
+}
+
+for (const dir of packages) rmSync(join(dir, REPORT), { force: true })
+
+let ok = ensureDebianPackages()
+ok = step('lint', 'npx', ['biome', 'check', '--error-on-warnings', '.']) && ok
+ok = step('typecheck', 'npx', ['turbo', 'run', 'typecheck', '--output-logs=errors-only']) && ok
+const concurrency = process.env.AGENT_STATE_TEST_CONCURRENCY ?? '1'
+ok =
+  step('test', 'npx', [
+    'turbo', 'run', 'test', `--concurrency=${concurrency}`, '--continue', '--',
+    '--reporter=default', '--reporter=json', `--outputFile.json=${REPORT}`,
+  ]) && ok
+
+let passed = 0
+let failed = 0
+let skipped = 0
+for (const dir of packages) {
+  const file = join(dir, REPORT)
+  if (!existsSync(file)) continue
+  const report = JSON.parse(readFileSync(file, 'utf8'))
+  passed += report.numPassedTests
+  failed += report.numFailedTests
+  skipped += report.numPendingTests + report.numTodoTests
+  console.log(`${dir.slice(root.length + 1)}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`)
+}
+if (!ok && failed === 0) failed = 1 // lint, typecheck or a crashed suite: count it as a failure
+console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`)
+process.exit(ok && failed === 0 ? 0 : 1)

@@ -1,0 +1,53 @@
+import type { Capabilities } from '@agent-state/core'
+import type { Harness } from './harness.js'
+import type { ContractOptions } from './types.js'
+
+/** The categories of the contract, in report order. */
+export const CATEGORIES = [
+  'basic',
+  'keys',
+  'versions',
+  'metadata',
+  'listing',
+  'leases',
+  'concurrency',
+  'linearizability',
+  'property',
+  'errors',
+  'durability',
+  'multi-process',
+  'crash',
+] as const
+
+/** A category of the contract. */
+export type Category = (typeof CATEGORIES)[number]
+
+/**
+ * One named contract check. `run` rejects when the backend breaks the
+ * contract; `skip` returns the reason the check does not apply (a capability
+ * not claimed), or `undefined` when it runs.
+ */
+export interface ContractCheck {
+  /** Stable id, `category/slug`. */
+  readonly id: string
+  readonly category: Category
+  readonly title: string
+  /** Per-check timeout in ms (vitest's default otherwise). */
+  readonly timeoutMs?: number
+  skip?(capabilities: Capabilities, options: ContractOptions): string | undefined
+  run(harness: Harness): Promise<void>
+}
+
+/** Builds a check, deriving its id from the category and title. */
+export function check(
+  category: Category,
+  title: string,
+  run: (harness: Harness) => Promise<void>,
+  extra: Pick<ContractCheck, 'skip' | 'timeoutMs'> = {},
+): ContractCheck {
+  const slug = title
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+  return { id: `${category}/${slug}`, category, title, run, ...extra }
+}

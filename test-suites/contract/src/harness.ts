@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto'
+import {
+  type Backend,
+  type Capabilities,
+  type Clock,
+  createManualClock,
+  type Lease,
+  type ManualClock,
+  systemClock,
+} from '@agent-state/core'
+import { resolveScale, resolveSeed } from './knobs.js'
+import type { ContractOptions, ContractProcessOptions, ContractScale } from './types.js'
+
+/**
+ * What every check receives: a fresh namespace, a manual clock, a factory of
+ * instances on the shared storage, and helpers that make lease expiry work on
+ * every declared lease clock. A harness serves one check; `cleanup` destroys
+ * the namespace and closes every instance it created.
+ */
+export interface Harness {
+  readonly name: string
+  readonly namespace: string
+  /** The manual clock given to instances created without `realClock`. */
+  readonly clock: ManualClock
+  readonly capabilities: Capabilities
+  readonly scale: Required<ContractScale>
+  readonly seed: number
+  readonly process: ContractProcessOptions | undefined
+  /** A new instance on the shared storage, in this harness's namespace. */
+  backend(options?: { realClock?: boolean }): Promise<Backend>
+  /** A lease TTL suitable for the declared clock: long on a manual clock, short on real time. */
+  readonly leaseTtlMs: number
+  /** Makes `lease` expire: advances the manual clock (host clock) or waits real time. */
+  expire(lease: Lease): Promise<void>
+  /** Destroys the namespace (if the backend can) and closes every instance. */
+  cleanup(): Promise<void>
+}
+
+/** The namespace pattern of the contract. */
+export const NAMESPACE_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/
+
+/** A fresh unique namespace, `t-<random>`. */
+export function freshNamespace(): string {
+  return `t-${randomBytes(8).toString('hex')}`
+}
+
+/** Real-time lease TTL for `server` / `observer` clocks. */
+const REAL_TTL_MS = 300
+
+/** Sleeps `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/**
+ * Creates the harness of one check. `capabilities` comes from a probe
+ * instance created once per suite (see `probeCapabilities`).
+ */
+export function createHarness(options: ContractOptions, capabilities: Capabilities): Harness {
+  const namespace = freshNamespace()
+  const clock = createManualClock()
+  const instances: Backend[] = []
+  const hostClock = capabilities.leaseClock === 'host'
+
+  async function backend(opts: { realClock?: boolean } = {}): Promise<Backend> {
+    const useClock: Clock = opts.realClock === true ? systemClock : clock.now
+    const created = await options.create({ namespace, clock: useClock })
+    instances.push(created)
+    return created
+  }
+
+  return {
+    name: options.name,
+    namespace,
+    clock,
+    capabilities,
+    scale: resolveScale(options.scale),
+    seed: resolveSeed(options.seed),
+    process: options.process,
+    backend,
+    leaseTtlMs: hostClock ? 60_000 : REAL_TTL_MS,
+    async expire(lease) {
+      if (hostClock) {
+        const target = lease.expiresAt + 1
+        if (target > clock.now()) clock.set(target)
+        return
+      }
+      // Real time: wait out the TTL with a generous margin for clock skew and observers.
+      await sleep(lease.ttlMs + 100)
+    },
+    async cleanup() {
+      const errors: unknown[] = []
+      try {
+        const last = await backend()
+        await last.destroy?.()
+      } catch (error) {
+        errors.push(error)
+      }
+      for (const instance of instances) {
+        try {
+          await instance.close()
+        } catch (error) {
+          errors.push(error)
+        }
+      }
+      if (errors.length > 0) throw errors[0]
+    },
+  }
+}
+
+/** Creates one instance to read the declared capabilities, then closes it. */
+export async function probeCapabilities(options: ContractOptions): Promise<Capabilities> {
+  const probe = await options.create({ namespace: freshNamespace(), clock: systemClock })
+  try {
+    return { ...probe.capabilities }
+  } finally {
+    await probe.close()
+  }
+}

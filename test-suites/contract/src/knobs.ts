@@ -1,0 +1,47 @@
+import type { ContractScale } from './types.js'
+
+/** Default tier sizes. */
+export const DEFAULT_SCALE: Required<ContractScale> = {
+  instances: 16,
+  increments: 10,
+  processes: 4,
+  crashCycles: 50,
+}
+
+/** Default seed of the model-based property test. */
+export const DEFAULT_SEED = 20240601
+
+function envInt(name: string): number | undefined {
+  const raw = process.env[name]
+  if (raw === undefined || raw.trim() === '') return undefined
+  const value = Number(raw)
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new Error(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`)
+  }
+  return value
+}
+
+/** Tier sizes: env overrides, then options, then defaults. */
+export function resolveScale(scale: ContractScale | undefined): Required<ContractScale> {
+  return {
+    instances:
+      envInt('AGENT_STATE_CONTRACT_INSTANCES') ?? scale?.instances ?? DEFAULT_SCALE.instances,
+    increments:
+      envInt('AGENT_STATE_CONTRACT_INCREMENTS') ?? scale?.increments ?? DEFAULT_SCALE.increments,
+    processes:
+      envInt('AGENT_STATE_CONTRACT_PROCESSES') ?? scale?.processes ?? DEFAULT_SCALE.processes,
+    crashCycles:
+      envInt('AGENT_STATE_CRASH_CYCLES') ?? scale?.crashCycles ?? DEFAULT_SCALE.crashCycles,
+  }
+}
+
+/** The property-test seed: env `AGENT_STATE_CONTRACT_SEED`, then the option, then the default. */
+export function resolveSeed(seed: number | undefined): number {
+  return envInt('AGENT_STATE_CONTRACT_SEED') ?? seed ?? DEFAULT_SEED
+}
+
+/** Path of the JSON summary: env `AGENT_STATE_CONTRACT_REPORT`, then the option. */
+export function resolveReportPath(path: string | undefined): string | undefined {
+  const fromEnv = process.env.AGENT_STATE_CONTRACT_REPORT
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : path
+}

@@ -1,0 +1,96 @@
+import type { Backend, Clock } from '@agent-state/core'
+
+/** What `create` receives: the test's isolated namespace and the clock it must use. */
+export interface ContractContext {
+  /** A fresh namespace per test, matching `^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`. */
+  readonly namespace: string
+  /**
+   * The clock the backend must use for `updatedAt` and (for `leaseClock: 'host'`) lease
+   * expiry. Usually a manual clock the test moves; the multi-process and crash tiers pass
+   * the real clock because their children run on real time.
+   */
+  readonly clock: Clock
+}
+
+/** How to load the backend in a child process, for the multi-process and crash tiers. */
+export interface ContractProcessOptions {
+  /**
+   * Absolute path of a module exporting
+   * `createBackend(options: unknown, ctx: { namespace: string }): Backend | Promise<Backend>`.
+   * It is loaded with `node --conditions=@agent-state/source --import tsx`, so it may be TypeScript.
+   */
+  readonly module: string
+  /** JSON-serializable options passed to `createBackend`. */
+  readonly options?: unknown
+}
+
+/** Sizes of the concurrency, multi-process and crash tiers. */
+export interface ContractScale {
+  /** Racing instances in the concurrency tier (at least 16 by default). */
+  readonly instances?: number
+  /** Increments per instance or process in the N×M counter tests. */
+  readonly increments?: number
+  /** Child processes in the multi-process tier (at least 4 by default). */
+  readonly processes?: number
+  /** Kill -9 cycles in the crash tier. */
+  readonly crashCycles?: number
+}
+
+/** Where to write the conformance summary. */
+export interface ContractReportOptions {
+  /** Path of a JSON file to write the summary to (env `AGENT_STATE_CONTRACT_REPORT` wins). */
+  readonly json?: string
+}
+
+/** Options of `describeBackendContract`. */
+export interface ContractOptions {
+  /** Shown in test names and in the summary. */
+  readonly name: string
+  /**
+   * Creates a new backend instance on the shared underlying storage, in `ctx.namespace`.
+   * Called many times per test (instances race on the same keys).
+   */
+  readonly create: (ctx: ContractContext) => Backend | Promise<Backend>
+  /** Enables the multi-process and crash tiers where the capabilities claim them. */
+  readonly process?: ContractProcessOptions
+  /** Tier sizes; see {@link ContractScale} and the README for the env overrides. */
+  readonly scale?: ContractScale
+  /** Seed of the model-based property test (env `AGENT_STATE_CONTRACT_SEED` wins). Default 20240601. */
+  readonly seed?: number
+  /** Conformance summary output. */
+  readonly report?: ContractReportOptions
+}
+
+/** Outcome of one check in the summary. */
+export type CheckStatus = 'passed' | 'failed' | 'skipped'
+
+/** One check's row in the conformance summary. */
+export interface CheckResult {
+  readonly id: string
+  readonly category: string
+  readonly title: string
+  readonly status: CheckStatus
+  /** Why the check was skipped. */
+  readonly reason?: string
+  /** The failure message. */
+  readonly error?: string
+  readonly durationMs?: number
+}
+
+/** Counts of one category in the summary. */
+export interface CategorySummary {
+  readonly passed: number
+  readonly failed: number
+  readonly skipped: number
+}
+
+/** The conformance summary, printed after the suite and written as JSON on request. */
+export interface ConformanceSummary {
+  readonly backend: string
+  readonly contractVersion: 1
+  readonly startedAt: string
+  readonly finishedAt: string
+  readonly totals: CategorySummary
+  readonly categories: Readonly<Record<string, CategorySummary>>
+  readonly checks: readonly CheckResult[]
+}
