@@ -30,7 +30,9 @@ function step(title, command, args, options = {}) {
   console.log(`\n=== ${title}: ${command} ${args.join(' ')}`)
   const started = Date.now()
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', ...options })
-  console.log(`=== ${title}: exit ${result.status} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  console.log(
+    `=== ${title}: exit ${result.status} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  )
   return result.status === 0
 }
 
@@ -46,7 +48,12 @@ function ensureDebianPackages() {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
   return (
     step('apt-get update', 'apt-get', ['update', '-q'], { env }) &&
-    step('apt-get install', 'apt-get', ['install', '-y', '-q', '--no-install-recommends', ...needed.map(([, pkg]) => pkg)], { env })
+    step(
+      'apt-get install',
+      'apt-get',
+      ['install', '-y', '-q', '--no-install-recommends', ...needed.map(([, pkg]) => pkg)],
+      { env },
+    )
   )
 }
 
@@ -58,8 +65,15 @@ ok = step('typecheck', 'npx', ['turbo', 'run', 'typecheck', '--output-logs=error
 const concurrency = process.env.AGENT_STATE_TEST_CONCURRENCY ?? '1'
 ok =
   step('test', 'npx', [
-    'turbo', 'run', 'test', `--concurrency=${concurrency}`, '--continue', '--',
-    '--reporter=default', '--reporter=json', `--outputFile.json=${REPORT}`,
+    'turbo',
+    'run',
+    'test',
+    `--concurrency=${concurrency}`,
+    '--continue',
+    '--',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${REPORT}`,
   ]) && ok
 
 let passed = 0
@@ -72,7 +86,9 @@ for (const dir of packages) {
   passed += report.numPassedTests
   failed += report.numFailedTests
   skipped += report.numPendingTests + report.numTodoTests
-  console.log(`${dir.slice(root.length + 1)}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`)
+  console.log(
+    `${dir.slice(root.length + 1)}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
+  )
 }
 if (!ok && failed === 0) failed = 1 // lint, typecheck or a crashed suite: count it as a failure
 console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`)

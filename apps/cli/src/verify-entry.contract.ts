@@ -11,7 +11,15 @@ if (url === undefined) throw new Error('AGENT_STATE_VERIFY_URL is not set')
 
 describeBackendContract({
   name: redactUrl(url),
-  create: (ctx) => openBackend(url, { namespace: ctx.namespace, clock: ctx.clock, importer: importBackendPackage }),
+  create: (ctx) =>
+    openBackend(url, {
+      namespace: ctx.namespace,
+      clock: ctx.clock,
+      importer: importBackendPackage,
+    }),
   // Same extension as this file: .ts from source, .js once built.
-  process: { module: fileURLToPath(new URL(`./child-factory${extname(import.meta.url)}`, import.meta.url)), options: { url } },
+  process: {
+    module: fileURLToPath(new URL(`./child-factory${extname(import.meta.url)}`, import.meta.url)),
+    options: { url },
+  },
 })

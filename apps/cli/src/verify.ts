@@ -41,7 +41,8 @@ export async function verify(options: VerifyOptions): Promise<boolean> {
     },
     { resolve: { conditions }, ssr: { resolve: { conditions } } },
   )
-  const failed = vitest.state.getCountOfFailedTests() > 0 || vitest.state.getUnhandledErrors().length > 0
+  const failed =
+    vitest.state.getCountOfFailedTests() > 0 || vitest.state.getUnhandledErrors().length > 0
   const files = vitest.state.getFiles()
   const broken = files.length === 0 || files.some((file) => file.result?.state === 'fail')
   await vitest.close()

@@ -31,7 +31,10 @@ describe('memory backend', () => {
   })
 
   it('opens from memory: through openBackend', async () => {
-    const backend = await openBackend('memory:', { namespace: 'url-test', importer: async () => ({ createBackendFromUrl }) })
+    const backend = await openBackend('memory:', {
+      namespace: 'url-test',
+      importer: async () => ({ createBackendFromUrl }),
+    })
     expect(backend.name).toBe('memory')
     expect(() => createBackendFromUrl('memory:/x')).toThrow(/memory:/)
   })

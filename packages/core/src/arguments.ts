@@ -46,7 +46,10 @@ export function assertValue(value: unknown, maxValueBytes: number): asserts valu
   }
 }
 
-/** Validates a writer identity and returns a plain copy holding only the known fields. */
+/**
+ * Validates a writer identity and returns a frozen copy holding only the known
+ * fields (frozen because backends hand the same object back in every meta).
+ */
 export function normalizeWriter(writer: unknown): WriterIdentity {
   if (typeof writer !== 'object' || writer === null) throw invalid('writer must be an object')
   const w = writer as Record<string, unknown>
@@ -60,7 +63,7 @@ export function normalizeWriter(writer: unknown): WriterIdentity {
       out[field] = w[field] as string
     }
   }
-  return out
+  return Object.freeze(out)
 }
 
 /** Validates a lease passed back by a caller, and that it belongs to `key` when given. */

@@ -11,7 +11,20 @@ describe('compareUtf8', () => {
   })
 
   it('agrees with Buffer.compare on many generated strings', () => {
-    const alphabet = ['a', 'b', '/', 'é', '\u07FF', '\u0800', '\uD7FF', '\uE000', '\uFFFF', '\u{10000}', '\u{10FFFF}', '😀']
+    const alphabet = [
+      'a',
+      'b',
+      '/',
+      'é',
+      '\u07FF',
+      '\u0800',
+      '\uD7FF',
+      '\uE000',
+      '\uFFFF',
+      '\u{10000}',
+      '\u{10FFFF}',
+      '😀',
+    ]
     let seed = 7
     const random = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { assertValidKey, isAgentStateError, keyProblem, RESERVED_SEGMENT_PREFIX } from '../src/index.js'
+import {
+  assertValidKey,
+  isAgentStateError,
+  keyProblem,
+  RESERVED_SEGMENT_PREFIX,
+} from '../src/index.js'
 
 describe('key rules', () => {
   it.each([

@@ -37,7 +37,9 @@ describe('record codec', () => {
 
   it('reports a truncated record as CORRUPT', () => {
     const bytes = encodeKeyState(state)
-    expect(codeOf(() => decodeKeyState('k', bytes.subarray(0, bytes.byteLength - 1)))).toBe('CORRUPT')
+    expect(codeOf(() => decodeKeyState('k', bytes.subarray(0, bytes.byteLength - 1)))).toBe(
+      'CORRUPT',
+    )
     expect(codeOf(() => decodeKeyState('k', new Uint8Array(0)))).toBe('CORRUPT')
   })
 })
