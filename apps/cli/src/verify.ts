@@ -46,14 +46,20 @@ export async function verify(options: VerifyOptions): Promise<boolean> {
   const files = vitest.state.getFiles()
   const broken = files.length === 0 || files.some((file) => file.result?.state === 'fail')
   await vitest.close()
+  // The suite prints the full summary itself; the JSON tells us it really ran.
+  let totals: { passed: number; failed: number; skipped: number }
   try {
-    const summary = await readFile(reportPath, 'utf8')
-    if (options.jsonPath === undefined) await rm(reportPath, { force: true })
-    else console.log(`conformance summary written to ${options.jsonPath}`)
-    void summary
+    totals = (JSON.parse(await readFile(reportPath, 'utf8')) as { totals: typeof totals }).totals
   } catch {
     console.error('agent-state verify: the contract suite wrote no conformance summary')
     return false
+  } finally {
+    if (options.jsonPath === undefined) await rm(reportPath, { force: true })
   }
+  console.log(
+    `agent-state verify ${redactUrl(options.url)}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`,
+  )
+  if (options.jsonPath !== undefined)
+    console.log(`conformance summary written to ${options.jsonPath}`)
   return !failed && !broken
 }

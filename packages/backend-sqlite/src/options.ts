@@ -15,7 +15,9 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 export const sqliteOptionsSchema = z.object({
   path: z.string().min(1, 'path must be a non-empty string'),
   namespace: namespaceSchema.optional(),
-  clock: z.custom<Clock>((value) => typeof value === 'function', 'clock must be a function').optional(),
+  clock: z
+    .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
+    .optional(),
   synchronous: z.enum(['FULL', 'NORMAL']).optional(),
   busyTimeoutMs: z.number().int().min(0).max(600_000).optional(),
   maxValueBytes: z.number().int().positive().max(MAX_MAX_VALUE_BYTES).optional(),

@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto'
+import { AgentStateError } from '@agent-state/core'
+import { Cluster, Redis } from 'ioredis'
+import { mapRedisError, sanitizeError } from './error-mapping.js'
+import type { LuaScript } from './lua-scripts.js'
+import type { ResolvedRedisOptions } from './options.js'
+
+type Client = Redis | Cluster
+type Arg = string | Buffer
+
+/**
+ * One lazily opened ioredis client (single server or Cluster) with the
+ * settings that make failures quick and classifiable:
+ * - `enableOfflineQueue: false`: a command is written at once or refused
+ *   (`UNAVAILABLE`); nothing waits in a queue to be sent later;
+ * - `maxRetriesPerRequest: 0` and `autoResendUnfulfilledCommands: false`: a
+ *   command in flight when the connection drops is rejected (`INDETERMINATE`)
+ *   instead of being silently re-sent after reconnecting;
+ * - `commandTimeout`: a command without a reply fails (`INDETERMINATE`).
+ * ioredis keeps reconnecting in the background; an operation issued while it
+ * is not ready waits up to `connectTimeoutMs` for it, then fails `UNAVAILABLE`.
+ */
+export interface RedisConnection {
+  /** Runs a script by SHA, loading it with EVAL on `NOSCRIPT`. String replies. */
+  script(
+    script: LuaScript,
+    operation: string,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ): Promise<unknown>
+  /** `HMGET` with Buffer replies. */
+  hmgetBuffer(operation: string, key: string, fields: readonly string[]): Promise<(Buffer | null)[]>
+  /** Quits politely, then disconnects. Idempotent. */
+  close(): Promise<void>
+}
+
+const sha1 = (source: string) => createHash('sha1').update(source).digest('hex')
+
+/** Opens (lazily) the connection described by `options`. */
+export function createRedisConnection(options: ResolvedRedisOptions): RedisConnection {
+  const secrets = [options.password ?? ''].filter((secret) => secret.length > 0)
+  const shas = new Map<LuaScript, string>()
+  let client: Client | undefined
+  let lastError: Error | undefined
+  let closed = false
+
+  /** Per-connection settings shared by a single server and every Cluster node. */
+  function nodeOptions() {
+    return {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: options.commandTimeoutMs,
+      connectTimeout: options.connectTimeoutMs,
+      ...(options.username === undefined ? {} : { username: options.username }),
+      ...(options.password === undefined ? {} : { password: options.password }),
+      ...(options.tls ? { tls: {} } : {}),
+    }
+  }
+
+  function open(): Client {
+    if (client !== undefined) return client
+    const created: Client =
+      options.clusterNodes === undefined
+        ? new Redis({
+            ...nodeOptions(),
+            enableOfflineQueue: false,
+            retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
+            host: options.host,
+            port: options.port,
+            db: options.db,
+          })
+        : new Cluster(
+            options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
+            {
+              lazyConnect: true,
+              enableOfflineQueue: false,
+              maxRedirections: 16,
+              retryDelayOnFailover: 100,
+              clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+              redisOptions: nodeOptions(),
+            },
+          )
+    // ioredis prints unhandled 'error' events; keep the last one (sanitized) for messages instead.
+    created.on('error', (error: unknown) => {
+      lastError = sanitizeError(error, secrets)
+    })
+    client = created
+    return created
+  }
+
+  /** Resolves the client once ready; rejects `UNAVAILABLE` (or `CLOSED`). */
+  async function ready(operation: string): Promise<Client> {
+    if (closed) throw new AgentStateError('CLOSED', 'The redis backend is closed')
+    const c = open()
+    if (c.status === 'ready') return c
+    if (c.status === 'wait') c.connect().catch(() => {})
+    await new Promise<void>((resolve, reject) => {
+      const cleanup = () => {
+        clearTimeout(timer)
+        c.off('ready', onReady)
+        c.off('error', onError)
+        c.off('end', onEnd)
+      }
+      const onReady = () => {
+        cleanup()
+        resolve()
+      }
+      const onError = (error: unknown) => {
+        cleanup()
+        reject(mapRedisError(error, operation, 'connect', secrets))
+      }
+      const onEnd = () => {
+        cleanup()
+        reject(
+          closed
+            ? new AgentStateError('CLOSED', 'The redis backend is closed')
+            : mapRedisError(
+                lastError ?? new Error('connection ended'),
+                operation,
+                'connect',
+                secrets,
+              ),
+        )
+      }
+      const timer = setTimeout(() => {
+        cleanup()
+        reject(
+          mapRedisError(
+            lastError ?? new Error(`not ready after ${options.connectTimeoutMs} ms`),
+            operation,
+            'connect',
+            secrets,
+          ),
+        )
+      }, options.connectTimeoutMs)
+      c.on('ready', onReady)
+      c.on('error', onError)
+      c.on('end', onEnd)
+      if (c.status === 'ready') onReady()
+      else if (c.status === 'end') onEnd()
+    })
+    return c
+  }
+
+  async function evalScript(
+    c: Client,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ) {
+    let sha = shas.get(script)
+    if (sha === undefined) {
+      sha = sha1(script.source)
+      shas.set(script, sha)
+    }
+    try {
+      return await c.evalsha(sha, keys.length, ...keys, ...args)
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      // Not cached on this server (first use, restart, failover): EVAL loads it.
+      return await c.eval(script.source, keys.length, ...keys, ...args)
+    }
+  }
+
+  return {
+    async script(script, operation, keys, args) {
+      const c = await ready(operation)
+      try {
+        return await evalScript(c, script, keys, args)
+      } catch (error) {
+        throw mapRedisError(error, operation, 'command', secrets)
+      }
+    },
+
+    async hmgetBuffer(operation, key, fields) {
+      const c = await ready(operation)
+      try {
+        return await c.hmgetBuffer(key, ...fields)
+      } catch (error) {
+        throw mapRedisError(error, operation, 'command', secrets)
+      }
+    },
+
+    async close() {
+      if (closed) return
+      closed = true
+      const c = client
+      if (c === undefined) return
+      if (c.status === 'ready') {
+        let timer: NodeJS.Timeout | undefined
+        await Promise.race([
+          c.quit().catch(() => {}),
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, 1000)
+          }),
+        ])
+        clearTimeout(timer)
+      }
+      c.disconnect()
+    },
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * The Lua scripts. Each conditional operation is one script, so its checks
+ * and its writes are one atomic step on the server. Time comes from
+ * `redis.call('TIME')` (allowed in scripts since Redis 5 with effect
+ * replication, the only mode of Redis 7), so lease expiry is judged on the
+ * server's clock. Replies are flat arrays of strings: a status word first
+ * (`OK` or a contract error code), then fields. Never `false` inside an
+ * array: it would end the reply early, so missing fields are sent as `''`.
+ *
+ * Hash fields: see `redis-keys.ts`.
+ */
+
+/** A Lua script with how many of its arguments are keys. */
+export interface LuaScript {
+  readonly name: string
+  readonly numberOfKeys: number
+  readonly source: string
+}
+
+const PRELUDE = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function num(x) return string.format('%.0f', x) end
+-- Nil when the lease allows the write; an error reply otherwise.
+local function lease_check(given, now, lh, lt, le)
+  if given == '' then
+    if lt and tonumber(le) > now then return {'LEASE_HELD', lh, le} end
+  elseif (not lt) or lt ~= given or tonumber(le) <= now then
+    return {'LEASE_LOST', lt or ''}
+  end
+  return nil
+end
+local function mismatch(key, v, w, t)
+  return {'PRECONDITION_FAILED', v or '', tostring(redis.call('HSTRLEN', key, 'd')), w or '', t or ''}
+end
+`
+
+/**
+ * put. KEYS: record, index, records. ARGV: member, value, writer JSON or '',
+ * ifMatch or '', '1' for ifNoneMatch, lease token or '', random suffix.
+ * Reply: OK version updatedAt.
+ */
+export const PUT: LuaScript = {
+  name: 'put',
+  numberOfKeys: 3,
+  source: `${PRELUDE}
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'v', 'r', 'lh', 'lt', 'le', 'w', 't')
+local v = f[1]
+local bad = lease_check(ARGV[6], now, f[3], f[4], f[5])
+if bad then return bad end
+if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then
+  return mismatch(KEYS[1], v, f[6], f[7])
+end
+local rev = (tonumber(f[2]) or 0) + 1
+local version = num(rev) .. '.' .. ARGV[7]
+redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[2], 'w', ARGV[3], 't', num(now), 'r', num(rev))
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+return {'OK', version, num(now)}
+`,
+}
+
+/**
+ * delete. KEYS: record, index. ARGV: member, ifMatch or '', lease token or ''.
+ * Reply: OK '1' when a value existed, OK '0' otherwise.
+ */
+export const DELETE: LuaScript = {
+  name: 'delete',
+  numberOfKeys: 2,
+  source: `${PRELUDE}
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'v', 'lh', 'lt', 'le', 'w', 't')
+local v = f[1]
+local bad = lease_check(ARGV[3], now, f[2], f[3], f[4])
+if bad then return bad end
+if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v, f[5], f[6]) end
+if not v then return {'OK', '0'} end
+redis.call('HDEL', KEYS[1], 'v', 'd', 'w', 't')
+redis.call('HINCRBY', KEYS[1], 'r', 1)
+redis.call('ZREM', KEYS[2], ARGV[1])
+return {'OK', '1'}
+`,
+}
+
+/**
+ * acquireLease. KEYS: record, records. ARGV: member, holder, ttlMs.
+ * Reply: OK token expiresAt, or LEASE_HELD holder expiresAt.
+ */
+export const ACQUIRE: LuaScript = {
+  name: 'acquire',
+  numberOfKeys: 2,
+  source: `${PRELUDE}
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'le', 'n')
+if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
+local token = (tonumber(f[4]) or 0) + 1
+local expires = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'lh', ARGV[2], 'lt', num(token), 'lttl', ARGV[3], 'le', num(expires), 'n', num(token))
+redis.call('SADD', KEYS[2], ARGV[1])
+return {'OK', num(token), num(expires)}
+`,
+}
+
+/**
+ * renewLease. KEYS: record. ARGV: token.
+ * Reply: OK holder ttlMs expiresAt, or LEASE_LOST currentToken.
+ */
+export const RENEW: LuaScript = {
+  name: 'renew',
+  numberOfKeys: 1,
+  source: `${PRELUDE}
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'lttl', 'le')
+if (not f[2]) or f[2] ~= ARGV[1] or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
+local expires = now + tonumber(f[3])
+redis.call('HSET', KEYS[1], 'le', num(expires))
+return {'OK', f[1], f[3], num(expires)}
+`,
+}
+
+/** releaseLease. KEYS: record. ARGV: token. Reply: 1 when released, 0 otherwise. */
+export const RELEASE: LuaScript = {
+  name: 'release',
+  numberOfKeys: 1,
+  source: `
+if redis.call('HGET', KEYS[1], 'lt') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'lh', 'lt', 'lttl', 'le')
+  return 1
+end
+return 0
+`,
+}
+
+/** getLease. KEYS: record. Reply: OK holder token ttlMs expiresAt, or NONE. */
+export const GET_LEASE: LuaScript = {
+  name: 'getLease',
+  numberOfKeys: 1,
+  source: `${PRELUDE}
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'lttl', 'le')
+if f[2] and tonumber(f[4]) > now then return {'OK', f[1], f[2], f[3], f[4]} end
+return {'NONE'}
+`,
+}
+
+/** head. KEYS: record. Reply: OK version size writer updatedAt, or NONE. */
+export const HEAD: LuaScript = {
+  name: 'head',
+  numberOfKeys: 1,
+  source: `
+local f = redis.call('HMGET', KEYS[1], 'v', 'w', 't')
+if not f[1] then return {'NONE'} end
+return {'OK', f[1], tostring(redis.call('HSTRLEN', KEYS[1], 'd')), f[2] or '', f[3] or ''}
+`,
+}
+
+/**
+ * One listing batch. KEYS: index. ARGV: min, max (ZRANGE BYLEX bounds),
+ * count, record prefix. Reply: flat (key, version, size, updatedAt) tuples.
+ * The hashes it reads share the index's hash tag, so they are in its slot.
+ */
+export const SCAN: LuaScript = {
+  name: 'scan',
+  numberOfKeys: 1,
+  source: `
+local members = redis.call('ZRANGE', KEYS[1], ARGV[1], ARGV[2], 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+for _, m in ipairs(members) do
+  local rk = ARGV[4] .. m
+  local f = redis.call('HMGET', rk, 'v', 't')
+  out[#out + 1] = m
+  out[#out + 1] = f[1] or ''
+  out[#out + 1] = tostring(redis.call('HSTRLEN', rk, 'd'))
+  out[#out + 1] = f[2] or ''
+end
+return out
+`,
+}
+
+/**
+ * One batch of destroy. KEYS: records, index. ARGV: record prefix, batch size.
+ * Removes up to a batch of per-key hashes; once none are left, the index.
+ * Reply: how many hashes were removed (0 when done).
+ */
+export const DESTROY: LuaScript = {
+  name: 'destroy',
+  numberOfKeys: 2,
+  source: `
+local members = redis.call('SPOP', KEYS[1], tonumber(ARGV[2]))
+for _, m in ipairs(members) do redis.call('DEL', ARGV[1] .. m) end
+if #members == 0 then redis.call('DEL', KEYS[2]) end
+return #members
+`,
+}

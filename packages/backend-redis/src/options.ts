@@ -1,0 +1,122 @@
+import { namespaceSchema } from '@agent-state/core'
+import { z } from 'zod'
+
+const nodeSchema = z.object({
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65_535),
+})
+
+/**
+ * Options of `createRedisBackend`, as a zod schema. Every field is optional;
+ * see {@link RedisBackendOptions} for what each one means.
+ */
+export const redisOptionsSchema = z
+  .object({
+    /** Server host (single server). Default `127.0.0.1`. */
+    host: z.string().min(1).optional(),
+    /** Server port (single server). Default 6379. */
+    port: z.number().int().min(1).max(65_535).optional(),
+    /** ACL user name, for `AUTH username password`. */
+    username: z.string().optional(),
+    /** Password; never shown in errors or logs. */
+    password: z.string().optional(),
+    /** Logical database number (single server only; Cluster has only db 0). Default 0. */
+    db: z.number().int().min(0).max(1_000_000).optional(),
+    /** Connect with TLS (`rediss://`). Default false. */
+    tls: z.boolean().optional(),
+    /** Redis Cluster: seed nodes. When set, `host`, `port` and `db` are not used. */
+    cluster: z.object({ nodes: z.array(nodeSchema).min(1) }).optional(),
+    /** Isolates this instance's keys; see the package README. Default `"default"`. */
+    namespace: namespaceSchema.optional(),
+    /** First part of every Redis key this backend writes. Default `"as"`. */
+    keyPrefix: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
+    /** How long an operation waits for a (re)connection before `UNAVAILABLE`. Default 5000 ms. */
+    connectTimeoutMs: z.number().int().min(1).max(600_000).optional(),
+    /** How long a sent command may take before `INDETERMINATE`. Default 5000 ms. */
+    commandTimeoutMs: z.number().int().min(1).max(600_000).optional(),
+    /** Largest value accepted, in bytes. Default 64 MiB (Redis allows up to 512 MB). */
+    maxValueBytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(500 * 1024 * 1024)
+      .optional(),
+  })
+  .strict()
+
+/** Options of `createRedisBackend`. */
+export interface RedisBackendOptions {
+  /** Server host (single server). Default `127.0.0.1`. */
+  readonly host?: string
+  /** Server port (single server). Default 6379. */
+  readonly port?: number
+  /** ACL user name, for `AUTH username password`. */
+  readonly username?: string
+  /** Password; never shown in errors, `context` or logs. */
+  readonly password?: string
+  /** Logical database number (single server only). Default 0. */
+  readonly db?: number
+  /** Connect with TLS, as a `rediss://` URL does. Default false. */
+  readonly tls?: boolean
+  /** Redis Cluster: seed nodes. When set, `host`, `port` and `db` are ignored. */
+  readonly cluster?: { readonly nodes: readonly { readonly host: string; readonly port: number }[] }
+  /**
+   * Isolates this instance's keys from other namespaces in the same database.
+   * 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot. Default `"default"`.
+   */
+  readonly namespace?: string
+  /** First part of every Redis key this backend writes. Default `"as"`. */
+  readonly keyPrefix?: string
+  /**
+   * How long an operation waits for the connection to become ready (first
+   * connect or reconnect) before failing with `UNAVAILABLE`. Default 5000 ms.
+   */
+  readonly connectTimeoutMs?: number
+  /**
+   * How long a sent command may take before failing with `INDETERMINATE`
+   * (it may still be applied). Default 5000 ms.
+   */
+  readonly commandTimeoutMs?: number
+  /** Largest value accepted, in bytes. Default 64 MiB. */
+  readonly maxValueBytes?: number
+}
+
+/** The options after validation and defaults. */
+export interface ResolvedRedisOptions {
+  readonly host: string
+  readonly port: number
+  readonly username: string | undefined
+  readonly password: string | undefined
+  readonly db: number
+  readonly tls: boolean
+  readonly clusterNodes: readonly { readonly host: string; readonly port: number }[] | undefined
+  readonly namespace: string
+  readonly keyPrefix: string
+  readonly connectTimeoutMs: number
+  readonly commandTimeoutMs: number
+  readonly maxValueBytes: number
+}
+
+/** Default largest value: 64 MiB. */
+export const DEFAULT_MAX_VALUE_BYTES = 64 * 1024 * 1024
+
+/** Applies defaults to options that passed {@link redisOptionsSchema}. */
+export function resolveOptions(options: RedisBackendOptions): ResolvedRedisOptions {
+  return {
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 6379,
+    username: options.username,
+    password: options.password,
+    db: options.db ?? 0,
+    tls: options.tls ?? false,
+    clusterNodes: options.cluster?.nodes,
+    namespace: options.namespace ?? 'default',
+    keyPrefix: options.keyPrefix ?? 'as',
+    connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+    commandTimeoutMs: options.commandTimeoutMs ?? 5000,
+    maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+  }
+}

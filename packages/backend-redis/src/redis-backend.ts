@@ -1,0 +1,411 @@
+import { randomBytes } from 'node:crypto'
+import {
+  type AcquireLeaseOptions,
+  AgentStateError,
+  assertLeaseShape,
+  assertValidKey,
+  type Backend,
+  type Capabilities,
+  CONTRACT_VERSION,
+  type CursorPosition,
+  checkAcquire,
+  checkDelete,
+  checkPut,
+  collectListPage,
+  type DeleteOptions,
+  type Lease,
+  type ListEntry,
+  type ListOptions,
+  type ListPage,
+  normalizeListOptions,
+  type PutOptions,
+  type StoredValue,
+  type ValueMeta,
+  type WriterIdentity,
+} from '@agent-state/core'
+import { createRedisConnection } from './connection.js'
+import {
+  ACQUIRE,
+  DELETE,
+  DESTROY,
+  GET_LEASE,
+  HEAD,
+  PUT,
+  RELEASE,
+  RENEW,
+  SCAN,
+} from './lua-scripts.js'
+import { type RedisBackendOptions, redisOptionsSchema, resolveOptions } from './options.js'
+import { redisKeyLayout } from './redis-keys.js'
+
+const DESTROY_BATCH = 500
+/** No UTF-8 string contains this byte, so `prefix + 0xFF` is above every key with that prefix. */
+const ABOVE = Buffer.from([0xff])
+
+function corrupt(key: string, problem: string): AgentStateError {
+  return new AgentStateError(
+    'CORRUPT',
+    `Redis record of key ${JSON.stringify(key)} is corrupt: ${problem}`,
+    {
+      context: { key, problem },
+    },
+  )
+}
+
+function toNumber(key: string, text: unknown, field: string): number {
+  const n = typeof text === 'string' && text !== '' ? Number(text) : Number.NaN
+  if (!Number.isSafeInteger(n)) throw corrupt(key, `field ${field} is not an integer`)
+  return n
+}
+
+function parseWriter(key: string, text: string | Buffer | null | undefined): WriterIdentity | null {
+  if (text === null || text === undefined || text.length === 0) return null
+  try {
+    const parsed: unknown = JSON.parse(text.toString())
+    if (
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      typeof (parsed as WriterIdentity).writerId === 'string'
+    ) {
+      return parsed as WriterIdentity
+    }
+  } catch {
+    // reported below
+  }
+  throw corrupt(key, 'writer metadata is not valid JSON')
+}
+
+function reply(value: unknown, key: string): string[] {
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
+    throw corrupt(key, 'unexpected script reply')
+  }
+  return value as string[]
+}
+
+/** The meta a failed precondition reports, from a `PRECONDITION_FAILED v size w t` reply. */
+function preconditionFailed(key: string, r: string[]): AgentStateError {
+  const current: ValueMeta | null =
+    r[1] === '' || r[1] === undefined
+      ? null
+      : {
+          key,
+          version: r[1],
+          size: toNumber(key, r[2], 'size'),
+          writer: parseWriter(key, r[3]),
+          updatedAt: toNumber(key, r[4], 't'),
+        }
+  return new AgentStateError(
+    'PRECONDITION_FAILED',
+    `Precondition failed for key ${JSON.stringify(key)}`,
+    {
+      context: { key, current },
+    },
+  )
+}
+
+function leaseHeld(
+  key: string,
+  holder: string | undefined,
+  expiresAt: string | undefined,
+): AgentStateError {
+  return new AgentStateError('LEASE_HELD', `Key ${JSON.stringify(key)} is leased by ${holder}`, {
+    context: { key, holder, expiresAt: toNumber(key, expiresAt, 'le') },
+  })
+}
+
+function leaseLost(key: string, token: number, current: string | undefined): AgentStateError {
+  return new AgentStateError(
+    'LEASE_LOST',
+    `The lease on ${JSON.stringify(key)} is no longer current`,
+    {
+      context: {
+        key,
+        token,
+        currentToken: current === undefined || current === '' ? null : Number(current),
+      },
+    },
+  )
+}
+
+/** Throws the contract error a write script replied with (anything but `OK`). */
+function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): never {
+  switch (r[0]) {
+    case 'LEASE_HELD':
+      throw leaseHeld(key, r[1], r[2])
+    case 'LEASE_LOST':
+      throw leaseLost(key, lease?.token ?? 0, r[1])
+    case 'PRECONDITION_FAILED':
+      throw preconditionFailed(key, r)
+    default:
+      throw corrupt(key, `unexpected script status ${JSON.stringify(r[0])}`)
+  }
+}
+
+/**
+ * Creates the Redis backend: every conditional operation is one Lua script on
+ * the server (lease expiry on the server's clock), listings come from a
+ * byte-ordered sorted-set index updated in the same script, and all keys of a
+ * namespace share one hash tag so it also runs on Redis Cluster. Connects on
+ * the first operation.
+ *
+ * @throws `INVALID_ARGUMENT` for invalid options.
+ */
+export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
+  const parsed = redisOptionsSchema.safeParse(options)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `Invalid redis backend options: ${issue?.path.join('.')}: ${issue?.message}`,
+      { context: { path: issue?.path.join('.') } },
+    )
+  }
+  const resolved = resolveOptions(options)
+  const layout = redisKeyLayout(resolved.keyPrefix, resolved.namespace)
+  const connection = createRedisConnection(resolved)
+  const capabilities: Capabilities = {
+    durable: true,
+    multiProcess: true,
+    multiHost: true,
+    leaseClock: 'server',
+    maxKeyBytes: 1024,
+    maxValueBytes: resolved.maxValueBytes,
+  }
+  let closed = false
+
+  function assertOpen(): void {
+    if (closed) throw new AgentStateError('CLOSED', 'The redis backend is closed')
+  }
+
+  async function run(
+    script: typeof PUT,
+    operation: string,
+    key: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<string[]> {
+    assertOpen()
+    return reply(await connection.script(script, operation, keys, args), key)
+  }
+
+  /** Lower and upper `ZRANGE BYLEX` bounds for a scan batch. */
+  function bounds(prefix: string, position: CursorPosition | undefined): [Buffer, Buffer] {
+    const prefixBytes = Buffer.from(prefix, 'utf8')
+    const upper =
+      prefix === '' ? Buffer.from('+') : Buffer.concat([Buffer.from('('), prefixBytes, ABOVE])
+    const fromPrefix =
+      prefix === '' ? Buffer.from('-') : Buffer.concat([Buffer.from('['), prefixBytes])
+    if (position === undefined) return [fromPrefix, upper]
+    // A whole group is skipped by starting above every key that begins with it.
+    const after = Buffer.concat([
+      Buffer.from(position.after, 'utf8'),
+      position.group ? ABOVE : Buffer.alloc(0),
+    ])
+    if (Buffer.compare(after, prefixBytes) < 0) return [fromPrefix, upper]
+    return [Buffer.concat([Buffer.from('('), after]), upper]
+  }
+
+  const backend: Backend = {
+    contractVersion: CONTRACT_VERSION,
+    name: 'redis',
+    capabilities,
+
+    async get(key: string): Promise<StoredValue | null> {
+      assertOpen()
+      assertValidKey(key, capabilities.maxKeyBytes)
+      const [v, d, w, t] = await connection.hmgetBuffer('get', layout.record(key), [
+        'v',
+        'd',
+        'w',
+        't',
+      ])
+      if (v === null || v === undefined) return null
+      if (d === null || d === undefined) throw corrupt(key, 'value missing')
+      // Copy: reply buffers may share memory with other replies.
+      const value = new Uint8Array(d)
+      return {
+        value,
+        meta: {
+          key,
+          version: v.toString(),
+          size: value.byteLength,
+          writer: parseWriter(key, w),
+          updatedAt: toNumber(key, t?.toString(), 't'),
+        },
+      }
+    },
+
+    async head(key: string): Promise<ValueMeta | null> {
+      assertValidKey(key, capabilities.maxKeyBytes)
+      const r = await run(HEAD, 'head', key, [layout.record(key)], [])
+      if (r[0] === 'NONE') return null
+      return {
+        key,
+        version: r[1] as string,
+        size: toNumber(key, r[2], 'size'),
+        writer: parseWriter(key, r[3]),
+        updatedAt: toNumber(key, r[4], 't'),
+      }
+    },
+
+    async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
+      assertOpen()
+      const writer = checkPut(key, value, putOptions, capabilities)
+      const r = await run(
+        PUT,
+        'put',
+        key,
+        [layout.record(key), layout.index, layout.records],
+        [
+          key,
+          Buffer.from(value.buffer, value.byteOffset, value.byteLength),
+          writer === null ? '' : JSON.stringify(writer),
+          putOptions?.ifMatch ?? '',
+          putOptions?.ifNoneMatch === '*' ? '1' : '',
+          putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
+          randomBytes(6).toString('base64url'),
+        ],
+      )
+      if (r[0] !== 'OK') throwWriteFailure(key, r, putOptions?.lease)
+      return {
+        key,
+        version: r[1] as string,
+        size: value.byteLength,
+        writer,
+        updatedAt: toNumber(key, r[2], 't'),
+      }
+    },
+
+    async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
+      assertOpen()
+      checkDelete(key, deleteOptions, capabilities.maxKeyBytes)
+      const r = await run(
+        DELETE,
+        'delete',
+        key,
+        [layout.record(key), layout.index],
+        [
+          key,
+          deleteOptions?.ifMatch ?? '',
+          deleteOptions?.lease === undefined ? '' : String(deleteOptions.lease.token),
+        ],
+      )
+      if (r[0] !== 'OK') throwWriteFailure(key, r, deleteOptions?.lease)
+      return r[1] === '1'
+    },
+
+    async list(listOptions?: ListOptions): Promise<ListPage> {
+      assertOpen()
+      const normalized = normalizeListOptions(listOptions)
+      return collectListPage(normalized, async (position, max) => {
+        const [min, upper] = bounds(normalized.prefix, position)
+        const r = await run(
+          SCAN,
+          'list',
+          '',
+          [layout.index],
+          [min, upper, String(max), layout.recordPrefix],
+        )
+        const entries: ListEntry[] = []
+        for (let i = 0; i + 3 < r.length; i += 4) {
+          const key = r[i] as string
+          if (r[i + 1] === '') throw corrupt(key, 'listed in the index without a value')
+          entries.push({
+            key,
+            version: r[i + 1] as string,
+            size: toNumber(key, r[i + 2], 'size'),
+            updatedAt: toNumber(key, r[i + 3], 't'),
+          })
+        }
+        return { entries, done: entries.length < max }
+      })
+    },
+
+    async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
+      assertOpen()
+      checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
+      const r = await run(
+        ACQUIRE,
+        'acquireLease',
+        key,
+        [layout.record(key), layout.records],
+        [key, leaseOptions.holder, String(leaseOptions.ttlMs)],
+      )
+      if (r[0] !== 'OK') throwWriteFailure(key, r, undefined)
+      return {
+        key,
+        holder: leaseOptions.holder,
+        token: toNumber(key, r[1], 'lt'),
+        ttlMs: leaseOptions.ttlMs,
+        expiresAt: toNumber(key, r[2], 'le'),
+      }
+    },
+
+    async renewLease(lease: Lease): Promise<Lease> {
+      assertOpen()
+      assertLeaseShape(lease)
+      assertValidKey(lease.key, capabilities.maxKeyBytes)
+      const r = await run(
+        RENEW,
+        'renewLease',
+        lease.key,
+        [layout.record(lease.key)],
+        [String(lease.token)],
+      )
+      if (r[0] !== 'OK') throwWriteFailure(lease.key, r, lease)
+      return {
+        key: lease.key,
+        holder: r[1] as string,
+        token: lease.token,
+        ttlMs: toNumber(lease.key, r[2], 'lttl'),
+        expiresAt: toNumber(lease.key, r[3], 'le'),
+      }
+    },
+
+    async releaseLease(lease: Lease): Promise<boolean> {
+      assertOpen()
+      assertLeaseShape(lease)
+      assertValidKey(lease.key, capabilities.maxKeyBytes)
+      const released = await connection.script(
+        RELEASE,
+        'releaseLease',
+        [layout.record(lease.key)],
+        [String(lease.token)],
+      )
+      return released === 1
+    },
+
+    async getLease(key: string): Promise<Lease | null> {
+      assertValidKey(key, capabilities.maxKeyBytes)
+      const r = await run(GET_LEASE, 'getLease', key, [layout.record(key)], [])
+      if (r[0] === 'NONE') return null
+      return {
+        key,
+        holder: r[1] as string,
+        token: toNumber(key, r[2], 'lt'),
+        ttlMs: toNumber(key, r[3], 'lttl'),
+        expiresAt: toNumber(key, r[4], 'le'),
+      }
+    },
+
+    async destroy(): Promise<void> {
+      assertOpen()
+      for (;;) {
+        const removed = await connection.script(
+          DESTROY,
+          'destroy',
+          [layout.records, layout.index],
+          [layout.recordPrefix, String(DESTROY_BATCH)],
+        )
+        if (removed === 0) return
+      }
+    },
+
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      await connection.close()
+    },
+  }
+  return backend
+}

@@ -1,0 +1,77 @@
+import { fileURLToPath } from 'node:url'
+import { describeBackendContract } from '@agent-state/contract'
+import { redisCli, startRedisCluster } from '@agent-state/test-services'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+
+// Three masters, no replicas: every namespace's keys hash to one slot of one of them.
+const cluster = await startRedisCluster({ masters: 3 })
+afterAll(() => cluster.stop())
+const nodes = cluster.nodes.map((node) => ({ host: node.host, port: node.port }))
+
+describeBackendContract({
+  name: 'redis-cluster',
+  create: (ctx) =>
+    createRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+  process: {
+    module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
+    options: { cluster: { nodes } },
+  },
+})
+
+describe('redis cluster specifics', () => {
+  const bytes = (text: string) => new TextEncoder().encode(text)
+  const firstPort = nodes[0]?.port as number
+
+  async function keySlot(key: string): Promise<number> {
+    return Number((await redisCli(firstPort, ['CLUSTER', 'KEYSLOT', key])).trim())
+  }
+
+  async function keysEverywhere(pattern: string): Promise<string[]> {
+    const found: string[] = []
+    for (const node of nodes) {
+      const out = await redisCli(node.port, ['--scan', '--pattern', pattern])
+      found.push(...out.split('\n').filter((line) => line.length > 0))
+    }
+    return found
+  }
+
+  it('keeps every key of a namespace in one slot, whatever braces the user key holds', async () => {
+    const layout = redisKeyLayout('as', 'slots')
+    const indexSlot = await keySlot(layout.index)
+    expect(indexSlot).toBeGreaterThanOrEqual(0)
+    for (const key of ['{other}/x', 'a}{b', 'plain', '{}']) {
+      expect(await keySlot(layout.record(key))).toBe(indexSlot)
+    }
+    expect(await keySlot(layout.records)).toBe(indexSlot)
+    const b = createRedisBackend({ cluster: { nodes }, namespace: 'slots' })
+    try {
+      await b.put('{other}/x', bytes('1'))
+      await b.put('a}{b', bytes('2'))
+      expect((await b.list()).entries.map((e) => e.key)).toEqual(['a}{b', '{other}/x'])
+    } finally {
+      await b.destroy?.()
+      await b.close()
+    }
+  })
+
+  it('spreads namespaces over the masters, and destroy leaves nothing on any node', async () => {
+    const names = Array.from({ length: 12 }, (_, i) => `spread-${i}`)
+    const slots = await Promise.all(names.map((n) => keySlot(redisKeyLayout('as', n).index)))
+    // 12 namespaces over 16384 slots split 3 ways: they do not all land on one master.
+    const owners = new Set(slots.map((slot) => Math.floor(slot / 5462)))
+    expect(owners.size).toBeGreaterThan(1)
+    const backends = names.map((namespace) => createRedisBackend({ cluster: { nodes }, namespace }))
+    try {
+      for (const b of backends) {
+        await b.put('k', bytes('v'))
+        await b.acquireLease('l', { holder: 'h', ttlMs: 60_000 })
+      }
+      expect((await keysEverywhere('as:{ns:spread-*')).length).toBe(names.length * 4)
+      for (const b of backends) await b.destroy?.()
+      expect(await keysEverywhere('as:{ns:spread-*')).toEqual([])
+    } finally {
+      await Promise.all(backends.map((b) => b.close()))
+    }
+  })
+})

@@ -1,0 +1,11 @@
+export { createBackendFromUrl, type SqliteUrlOptions } from './from-url.js'
+export {
+  DEFAULT_BUSY_TIMEOUT_MS,
+  DEFAULT_MAX_VALUE_BYTES,
+  MAX_MAX_VALUE_BYTES,
+  MEMORY_PATH,
+  type SqliteBackendOptions,
+  sqliteOptionsSchema,
+} from './options.js'
+export { SCHEMA_VERSION } from './schema.js'
+export { createSqliteBackend } from './sqlite-backend.js'

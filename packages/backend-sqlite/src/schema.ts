@@ -1,0 +1,117 @@
+import { AgentStateError } from '@agent-state/core'
+import type Database from 'better-sqlite3'
+
+/**
+ * The database layout and its migrations. The schema version lives in our own
+ * `agent_state_meta` table rather than `PRAGMA user_version`, so an
+ * application may keep its own tables (and its own `user_version`) in the
+ * same file.
+ */
+
+/** The schema version this package writes and reads. */
+export const SCHEMA_VERSION = 1
+
+/** Table of one row per (namespace, key): value, writer, lease and fencing counter together. */
+export const ENTRIES_TABLE = 'agent_state_entries'
+/** Table of named integers; holds `schema_version`. */
+export const META_TABLE = 'agent_state_meta'
+/** Partial covering index of the keys that hold a value, in byte order: listings read only it. */
+export const LIVE_INDEX = 'agent_state_entries_live'
+
+/**
+ * Migrations by the version they produce: `MIGRATIONS[n - 1]` turns version
+ * `n - 1` into `n`. Append only; never edit a released one.
+ */
+const MIGRATIONS: readonly string[] = [
+  // 1: the first layout. A rowid table (faster listing than WITHOUT ROWID for
+  // 1 KiB values at the default page size), STRICT so a wrongly typed cell
+  // cannot be written, and BINARY collation on UTF-8 text, which is byte order.
+  `CREATE TABLE ${META_TABLE} (
+     name TEXT PRIMARY KEY NOT NULL,
+     value INTEGER NOT NULL
+   ) STRICT;
+   CREATE TABLE ${ENTRIES_TABLE} (
+     namespace TEXT NOT NULL COLLATE BINARY,
+     key TEXT NOT NULL COLLATE BINARY,
+     version TEXT,
+     revision INTEGER NOT NULL,
+     writer TEXT,
+     updated_at REAL NOT NULL,
+     size INTEGER NOT NULL,
+     value BLOB,
+     lease_holder TEXT,
+     lease_token INTEGER,
+     lease_ttl_ms INTEGER,
+     lease_expires_at REAL,
+     fence INTEGER NOT NULL,
+     PRIMARY KEY (namespace, key)
+   ) STRICT;
+   CREATE INDEX ${LIVE_INDEX} ON ${ENTRIES_TABLE} (namespace, key, version, size, updated_at)
+     WHERE version IS NOT NULL;`,
+]
+
+function tableExists(db: Database.Database, name: string): boolean {
+  return (
+    db
+      .prepare("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?")
+      .get(name) !== undefined
+  )
+}
+
+/** Reads the schema version without writing anything: 0 for a database we never initialised. */
+export function readSchemaVersion(db: Database.Database): number {
+  if (!tableExists(db, META_TABLE)) return 0
+  const row = db.prepare(`SELECT value FROM ${META_TABLE} WHERE name = 'schema_version'`).get() as
+    | { value: unknown }
+    | undefined
+  if (row === undefined) return 0
+  if (typeof row.value !== 'number' || !Number.isSafeInteger(row.value) || row.value < 0) {
+    throw new AgentStateError(
+      'CORRUPT',
+      'The agent-state schema version in the database is invalid',
+      {
+        context: { schemaVersion: String(row.value) },
+      },
+    )
+  }
+  return row.value
+}
+
+/** Throws `INCOMPATIBLE_SCHEMA` when the database was written by a newer version of this package. */
+export function assertSupportedVersion(version: number): void {
+  if (version > SCHEMA_VERSION) {
+    throw new AgentStateError(
+      'INCOMPATIBLE_SCHEMA',
+      `The database has agent-state schema version ${version}; this version of @agent-state/sqlite reads up to ${SCHEMA_VERSION}. Upgrade the package; the database was left untouched.`,
+      { context: { schemaVersion: version, supported: SCHEMA_VERSION } },
+    )
+  }
+}
+
+/**
+ * Brings the schema to {@link SCHEMA_VERSION} in one IMMEDIATE transaction,
+ * re-reading the version inside it so that processes opening the same new
+ * file at once migrate it exactly once.
+ */
+export function migrate(db: Database.Database): void {
+  db.transaction(() => {
+    const version = readSchemaVersion(db)
+    assertSupportedVersion(version)
+    if (version === SCHEMA_VERSION) return
+    if (version === 0 && tableExists(db, ENTRIES_TABLE)) {
+      // Our table name without our version record: not a layout we know how to migrate.
+      throw new AgentStateError(
+        'INCOMPATIBLE_SCHEMA',
+        `The database has a ${ENTRIES_TABLE} table but no agent-state schema version`,
+        { context: { schemaVersion: null, supported: SCHEMA_VERSION } },
+      )
+    }
+    for (let next = version + 1; next <= SCHEMA_VERSION; next++) {
+      db.exec(MIGRATIONS[next - 1] as string)
+    }
+    db.prepare(
+      `INSERT INTO ${META_TABLE} (name, value) VALUES ('schema_version', ?)
+       ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+    ).run(SCHEMA_VERSION)
+  }).immediate()
+}

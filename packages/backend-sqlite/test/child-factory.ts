@@ -1,0 +1,16 @@
+import type { Backend } from '@agent-state/core'
+import { createSqliteBackend } from '../src/index.js'
+
+/**
+ * Loaded by the contract suite's multi-process and crash tiers in child
+ * processes (`node --conditions=@agent-state/source --import tsx`): opens the
+ * same database file as the parent, in the test's namespace, on real time.
+ */
+export function createBackend(options: unknown, ctx: { namespace: string }): Backend {
+  const { path, synchronous } = options as { path: string; synchronous?: 'FULL' | 'NORMAL' }
+  return createSqliteBackend({
+    path,
+    namespace: ctx.namespace,
+    ...(synchronous === undefined ? {} : { synchronous }),
+  })
+}

@@ -1,0 +1,66 @@
+import { AgentStateError } from '@agent-state/core'
+import { describe, expect, it } from 'vitest'
+import { prefixEnd, prefixRange } from '../src/key-range.js'
+import { isBusy, toAgentStateError } from '../src/sqlite-errors.js'
+
+// Unit tests of the error mapping: these codes cannot be provoked on demand
+// from a real database (a failing fsync, a full disk), so plain objects
+// carrying better-sqlite3's `code` stand in for SqliteError here.
+const sqliteError = (code: string): Error => Object.assign(new Error(code), { code })
+
+describe('toAgentStateError', () => {
+  it.each([
+    ['SQLITE_CORRUPT', false, 'CORRUPT'],
+    ['SQLITE_CORRUPT_INDEX', true, 'CORRUPT'],
+    ['SQLITE_NOTADB', false, 'CORRUPT'],
+    ['SQLITE_BUSY', true, 'UNAVAILABLE'],
+    ['SQLITE_BUSY_SNAPSHOT', true, 'UNAVAILABLE'],
+    ['SQLITE_LOCKED', false, 'UNAVAILABLE'],
+    ['SQLITE_IOERR_FSYNC', true, 'INDETERMINATE'],
+    ['SQLITE_IOERR_READ', false, 'UNAVAILABLE'],
+    ['SQLITE_FULL', true, 'UNAVAILABLE'],
+    ['SQLITE_CANTOPEN', false, 'UNAVAILABLE'],
+  ])('maps %s (writing: %s) to %s and keeps the cause', (code, writing, expected) => {
+    const cause = sqliteError(code)
+    const mapped = toAgentStateError(cause, 'put', writing)
+    expect(mapped).toBeInstanceOf(AgentStateError)
+    expect(mapped.code).toBe(expected)
+    expect(mapped.cause).toBe(cause)
+    expect(mapped.context).toEqual({ operation: 'put', sqliteCode: code })
+  })
+
+  it('passes AgentStateErrors through and wraps foreign errors as non-retryable UNAVAILABLE', () => {
+    const own = new AgentStateError('LEASE_HELD', 'held')
+    expect(toAgentStateError(own, 'put', true)).toBe(own)
+    const foreign = toAgentStateError(new TypeError('boom'), 'get', false)
+    expect(foreign.code).toBe('UNAVAILABLE')
+    expect(foreign.retryable).toBe(false)
+  })
+
+  it('treats only BUSY and LOCKED as worth waiting for', () => {
+    expect(isBusy(sqliteError('SQLITE_BUSY_RECOVERY'))).toBe(true)
+    expect(isBusy(sqliteError('SQLITE_LOCKED_SHAREDCACHE'))).toBe(true)
+    expect(isBusy(sqliteError('SQLITE_CORRUPT'))).toBe(false)
+    expect(isBusy(new Error('x'))).toBe(false)
+  })
+})
+
+describe('prefix ranges', () => {
+  it('computes the first string after every string with a prefix, in code-point order', () => {
+    expect(prefixEnd('ab')).toBe('ac')
+    expect(prefixEnd('a\uD7FF')).toBe('a\uE000')
+    expect(prefixEnd('a\u{10FFFF}')).toBe('b')
+    expect(prefixEnd('\u{10FFFF}')).toBeUndefined()
+    expect(prefixEnd('')).toBeUndefined()
+  })
+
+  it('handles a trailing high surrogate and refuses other unpaired surrogates', () => {
+    expect(prefixRange('x\uD83D')).toEqual({
+      from: 'x\u{1F400}',
+      inclusive: true,
+      to: 'x\u{1F800}',
+    })
+    expect(prefixRange('x\uDE00')).toBeNull()
+    expect(prefixRange('')).toEqual({ from: '', inclusive: true, to: undefined })
+  })
+})

@@ -1,0 +1,49 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describeBackendContract } from '@agent-state/contract'
+import Database from 'better-sqlite3'
+import { afterAll, expect, it } from 'vitest'
+import { createSqliteBackend } from '../src/index.js'
+
+// One real database file shared by every instance of the suite; each check
+// works in its own namespace, as the contract asks.
+const dir = mkdtempSync(join(tmpdir(), 'agent-state-sqlite-contract-'))
+const path = join(dir, 'contract.db')
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describeBackendContract({
+  name: 'sqlite',
+  // 16 MiB (not the 64 MiB default) so the suite can also test VALUE_TOO_LARGE.
+  create: (ctx) =>
+    createSqliteBackend({
+      path,
+      namespace: ctx.namespace,
+      clock: ctx.clock,
+      maxValueBytes: 16 * 1024 * 1024,
+    }),
+  process: { module: join(import.meta.dirname, 'child-factory.ts'), options: { path } },
+})
+
+// Declared after the suite, so it runs after every tier, the kill -9 crash cycles included.
+it('leaves the shared database file passing PRAGMA integrity_check', () => {
+  const raw = new Database(path, { readonly: true })
+  try {
+    expect(raw.pragma('integrity_check', { simple: true })).toBe('ok')
+  } finally {
+    raw.close()
+  }
+})
+
+// The test-only in-memory database: declared neither durable nor multi-process,
+// so the suite must skip those tiers by name and pass the rest.
+describeBackendContract({
+  name: 'sqlite-memory',
+  create: (ctx) =>
+    createSqliteBackend({
+      path: ':memory:',
+      namespace: ctx.namespace,
+      clock: ctx.clock,
+      maxValueBytes: 16 * 1024 * 1024,
+    }),
+})

@@ -1,0 +1,207 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ensureDebianPackages } from './debian-packages.js'
+import { freePort } from './free-port.js'
+
+/** Options of {@link startRedisServer}. */
+export interface RedisServerOptions {
+  /**
+   * `appendfsync` policy: `always` makes every acknowledged write durable
+   * before the reply; `everysec` (default) may lose up to about a second on an
+   * OS crash (not on a process kill: the data is already written to the file).
+   */
+  readonly appendfsync?: 'always' | 'everysec' | 'no'
+  /** Sets `requirepass`, so clients must authenticate (user `default`). */
+  readonly password?: string
+  /** Extra `redis-server` arguments, e.g. `['--cluster-enabled', 'yes']`. */
+  readonly extraArgs?: readonly string[]
+  /** Milliseconds to wait for PING to answer. Default 15 000. */
+  readonly startTimeoutMs?: number
+}
+
+/** How {@link RedisServer.restart} stops the process. */
+export interface RestartOptions {
+  /** `SIGKILL` simulates a crash; `SIGTERM` (default) is a clean shutdown. */
+  readonly signal?: 'SIGTERM' | 'SIGKILL'
+  /** Milliseconds to stay down before starting again. Default 0. */
+  readonly downMs?: number
+}
+
+/** A private `redis-server` on 127.0.0.1. */
+export interface RedisServer {
+  /** `redis://127.0.0.1:<port>` (no credentials). */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  /** The server's working directory (AOF files live here). */
+  readonly dir: string
+  /** The current process id, or `undefined` while stopped. */
+  readonly pid: number | undefined
+  /** Stops the server process by its PID, waits for exit, removes its directory. */
+  stop(): Promise<void>
+  /** Stops the process and starts it again on the same port and directory. */
+  restart(options?: RestartOptions): Promise<void>
+}
+
+const REDIS_SERVER = '/usr/bin/redis-server'
+const REDIS_CLI = '/usr/bin/redis-cli'
+
+/** Every server process this module started, killed when the test process exits. */
+const running = new Set<ChildProcess>()
+let exitHookInstalled = false
+
+function installExitHook(): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  process.on('exit', () => {
+    for (const child of running) child.kill('SIGKILL')
+  })
+}
+
+/** Installs redis-server/redis-cli from Debian when missing (fails loudly otherwise). */
+export function ensureRedisInstalled(): void {
+  ensureDebianPackages([REDIS_SERVER, REDIS_CLI], ['redis-server'])
+}
+
+/** Runs `redis-cli` against a port; resolves its stdout. */
+export function redisCli(
+  port: number,
+  args: readonly string[],
+  options: { password?: string; timeoutMs?: number } = {},
+): Promise<string> {
+  const env = { ...process.env }
+  if (options.password !== undefined) env.REDISCLI_AUTH = options.password
+  return new Promise((resolve, reject) => {
+    execFile(
+      REDIS_CLI,
+      ['-h', '127.0.0.1', '-p', String(port), ...args],
+      { env, timeout: options.timeoutMs ?? 10_000 },
+      (error, stdout) => (error ? reject(error) : resolve(stdout)),
+    )
+  })
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Waits until `redis-cli PING` answers PONG, or throws after `timeoutMs`. */
+export async function waitForPing(
+  port: number,
+  timeoutMs: number,
+  password?: string,
+  child?: ChildProcess,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (child !== undefined && child.exitCode !== null) {
+      throw new Error(`redis-server on port ${port} exited with code ${child.exitCode}`)
+    }
+    try {
+      const out = await redisCli(
+        port,
+        ['PING'],
+        password === undefined ? { timeoutMs: 2000 } : { password, timeoutMs: 2000 },
+      )
+      if (out.trim() === 'PONG') return
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING`)
+    await sleep(50)
+  }
+}
+
+function waitForExit(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => child.once('exit', () => resolve()))
+}
+
+/**
+ * Starts a private `redis-server` (Debian's, installed on demand) on
+ * 127.0.0.1 and a free port, in a fresh temp directory, in the foreground as
+ * a child of this process (never daemonized), with `--save ''`,
+ * `--appendonly yes` and `--appendfsync everysec` unless told otherwise.
+ * Resolves once PING answers. The process is killed when the test process exits.
+ */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  ensureRedisInstalled()
+  installExitHook()
+  const dir = mkdtempSync(join(tmpdir(), 'agent-state-redis-'))
+  const timeoutMs = options.startTimeoutMs ?? 15_000
+  let child: ChildProcess | undefined
+  let port = 0
+
+  const args = (): string[] => {
+    const list = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      options.appendfsync ?? 'everysec',
+      '--logfile',
+      join(dir, 'redis.log'),
+    ]
+    if (options.password !== undefined) list.push('--requirepass', options.password)
+    return [...list, ...(options.extraArgs ?? [])]
+  }
+
+  const launch = async (): Promise<void> => {
+    const proc = spawn(REDIS_SERVER, args(), { cwd: dir, stdio: 'ignore' })
+    running.add(proc)
+    proc.once('exit', () => running.delete(proc))
+    child = proc
+    await waitForPing(port, timeoutMs, options.password, proc)
+  }
+
+  // The port may be taken between freePort() and the bind: retry with another.
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort()
+    try {
+      await launch()
+      break
+    } catch (error) {
+      child?.kill('SIGKILL')
+      if (attempt >= 3) {
+        rmSync(dir, { recursive: true, force: true })
+        throw error
+      }
+    }
+  }
+
+  const stopProcess = async (signal: 'SIGTERM' | 'SIGKILL'): Promise<void> => {
+    const proc = child
+    child = undefined
+    if (proc === undefined) return
+    proc.kill(signal)
+    await waitForExit(proc)
+  }
+
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    host: '127.0.0.1',
+    port,
+    dir,
+    get pid() {
+      return child?.pid
+    },
+    async stop() {
+      await stopProcess('SIGTERM')
+      rmSync(dir, { recursive: true, force: true })
+    },
+    async restart(restartOptions: RestartOptions = {}) {
+      await stopProcess(restartOptions.signal ?? 'SIGTERM')
+      if (restartOptions.downMs !== undefined) await sleep(restartOptions.downMs)
+      await launch()
+    },
+  }
+}
