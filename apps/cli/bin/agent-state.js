@@ -13,9 +13,11 @@ if (existsSync(built)) {
   process.exitCode = await main(process.argv.slice(2))
 } else {
   const source = fileURLToPath(new URL('../src/run.ts', import.meta.url))
+  // tsx resolved from this package, not from the caller's working directory.
+  const tsx = import.meta.resolve('tsx')
   const result = spawnSync(
     process.execPath,
-    ['--conditions=@agent-state/source', '--import', 'tsx', source, ...process.argv.slice(2)],
+    ['--conditions=@agent-state/source', '--import', tsx, source, ...process.argv.slice(2)],
     { stdio: 'inherit', env: { ...process.env, AGENT_STATE_FROM_SOURCE: '1' } },
   )
   process.exitCode = result.status ?? 1

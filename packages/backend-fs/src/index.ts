@@ -1,0 +1,5 @@
+export { createBackendFromUrl, rootFromFileUrl } from './from-url.js'
+export { createFsBackend } from './fs-backend.js'
+export { createFsRecordStore, type FsLayout, layoutOf } from './fs-record-store.js'
+export { fileNameOf, MAX_HEX_KEY_BYTES } from './key-paths.js'
+export { type FsBackendOptions, fsOptionsSchema, type ResolvedFsOptions } from './options.js'

@@ -1,0 +1,59 @@
+import { type Clock, namespaceSchema } from '@agent-state/core'
+import { z } from 'zod'
+
+/** Options of `createFsBackend`, as a zod schema. */
+export const fsOptionsSchema = z.object({
+  /**
+   * Directory holding every namespace, created `0700` when missing. A relative
+   * path is resolved against the current working directory when the backend
+   * is created.
+   */
+  root: z.string().min(1, 'root must be a non-empty path'),
+  /**
+   * Isolates keys from other namespaces under the same root (one directory
+   * each). 1-128 of `[A-Za-z0-9._-]`, not starting with a dot. Default `"default"`.
+   */
+  namespace: namespaceSchema.default('default'),
+  /** Clock for `updatedAt` and lease expiry (the `host` lease clock). Default `Date.now`. */
+  clock: z
+    .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
+    .optional(),
+  /**
+   * fsync every record file and its directory before a write resolves.
+   * Default `true`. With `false` writes are still atomic, but a power loss or
+   * kernel crash may lose acknowledged writes, and the backend stops
+   * claiming the `durable` capability.
+   */
+  fsync: z.boolean().default(true),
+  /**
+   * How long a write waits for a key's lock held by another live process
+   * before failing with `UNAVAILABLE` (nothing written, retryable), in
+   * milliseconds. Locks of dead processes are broken at once, not after this.
+   * Default 10 000.
+   */
+  lockTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
+  /**
+   * Longest pause between two tries of a busy lock, in milliseconds; pauses
+   * start at 1 ms and double. Default 20.
+   */
+  lockPollMs: z.number().int().min(1).max(1000).default(20),
+  /**
+   * Temp files whose creator cannot be identified are removed once older than
+   * this, in milliseconds. Temp files of dead processes are removed at once.
+   * Default 3 600 000 (one hour).
+   */
+  staleTempMs: z.number().int().min(0).default(3_600_000),
+  /** Largest value accepted, in bytes. Values are read whole into memory. Default 64 MiB. */
+  maxValueBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(1024 * 1024 * 1024)
+    .default(64 * 1024 * 1024),
+})
+
+/** Options of `createFsBackend`; see {@link fsOptionsSchema} for each field. */
+export type FsBackendOptions = z.input<typeof fsOptionsSchema>
+
+/** Options after validation and defaults. */
+export type ResolvedFsOptions = z.output<typeof fsOptionsSchema>

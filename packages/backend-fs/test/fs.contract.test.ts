@@ -1,0 +1,22 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describeBackendContract } from '@agent-state/contract'
+import { afterAll } from 'vitest'
+import { createFsBackend } from '../src/index.js'
+
+const root = mkdtempSync(join(tmpdir(), 'agent-state-fs-contract-'))
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+// 16 MiB (the largest the suite tests) so the value-size limit is exercised too.
+const maxValueBytes = 16 * 1024 * 1024
+
+describeBackendContract({
+  name: 'fs',
+  create: ({ namespace, clock }) => createFsBackend({ root, namespace, clock, maxValueBytes }),
+  process: {
+    module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
+    options: { root, maxValueBytes },
+  },
+})

@@ -1,0 +1,118 @@
+import { AgentStateError } from '@agent-state/core'
+
+/**
+ * How an S3 request ended, as far as its effect is concerned:
+ * - `conflict`: the server refused the precondition (412, 409, 404 on If-Match); nothing was written;
+ * - `unsent`: the request never reached the server (refused connection, DNS, connect timeout);
+ * - `ambiguous`: it may have been applied (5xx, timeout or dropped connection after sending);
+ * - `fatal`: a definite refusal that retrying will not fix (403, 400, missing bucket...).
+ */
+export type RequestOutcome = 'conflict' | 'unsent' | 'ambiguous' | 'fatal'
+
+interface SdkErrorShape {
+  name?: string
+  code?: string
+  message?: string
+  $metadata?: { httpStatusCode?: number }
+}
+
+const UNSENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+])
+
+/** The HTTP status of an SDK error, if the server answered. */
+export function statusOf(error: unknown): number | undefined {
+  return (error as SdkErrorShape | null)?.$metadata?.httpStatusCode
+}
+
+/** The S3 error code (`NoSuchKey`, `PreconditionFailed`...) or Node error code. */
+export function codeOf(error: unknown): string {
+  const shape = (error ?? {}) as SdkErrorShape
+  return shape.code ?? shape.name ?? 'Error'
+}
+
+/** Classifies a failed request; see {@link RequestOutcome}. */
+export function classify(error: unknown, conditional: boolean): RequestOutcome {
+  const status = statusOf(error)
+  const code = codeOf(error)
+  if (status === undefined || status === 0) {
+    if (UNSENT_CODES.has(code)) return 'unsent'
+    const message = String((error as SdkErrorShape | null)?.message ?? '')
+    if (message.includes('without establishing a connection')) return 'unsent'
+    return 'ambiguous'
+  }
+  if (status === 412 || status === 409) return conditional ? 'conflict' : 'fatal'
+  if (status === 404 && conditional && code !== 'NoSuchBucket') return 'conflict'
+  if (status >= 500 || status === 408 || status === 429) return 'ambiguous'
+  return 'fatal'
+}
+
+/**
+ * A copy of an SDK or Node error that keeps only its name, code, status and
+ * message: the SDK's error objects carry request and response details that
+ * must never end up in logs next to credentials.
+ */
+export function sanitizeCause(error: unknown): Error {
+  const shape = (error ?? {}) as SdkErrorShape
+  const status = statusOf(error)
+  const copy = new Error(
+    `${codeOf(error)}${status === undefined ? '' : ` (HTTP ${status})`}: ${String(shape.message ?? error).slice(0, 300)}`,
+  )
+  copy.name = shape.name ?? 'Error'
+  return copy
+}
+
+/**
+ * Maps a failed request that is not a precondition outcome to a contract
+ * error. `what` names the operation and object for the message.
+ */
+export function toAgentStateError(error: unknown, what: string, key?: string): AgentStateError {
+  const status = statusOf(error)
+  const code = codeOf(error)
+  const context: Record<string, unknown> = { s3Code: code }
+  if (status !== undefined) context.httpStatus = status
+  if (key !== undefined) context.key = key
+  const cause = sanitizeCause(error)
+  if (code === 'NoSuchBucket') {
+    return new AgentStateError('UNAVAILABLE', `${what}: the bucket does not exist`, {
+      context,
+      cause,
+      retryable: false,
+    })
+  }
+  if (code === 'KeyTooLongError') {
+    return new AgentStateError('INVALID_KEY', `${what}: the server rejects the key as too long`, {
+      context,
+      cause,
+    })
+  }
+  if (code === 'EntityTooLarge') {
+    return new AgentStateError('VALUE_TOO_LARGE', `${what}: the server rejects the value size`, {
+      context,
+      cause,
+    })
+  }
+  if (status === 401 || status === 403) {
+    return new AgentStateError(
+      'UNAVAILABLE',
+      `${what}: access denied (${code}); check the credentials and bucket policy`,
+      { context, cause, retryable: false },
+    )
+  }
+  const outcome = classify(error, false)
+  if (outcome === 'fatal') {
+    return new AgentStateError('UNAVAILABLE', `${what}: the server refused the request (${code})`, {
+      context,
+      cause,
+      retryable: false,
+    })
+  }
+  return new AgentStateError('UNAVAILABLE', `${what}: the S3 server is unreachable (${code})`, {
+    context,
+    cause,
+  })
+}

@@ -1,0 +1,65 @@
+import { AgentStateError } from '@agent-state/core'
+
+/**
+ * The runtime's own error codes, added to the contract's codes. Every runtime
+ * failure is an `AgentStateError` with one of these (or a contract code from
+ * the backend underneath); branch on `code`, never on the message.
+ */
+export const RUNTIME_ERROR_CODES = [
+  /** A session or worker id that could escape its prefix or collide with another. */
+  'INVALID_SESSION_ID',
+  'INVALID_WORKER_ID',
+  /** `resumeSession` of a session that was never opened. */
+  'SESSION_NOT_FOUND',
+  /** Policy `error`: another writer wrote the key last. */
+  'WRITER_CONFLICT',
+  /** `handoff(summary)` with a summary that is not plain JSON. */
+  'INVALID_HANDOFF',
+  /** The stored handoff envelope is not valid JSON or fails its schema. */
+  'HANDOFF_CORRUPT',
+  /** The stored handoff envelope has a newer schema version than this runtime reads. */
+  'HANDOFF_INCOMPATIBLE',
+  /** Suspend or complete of a worker that is done or closed (seed HARN-SUS-001). */
+  'WORKER_NOT_RUNNING',
+  /** Resume or close of a worker that is running or done (seed HARN-SUS-003). */
+  'WORKER_NOT_SUSPENDED',
+  /** Another owner holds the worker's snapshot lease (seed HARN-SUS-006). */
+  'CONCURRENT_RESUME',
+  /** Resume of a closed worker (seed HARN-SUS-010). */
+  'WORKER_CLOSED',
+  /** `startWorker` with an id that already has a snapshot. */
+  'WORKER_EXISTS',
+  /** Resume conditions that fail their schema; `context.path` names the field (HARN-SUS-002). */
+  'INVALID_RESUME_CONDITIONS',
+  /** Resume input that is not plain JSON or fails the caller's schema (HARN-SUS-009). */
+  'INVALID_RESUME_INPUT',
+  /** An empty or whitespace-only suspend reason (HARN-SUS-005). */
+  'INVALID_SUSPEND_REASON',
+  /** A pre-suspend hook denied the suspend; the worker stays running. */
+  'SUSPEND_DENIED',
+  /** A pre-resume hook denied the resume; the worker stays suspended. */
+  'RESUME_DENIED',
+  /** No snapshot is stored for the worker. */
+  'SNAPSHOT_MISSING',
+  /** The stored snapshot is not valid JSON, fails its checksum or its schema. */
+  'SNAPSHOT_CORRUPT',
+  /** The stored snapshot has a schema version this runtime cannot read. */
+  'SNAPSHOT_INCOMPATIBLE',
+] as const
+
+/** A code the runtime adds to the contract's codes. */
+export type RuntimeErrorCode = (typeof RUNTIME_ERROR_CODES)[number]
+
+/** Builds a non-retryable runtime error with log-safe context. */
+export function runtimeError(
+  code: RuntimeErrorCode,
+  message: string,
+  context: Record<string, unknown> = {},
+  cause?: unknown,
+): AgentStateError {
+  return new AgentStateError(code, message, {
+    retryable: code === 'CONCURRENT_RESUME',
+    context,
+    ...(cause === undefined ? {} : { cause }),
+  })
+}

@@ -1,0 +1,33 @@
+/**
+ * Where the runtime keeps its records in a backend. Every key below is a
+ * valid contract key. No key is also the parent "directory" of another key
+ * (a session's marker, handoff and data live side by side), so backends that
+ * map keys onto a file tree never see a file/directory clash. User keys live
+ * under their own `data/` prefix, so they can never collide with an internal
+ * record and listings hide internals by construction.
+ */
+
+/** Prefix of every session's records. */
+export const SESSIONS_PREFIX = 'sessions/'
+/** Prefix of every worker's records. */
+export const WORKERS_PREFIX = 'workers/'
+
+/** The record that says a session exists. */
+export function sessionMarkerKey(sessionId: string): string {
+  return `${SESSIONS_PREFIX}${sessionId}/session.json`
+}
+
+/** The session's handoff envelope. */
+export function handoffKey(sessionId: string): string {
+  return `${SESSIONS_PREFIX}${sessionId}/handoff.json`
+}
+
+/** The prefix of the session's user keys. */
+export function sessionDataPrefix(sessionId: string): string {
+  return `${SESSIONS_PREFIX}${sessionId}/data/`
+}
+
+/** The worker's snapshot; its lease is the worker's ownership lease. */
+export function workerSnapshotKey(workerId: string): string {
+  return `${WORKERS_PREFIX}${workerId}/snapshot.json`
+}

@@ -1,0 +1,82 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Backend } from '@agent-state/core'
+import { createFsBackend } from '@agent-state/fs'
+import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { createSqliteBackend } from '@agent-state/sqlite'
+
+/**
+ * Storage shared by several backend instances, like the contract suite's
+ * factories: `create()` returns a new instance on the same underlying storage,
+ * so tests can race "separate clients".
+ */
+export interface BackendFixture {
+  create(): Backend
+  /** Closes every instance created and removes the storage. */
+  cleanup(): Promise<void>
+}
+
+/** A backend the runtime's conformance tests run against. */
+export interface BackendFactory {
+  readonly name: string
+  /** Whether instances in several processes may share the storage (enables the two-process tests). */
+  readonly multiProcess: boolean
+  setup(): BackendFixture
+}
+
+let counter = 0
+
+function tracked(make: () => Backend, remove: () => void): BackendFixture {
+  const opened: Backend[] = []
+  return {
+    create() {
+      const backend = make()
+      opened.push(backend)
+      return backend
+    },
+    async cleanup() {
+      for (const backend of opened) await backend.close()
+      remove()
+    },
+  }
+}
+
+/** Every backend available in the repository. Redis and S3 need servers and are not wired in yet. */
+export const BACKENDS: readonly BackendFactory[] = [
+  {
+    name: 'memory',
+    multiProcess: false,
+    setup() {
+      const store = createMemoryStore()
+      const namespace = `rt-${++counter}`
+      return tracked(
+        () => createMemoryBackend({ store, namespace }),
+        () => undefined,
+      )
+    },
+  },
+  {
+    name: 'sqlite',
+    multiProcess: true,
+    setup() {
+      const dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-sqlite-'))
+      const path = join(dir, 'state.db')
+      return tracked(
+        () => createSqliteBackend({ path, namespace: 'runtime' }),
+        () => rmSync(dir, { recursive: true, force: true }),
+      )
+    },
+  },
+  {
+    name: 'fs',
+    multiProcess: true,
+    setup() {
+      const root = mkdtempSync(join(tmpdir(), 'agent-state-runtime-fs-'))
+      return tracked(
+        () => createFsBackend({ root, namespace: 'runtime' }),
+        () => rmSync(root, { recursive: true, force: true }),
+      )
+    },
+  },
+]

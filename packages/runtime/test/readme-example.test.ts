@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openBackend } from '@agent-state/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { inspectWorker, suspensionSchema } from '../src/index.js'
+import { runTs } from './child-process.js'
+
+describe('the README example: suspend in one process, resume in another', () => {
+  let dir: string
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-readme-'))
+  })
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it.each([
+    ['sqlite', (d: string) => `sqlite:${join(d, 'state.db')}`],
+    ['fs', (d: string) => `file:${join(d, 'fs-root')}`],
+  ])(
+    'on %s',
+    async (_name, urlOf) => {
+      const url = urlOf(dir)
+      const suspended = JSON.parse(
+        (await runTs('examples/suspend-resume.ts', ['suspend', url])).trim(),
+      )
+      const suspension = suspensionSchema.parse(suspended)
+      expect(suspension.reason).toBe('waiting for a human to pick a fix')
+      expect(JSON.stringify(suspension)).not.toContain('candidate fixes')
+      const workerId = suspension.handle.workerId
+
+      const resumed = JSON.parse(
+        (await runTs('examples/suspend-resume.ts', ['resume', url, workerId])).trim(),
+      )
+      expect(resumed.status).toBe('done')
+      expect(resumed.state).toEqual({ step: 'research', findings: 3 })
+      expect(resumed.reminder).toContain('waiting for a human to pick a fix')
+
+      const backend = await openBackend(url)
+      try {
+        const stored = await inspectWorker(backend, workerId)
+        expect(stored).toMatchObject({
+          status: 'done',
+          result: { applied: 2 },
+          iterationsCompleted: 2,
+        })
+        expect(stored.audit.map((entry) => entry.event)).toEqual([
+          'worker_started',
+          'worker_suspended',
+          'worker_resumed',
+          'worker_completed',
+        ])
+      } finally {
+        await backend.close()
+      }
+    },
+    60_000,
+  )
+})
