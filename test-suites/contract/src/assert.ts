@@ -31,7 +31,11 @@ export function ensureSame(actual: unknown, expected: unknown, what: string): vo
 }
 
 /** Fails unless the two byte arrays are equal. */
-export function ensureBytes(actual: Uint8Array | undefined, expected: Uint8Array, what: string): void {
+export function ensureBytes(
+  actual: Uint8Array | undefined,
+  expected: Uint8Array,
+  what: string,
+): void {
   if (actual === undefined) fail(`${what}: expected ${expected.byteLength} bytes, got nothing`)
   if (actual.byteLength !== expected.byteLength) {
     fail(`${what}: expected ${expected.byteLength} bytes, got ${actual.byteLength}`)

@@ -4,10 +4,12 @@ import {
   type Capabilities,
   type Clock,
   createManualClock,
+  isAgentStateError,
   type Lease,
   type ManualClock,
   systemClock,
 } from '@agent-state/core'
+import { type ContractChild, spawnContractChild } from './child-process.js'
 import { resolveScale, resolveSeed } from './knobs.js'
 import type { ContractOptions, ContractProcessOptions, ContractScale } from './types.js'
 
@@ -28,10 +30,20 @@ export interface Harness {
   readonly process: ContractProcessOptions | undefined
   /** A new instance on the shared storage, in this harness's namespace. */
   backend(options?: { realClock?: boolean }): Promise<Backend>
-  /** A lease TTL suitable for the declared clock: long on a manual clock, short on real time. */
+  /** A TTL that does not run out during a check (a manual clock only moves when told to). */
   readonly leaseTtlMs: number
+  /** A TTL for checks that wait for expiry: as `leaseTtlMs` on a manual clock, 300 ms on real time. */
+  readonly shortLeaseTtlMs: number
+  /**
+   * Acquires after a previous lease expired. On real-time clocks it retries on
+   * `LEASE_HELD` until a generous deadline, since an `observer` contender only
+   * judges expiry after watching the lease unchanged for its TTL.
+   */
+  acquireAfterExpiry(backend: Backend, key: string, holder: string, ttlMs: number): Promise<Lease>
   /** Makes `lease` expire: advances the manual clock (host clock) or waits real time. */
   expire(lease: Lease): Promise<void>
+  /** Spawns a child process with its own instance in this namespace (needs `process`). */
+  child(): Promise<ContractChild>
   /** Destroys the namespace (if the backend can) and closes every instance. */
   cleanup(): Promise<void>
 }
@@ -60,6 +72,7 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
   const namespace = freshNamespace()
   const clock = createManualClock()
   const instances: Backend[] = []
+  const spawning: Array<Promise<ContractChild>> = []
   const hostClock = capabilities.leaseClock === 'host'
 
   async function backend(opts: { realClock?: boolean } = {}): Promise<Backend> {
@@ -78,7 +91,20 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
     seed: resolveSeed(options.seed),
     process: options.process,
     backend,
-    leaseTtlMs: hostClock ? 60_000 : REAL_TTL_MS,
+    leaseTtlMs: hostClock ? 60_000 : 15_000,
+    shortLeaseTtlMs: hostClock ? 60_000 : REAL_TTL_MS,
+    async acquireAfterExpiry(b, key, holder, ttlMs) {
+      if (hostClock) return b.acquireLease(key, { holder, ttlMs })
+      const deadline = Date.now() + 4 * REAL_TTL_MS + 3000
+      for (;;) {
+        try {
+          return await b.acquireLease(key, { holder, ttlMs })
+        } catch (error) {
+          if (!isAgentStateError(error, 'LEASE_HELD') || Date.now() > deadline) throw error
+          await sleep(25)
+        }
+      }
+    },
     async expire(lease) {
       if (hostClock) {
         const target = lease.expiresAt + 1
@@ -88,8 +114,20 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
       // Real time: wait out the TTL with a generous margin for clock skew and observers.
       await sleep(lease.ttlMs + 100)
     },
+    async child() {
+      if (options.process === undefined) throw new Error('this check needs the `process` option')
+      const spawned = spawnContractChild(options.process, namespace)
+      spawning.push(spawned)
+      return spawned
+    },
     async cleanup() {
       const errors: unknown[] = []
+      // Wait for children still starting too, so none outlives the check.
+      for (const settled of await Promise.allSettled(spawning)) {
+        if (settled.status === 'fulfilled') {
+          await settled.value.stop().catch((error: unknown) => errors.push(error))
+        }
+      }
       try {
         const last = await backend()
         await last.destroy?.()

@@ -5,6 +5,29 @@ const MIB = 1024 * 1024
 
 /** Basic values and conflict metadata. */
 export const basicChecks: ContractCheck[] = [
+  check('basic', 'declares contract version 1 a name and well-formed capabilities', async (h) => {
+    const b = await h.backend()
+    ensureEqual(b.contractVersion, 1, 'contractVersion')
+    ensure(typeof b.name === 'string' && b.name.length > 0, 'name is a non-empty string')
+    const c = b.capabilities
+    for (const flag of ['durable', 'multiProcess', 'multiHost'] as const) {
+      ensure(typeof c[flag] === 'boolean', `capabilities.${flag} is a boolean`)
+    }
+    ensure(
+      ['server', 'host', 'observer'].includes(c.leaseClock),
+      `leaseClock ${String(c.leaseClock)}`,
+    )
+    ensure(
+      Number.isSafeInteger(c.maxKeyBytes) && c.maxKeyBytes >= 1024,
+      'maxKeyBytes is at least 1024',
+    )
+    ensure(
+      Number.isSafeInteger(c.maxValueBytes) && c.maxValueBytes >= 1,
+      'maxValueBytes is positive',
+    )
+    ensure(!c.multiHost || c.multiProcess, 'multiHost implies multiProcess')
+  }),
+
   check('basic', 'stores all 256 byte values and the empty value', async (h) => {
     const b = await h.backend()
     const all = Uint8Array.from({ length: 256 }, (_, i) => i)
@@ -66,7 +89,12 @@ export const basicChecks: ContractCheck[] = [
 
   check('metadata', 'writer identity and updatedAt are returned by head and get', async (h) => {
     const b = await h.backend()
-    const writer = { writerId: 'w-1', stageId: 'stage-2', sessionId: 'sess-3', workerId: 'worker-4' }
+    const writer = {
+      writerId: 'w-1',
+      stageId: 'stage-2',
+      sessionId: 'sess-3',
+      workerId: 'worker-4',
+    }
     h.clock.advance(1234)
     const at = h.clock.now()
     const meta = await b.put('meta/a', bytes('v'), { writer })

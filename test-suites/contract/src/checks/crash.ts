@@ -1,0 +1,179 @@
+import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import { ensure, fail } from '../assert.js'
+import { type ContractCheck, check } from '../check.js'
+import type { ContractChild } from '../child-process.js'
+import type { ChildMessage, CrashOp } from '../child-protocol.js'
+import { readCheckedValue } from '../child-values.js'
+import { listAll } from './list-all.js'
+import { multiProcessSkip } from './multi-process.js'
+
+const PREFIX = 'crash/'
+const LEASE_KEY = 'crash-lease'
+const LEASE_TTL_MS = 250
+
+/** What the parent knows of a key: the counter of its value, or null (absent). */
+type KeyCounter = number | null
+
+interface CycleLog {
+  intents: Array<{ seq: number; op: CrashOp }>
+  /** Acknowledged writes: seq to whether the write took effect (a lost CAS did not). */
+  acked: Map<number, boolean>
+  leaseToken: number | undefined
+}
+
+function watch(child: ContractChild): CycleLog {
+  const log: CycleLog = { intents: [], acked: new Map(), leaseToken: undefined }
+  child.onMessage((message: ChildMessage) => {
+    if (message.type === 'intent') log.intents.push({ seq: message.seq, op: message.op })
+    else if (message.type === 'ack')
+      log.acked.set(message.seq, message.version !== undefined || message.op === 'delete')
+    else if (message.type === 'crash-lease') log.leaseToken = message.token
+  })
+  return log
+}
+
+function effect(op: CrashOp): KeyCounter {
+  return op.kind === 'delete' ? null : (op.counter as number)
+}
+
+/**
+ * The states each key may be in after the kill. The writer runs one write at
+ * a time and announces each before starting it, so every announced write but
+ * the last has completed (and been acknowledged); only the last may or may
+ * not have landed.
+ */
+function expectedStates(known: Map<string, KeyCounter>, log: CycleLog): Map<string, KeyCounter[]> {
+  const state = new Map(known)
+  const intents = log.intents
+  const last = intents[intents.length - 1]
+  for (const { seq, op } of intents) {
+    if (seq === last?.seq && !log.acked.has(seq)) continue
+    const tookEffect = log.acked.get(seq)
+    if (tookEffect === undefined) fail(`write ${seq} completed without an acknowledgement`)
+    if (tookEffect) state.set(op.key, effect(op))
+  }
+  const allowed = new Map<string, KeyCounter[]>()
+  for (const [key, value] of state) allowed.set(key, [value])
+  if (last !== undefined && !log.acked.has(last.seq)) {
+    const before = state.get(last.op.key) ?? null
+    allowed.set(last.op.key, [before, effect(last.op)])
+  }
+  return allowed
+}
+
+async function verify(
+  fresh: Backend,
+  known: Map<string, KeyCounter>,
+  log: CycleLog,
+  cycle: number,
+): Promise<void> {
+  const allowed = expectedStates(known, log)
+  for (const [key, states] of allowed) {
+    const got = await fresh.get(key)
+    let state: KeyCounter = null
+    if (got !== null) {
+      const checked = readCheckedValue(got.value)
+      if (typeof checked === 'string') fail(`cycle ${cycle}: ${key}: ${checked}`)
+      if (checked.key !== key) fail(`cycle ${cycle}: ${key} holds the value of ${checked.key}`)
+      state = checked.counter
+    }
+    if (!states.includes(state)) {
+      fail(
+        `cycle ${cycle}: ${key} is ${state === null ? 'absent' : `at counter ${state}`}, expected one of ${JSON.stringify(states)}: an acknowledged write was lost or undone`,
+      )
+    }
+    known.set(key, state)
+  }
+  const listed = await listAll(fresh, { prefix: PREFIX })
+  const present = [...known.entries()]
+    .filter(([, v]) => v !== null)
+    .map(([k]) => k)
+    .sort()
+  if (JSON.stringify([...listed].sort()) !== JSON.stringify(present)) {
+    fail(
+      `cycle ${cycle}: listing ${JSON.stringify(listed)} disagrees with get ${JSON.stringify(present)}`,
+    )
+  }
+  if (log.leaseToken !== undefined) {
+    const lease = await acquirePolling(fresh, LEASE_KEY, LEASE_TTL_MS * 4 + 3000)
+    ensure(
+      lease.token > log.leaseToken,
+      `cycle ${cycle}: token ${lease.token} after the killed holder's ${log.leaseToken}`,
+    )
+    await fresh.releaseLease(lease)
+  }
+}
+
+/** Acquires on real time, retrying on LEASE_HELD until `waitMs` passed. */
+async function acquirePolling(b: Backend, key: string, waitMs: number): Promise<Lease> {
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    try {
+      return await b.acquireLease(key, { holder: 'verifier', ttlMs: 1000 })
+    } catch (error) {
+      if (!isAgentStateError(error, 'LEASE_HELD') || Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+}
+
+/** Kill -9 crash cycles. */
+export const crashChecks: ContractCheck[] = [
+  check(
+    'crash',
+    'acknowledged writes survive kill -9 and nothing is torn',
+    async (h) => {
+      const known = new Map<string, KeyCounter>()
+      let counter = 0
+      let acknowledged = 0
+      let next = h.child()
+      for (let cycle = 0; cycle < h.scale.crashCycles; cycle++) {
+        const child = await next
+        const log = watch(child)
+        let killed = false
+        let writerError: string | undefined
+        child
+          .request({
+            type: 'crash-writer',
+            prefix: PREFIX,
+            start: counter,
+            leaseKey: LEASE_KEY,
+            leaseTtlMs: LEASE_TTL_MS,
+          })
+          .catch((error: unknown) => {
+            if (!killed) writerError = String(error)
+          })
+        // Warm the next child while this one writes; it idles until told to start.
+        next = h.child()
+        await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200))
+        killed = true
+        child.signal('SIGKILL')
+        await child.exited
+        if (writerError !== undefined)
+          fail(`cycle ${cycle}: the writer failed before the kill: ${writerError}`)
+        acknowledged += log.acked.size
+        counter += 1_000_000
+        const fresh = await h.backend({ realClock: true })
+        try {
+          await verify(fresh, known, log, cycle)
+        } catch (error) {
+          if (isAgentStateError(error))
+            fail(`cycle ${cycle}: reopening after kill -9 failed: ${error.code} ${error.message}`)
+          throw error
+        } finally {
+          await fresh.close()
+        }
+      }
+      const last = await next
+      await last.stop()
+      if (h.scale.crashCycles > 0)
+        ensure(acknowledged > 0, 'the crash writers acknowledged no write at all')
+    },
+    {
+      timeoutMs: 300_000,
+      skip: (caps, options) =>
+        multiProcessSkip(caps, options) ??
+        (caps.durable ? undefined : 'capability durable is not claimed'),
+    },
+  ),
+]

@@ -1,0 +1,113 @@
+import type { Lease } from '@agent-state/core'
+import { bytes, ensure, ensureBytes, ensureEqual, rejectsWith } from '../assert.js'
+import { type ContractCheck, check } from '../check.js'
+
+/** Largest `maxValueBytes` for which the suite writes a value just over the limit. */
+const TESTABLE_VALUE_LIMIT = 16 * 1024 * 1024
+
+/** Error codes and durability across reopen. */
+export const errorChecks: ContractCheck[] = [
+  check('errors', 'INVALID_ARGUMENT for bad options', async (h) => {
+    const b = await h.backend()
+    const m = await b.put('e', bytes('v'))
+    await rejectsWith(
+      b.put('e', bytes('x'), { ifMatch: m.version, ifNoneMatch: '*' }),
+      'INVALID_ARGUMENT',
+      'ifMatch together with ifNoneMatch',
+    )
+    await rejectsWith(b.put('e', bytes('x'), { ifMatch: '' }), 'INVALID_ARGUMENT', 'empty ifMatch')
+    await rejectsWith(
+      b.put('e', bytes('x'), { ifNoneMatch: 'x' as '*' }),
+      'INVALID_ARGUMENT',
+      "ifNoneMatch other than '*'",
+    )
+    await rejectsWith(
+      b.put('e', 'text' as unknown as Uint8Array),
+      'INVALID_ARGUMENT',
+      'a string value',
+    )
+    await rejectsWith(
+      b.put('e', bytes('x'), { writer: { writerId: '' } }),
+      'INVALID_ARGUMENT',
+      'an empty writerId',
+    )
+    for (const ttlMs of [0, -1, 1.5, 24 * 60 * 60 * 1000 + 1, Number.NaN]) {
+      await rejectsWith(
+        b.acquireLease('e', { holder: 'h', ttlMs }),
+        'INVALID_ARGUMENT',
+        `acquireLease with ttlMs ${ttlMs}`,
+      )
+    }
+    await rejectsWith(
+      b.acquireLease('e', { holder: '', ttlMs: 1000 }),
+      'INVALID_ARGUMENT',
+      'an empty holder',
+    )
+    const forged: Lease = { key: 'other', holder: 'h', token: 1, ttlMs: 1000, expiresAt: 0 }
+    await rejectsWith(
+      b.put('e', bytes('x'), { lease: forged }),
+      'INVALID_ARGUMENT',
+      'a lease of another key',
+    )
+    await rejectsWith(b.list({ limit: -5 }), 'INVALID_ARGUMENT', 'a negative list limit')
+    ensureBytes((await b.get('e'))?.value, bytes('v'), 'nothing written by rejected calls')
+    ensureEqual(await b.getLease('e'), null, 'no lease taken by rejected calls')
+  }),
+
+  check(
+    'errors',
+    'VALUE_TOO_LARGE beyond maxValueBytes',
+    async (h) => {
+      const b = await h.backend()
+      const limit = h.capabilities.maxValueBytes
+      await rejectsWith(
+        b.put('big', new Uint8Array(limit + 1)),
+        'VALUE_TOO_LARGE',
+        'a value one byte over the limit',
+      )
+      ensureEqual(await b.get('big'), null, 'nothing stored by a too-large value')
+      const atLimit = new Uint8Array(limit).fill(7)
+      ensureEqual((await b.put('big', atLimit)).size, limit, 'a value exactly at the limit')
+    },
+    {
+      timeoutMs: 120_000,
+      skip: (caps) =>
+        caps.maxValueBytes > TESTABLE_VALUE_LIMIT
+          ? `maxValueBytes ${caps.maxValueBytes} is above the testable ${TESTABLE_VALUE_LIMIT}`
+          : undefined,
+    },
+  ),
+
+  check(
+    'durability',
+    'values versions leases and tokens survive close and reopen',
+    async (h) => {
+      const first = await h.backend()
+      const meta = await first.put('dur/a', bytes('kept'), { writer: { writerId: 'w' } })
+      await first.put(
+        'dur/b',
+        Uint8Array.from({ length: 256 }, (_, i) => i),
+      )
+      await first.put('dur/gone', bytes('x'))
+      await first.delete('dur/gone')
+      const released = await first.acquireLease('dur/lease', { holder: 'one', ttlMs: h.leaseTtlMs })
+      await first.releaseLease(released)
+      const held = await first.acquireLease('dur/held', { holder: 'one', ttlMs: h.leaseTtlMs })
+      await first.close()
+      const second = await h.backend()
+      const got = await second.get('dur/a')
+      ensureBytes(got?.value, bytes('kept'), 'value after reopen')
+      ensureEqual(got?.meta.version, meta.version, 'version after reopen')
+      ensureEqual(got?.meta.writer?.writerId, 'w', 'writer after reopen')
+      ensureEqual((await second.get('dur/b'))?.value.byteLength, 256, 'binary value after reopen')
+      ensureEqual(await second.get('dur/gone'), null, 'a delete survives reopen')
+      const still = await second.getLease('dur/held')
+      ensureEqual(still?.token, held.token, 'a live lease survives reopen')
+      await rejectsWith(second.put('dur/held', bytes('x')), 'LEASE_HELD', 'fencing after reopen')
+      const again = await second.acquireLease('dur/lease', { holder: 'two', ttlMs: h.leaseTtlMs })
+      ensure(again.token > released.token, `token after reopen ${again.token} > ${released.token}`)
+      await second.put('dur/a', bytes('next'), { ifMatch: meta.version })
+    },
+    { skip: (caps) => (caps.durable ? undefined : 'capability durable is not claimed') },
+  ),
+]

@@ -1,0 +1,21 @@
+import type { ContractCheck } from '../check.js'
+import { basicChecks } from './basic.js'
+import { concurrencyChecks } from './concurrency.js'
+import { errorChecks } from './errors.js'
+import { keyChecks } from './keys.js'
+import { leaseChecks } from './leases.js'
+import { listingChecks } from './listing.js'
+import { propertyChecks } from './property.js'
+import { versionChecks } from './versions.js'
+
+/** Every in-process check of the contract, in report order. */
+export const IN_PROCESS_CHECKS: readonly ContractCheck[] = [
+  ...basicChecks,
+  ...keyChecks,
+  ...versionChecks,
+  ...listingChecks,
+  ...leaseChecks,
+  ...concurrencyChecks,
+  ...propertyChecks,
+  ...errorChecks,
+]

@@ -1,0 +1,172 @@
+import { bytes, ensure, ensureEqual, ensureSame, fail, rejectsWith } from '../assert.js'
+import { type ContractCheck, check } from '../check.js'
+import { byteCompare, listAll } from './list-all.js'
+
+/** Listing order, prefixes, pagination and delimiter. */
+export const listingChecks: ContractCheck[] = [
+  check('listing', 'byte order and prefix semantics', async (h) => {
+    const b = await h.backend()
+    const keys = ['fo', 'foo/x', 'foo', 'fob', 'f', 'fp', 'Fo', 'fo/a/b', 'g']
+    for (const key of keys) await b.put(key, bytes(key))
+    ensureSame(await listAll(b, {}), [...keys].sort(byteCompare), 'full listing')
+    const fo = keys.filter((k) => k.startsWith('fo')).sort(byteCompare)
+    ensureSame(await listAll(b, { prefix: 'fo' }), fo, 'prefix "fo" listing')
+    ensureSame(await listAll(b, { prefix: 'nothing' }), [], 'prefix with no match')
+    const page = await b.list({ prefix: 'fo' })
+    for (const entry of page.entries) {
+      ensure(
+        typeof entry.version === 'string' && entry.version.length > 0,
+        'entries carry versions',
+      )
+      const head = await b.head(entry.key)
+      ensureEqual(entry.version, head?.version, `listed version of ${entry.key} matches head`)
+      if (entry.size !== undefined) ensureEqual(entry.size, head?.size, 'listed size')
+    }
+  }),
+
+  check('listing', 'limit and exclusive cursor visit every key exactly once', async (h) => {
+    const b = await h.backend()
+    const keys = Array.from({ length: 23 }, (_, i) => `p/${String(i).padStart(3, '0')}`)
+    for (const key of keys) await b.put(key, bytes('v'))
+    for (const limit of [1, 2, 5, 7, 23, 24, 1000]) {
+      const seen: string[] = []
+      let cursor: string | undefined
+      for (let pages = 0; pages < 100; pages++) {
+        const page = await b.list(cursor === undefined ? { limit } : { limit, cursor })
+        ensure(page.entries.length <= limit, `page of limit ${limit} holds ${page.entries.length}`)
+        if (page.cursor !== undefined && page.entries.length > 0) {
+          ensure(page.entries.length === limit, `a non-final page of limit ${limit} is full`)
+        }
+        seen.push(...page.entries.map((e) => e.key))
+        if (page.cursor === undefined) break
+        cursor = page.cursor
+      }
+      ensureSame(seen, keys, `walking pages of ${limit}`)
+    }
+    const first = await b.list({ limit: 3 })
+    ensureSame(
+      first.entries.map((e) => e.key),
+      keys.slice(0, 3),
+      'first page',
+    )
+    ensure(first.cursor !== undefined, 'a full page carries a cursor')
+    const second = await b.list({ limit: 3, cursor: first.cursor })
+    ensureSame(
+      second.entries.map((e) => e.key),
+      keys.slice(3, 6),
+      'cursor is exclusive',
+    )
+  }),
+
+  check('listing', 'deleted keys are never listed', async (h) => {
+    const b = await h.backend()
+    for (let i = 0; i < 10; i++) await b.put(`d/${i}`, bytes('v'))
+    for (let i = 0; i < 10; i += 2) await b.delete(`d/${i}`)
+    ensureSame(
+      await listAll(b, { prefix: 'd/' }),
+      ['d/1', 'd/3', 'd/5', 'd/7', 'd/9'],
+      'after deletes',
+    )
+    ensureSame(
+      await listAll(b, { prefix: 'd/', limit: 1 }),
+      ['d/1', 'd/3', 'd/5', 'd/7', 'd/9'],
+      'paged',
+    )
+    for (let i = 0; i < 10; i++) await b.delete(`d/${i}`)
+    ensureSame(await listAll(b, {}), [], 'all deleted')
+    const empty = await b.list({ limit: 1 })
+    ensureEqual(empty.entries.length, 0, 'no entries once all are deleted')
+  }),
+
+  check('listing', 'delimiter groups prefixes in byte order with pagination', async (h) => {
+    const b = await h.backend()
+    const keys = [
+      'r/a',
+      'r/b/1',
+      'r/b/2',
+      'r/c',
+      'r/d/x/y',
+      'r/e',
+      'r/é/1',
+      'r/😀/1',
+      'r/\uE000',
+      'rz',
+    ]
+    for (const key of keys) await b.put(key, bytes('v'))
+    const expected = ['r/a', 'r/b/', 'r/c', 'r/d/', 'r/e', 'r/é/', 'r/\uE000', 'r/😀/'].sort(
+      byteCompare,
+    )
+    const one = await b.list({ prefix: 'r/', delimiter: '/' })
+    ensureSame(
+      one.entries.map((e) => e.key),
+      ['r/a', 'r/c', 'r/e', 'r/\uE000'],
+      'entries with delimiter',
+    )
+    ensureSame(one.prefixes, ['r/b/', 'r/d/', 'r/é/', 'r/😀/'], 'prefixes with delimiter')
+    for (const limit of [1, 2, 3]) {
+      ensureSame(
+        await listAll(b, { prefix: 'r/', delimiter: '/', limit }),
+        expected,
+        `delimiter pages of ${limit}`,
+      )
+    }
+    ensureSame(
+      await listAll(b, { prefix: 'r/b', delimiter: '/' }),
+      ['r/b/'],
+      'prefix inside a group name',
+    )
+    ensureSame(
+      await listAll(b, { prefix: 'r/b/', delimiter: '/' }),
+      ['r/b/1', 'r/b/2'],
+      'inside a group',
+    )
+  }),
+
+  check('listing', 'a bad cursor is INVALID_ARGUMENT', async (h) => {
+    const b = await h.backend()
+    await b.put('k', bytes('v'))
+    await rejectsWith(
+      b.list({ cursor: 'not a cursor!' }),
+      'INVALID_ARGUMENT',
+      'list with a garbage cursor',
+    )
+    await rejectsWith(b.list({ limit: 0 }), 'INVALID_ARGUMENT', 'list with limit 0')
+    await rejectsWith(b.list({ limit: 1.5 }), 'INVALID_ARGUMENT', 'list with a fractional limit')
+    await rejectsWith(b.list({ limit: 10_001 }), 'INVALID_ARGUMENT', 'list with limit above 10 000')
+  }),
+
+  check(
+    'listing',
+    'keys present for the whole walk appear exactly once under concurrent writes',
+    async (h) => {
+      const b = await h.backend()
+      const writers = await Promise.all([h.backend(), h.backend(), h.backend()])
+      const stable = Array.from({ length: 60 }, (_, i) => `w/${String(i * 2).padStart(3, '0')}`)
+      for (const key of stable) await b.put(key, bytes('stable'))
+      let stop = false
+      const churn = writers.map(async (w, n) => {
+        let i = 0
+        while (!stop) {
+          const key = `w/${String(((i * 7 + n * 13) % 121) | 1).padStart(3, '0')}${i % 3 === 0 ? '/deep' : ''}`
+          if (i % 2 === 0) await w.put(key, bytes('churn'))
+          else await w.delete(key)
+          i++
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+      })
+      try {
+        for (let round = 0; round < 5; round++) {
+          const seen = await listAll(b, { prefix: 'w/', limit: 4 })
+          for (const key of stable) {
+            const count = seen.filter((k) => k === key).length
+            if (count !== 1) fail(`round ${round}: stable key ${key} listed ${count} times`)
+          }
+          if (new Set(seen).size !== seen.length) fail(`round ${round}: a key was listed twice`)
+        }
+      } finally {
+        stop = true
+        await Promise.all(churn)
+      }
+    },
+  ),
+]

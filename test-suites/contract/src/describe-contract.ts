@@ -1,0 +1,139 @@
+import type { Capabilities } from '@agent-state/core'
+import { afterAll, describe, it } from 'vitest'
+import { CATEGORIES, type ContractCheck } from './check.js'
+import { CONTRACT_CHECKS } from './checks/all.js'
+import { createHarness, probeCapabilities } from './harness.js'
+import { resolveReportPath } from './knobs.js'
+import { formatSummary, SummaryRecorder, writeSummary } from './summary.js'
+import type { ConformanceSummary, ContractOptions } from './types.js'
+
+/** Why `check` does not run against a backend with `capabilities`, or `undefined`. */
+export function skipReason(
+  check: ContractCheck,
+  capabilities: Capabilities,
+  options: ContractOptions,
+): string | undefined {
+  return check.skip?.(capabilities, options)
+}
+
+/**
+ * Runs one check against the backend: a fresh harness, the check, then
+ * cleanup (destroy and close). Rejects when the backend breaks the contract.
+ * Used by `describeBackendContract` and directly by tools and mutant tests.
+ */
+export async function runContractCheck(
+  check: ContractCheck,
+  options: ContractOptions,
+  capabilities?: Capabilities,
+): Promise<void> {
+  const caps = capabilities ?? (await probeCapabilities(options))
+  const harness = createHarness(options, caps)
+  let failure: unknown
+  try {
+    await check.run(harness)
+  } catch (error) {
+    failure = error
+  }
+  try {
+    await harness.cleanup()
+  } catch (error) {
+    failure ??= error
+  }
+  if (failure !== undefined) throw failure
+}
+
+/** The summary of the most recent `describeBackendContract` run in this process, by backend name. */
+export const lastSummaries = new Map<string, ConformanceSummary>()
+
+/**
+ * Declares the contract suite for one backend as vitest tests, one test per
+ * check, grouped by category. Checks that a capability does not claim are
+ * declared with `it.skipIf(true)` so vitest reports them skipped by name, and
+ * the summary lists them with the reason. After the suite the conformance
+ * summary is printed and, when requested, written as JSON.
+ *
+ * @example
+ * ```ts
+ * import { describeBackendContract } from '@agent-state/contract'
+ * describeBackendContract({ name: 'my-backend', create: (ctx) => createMyBackend(ctx) })
+ * ```
+ */
+export function describeBackendContract(options: ContractOptions): void {
+  const recorder = new SummaryRecorder(options.name)
+  describe(`Backend contract: ${options.name}`, async () => {
+    afterAll(() => {
+      const summary = recorder.summary()
+      lastSummaries.set(options.name, summary)
+      console.log(formatSummary(summary))
+      const path = resolveReportPath(options.report?.json)
+      if (path !== undefined) writeSummary(path, summary)
+    })
+    let capabilities: Capabilities
+    try {
+      capabilities = await probeCapabilities(options)
+    } catch (error) {
+      // No instance, no contract: one failing test and a summary that says why.
+      const message = error instanceof Error ? error.message : String(error)
+      recorder.record({
+        id: 'basic/create',
+        category: 'basic',
+        title: 'create an instance',
+        status: 'failed',
+        error: message,
+      })
+      it('create an instance', () => {
+        throw error
+      })
+      return
+    }
+    for (const category of CATEGORIES) {
+      const checks = CONTRACT_CHECKS.filter((c) => c.category === category)
+      if (checks.length === 0) continue
+      describe(category, () => {
+        for (const check of checks) {
+          const reason = skipReason(check, capabilities, options)
+          const title = reason === undefined ? check.title : `${check.title} (skipped: ${reason})`
+          if (reason !== undefined) {
+            recorder.record({
+              id: check.id,
+              category,
+              title: check.title,
+              status: 'skipped',
+              reason,
+            })
+          } else {
+            recorder.planned({ id: check.id, category, title: check.title })
+          }
+          it.skipIf(reason !== undefined)(
+            title,
+            async () => {
+              recorder.started({ id: check.id, category, title: check.title })
+              const started = performance.now()
+              try {
+                await runContractCheck(check, options, capabilities)
+              } catch (error) {
+                recorder.record({
+                  id: check.id,
+                  category,
+                  title: check.title,
+                  status: 'failed',
+                  error: error instanceof Error ? error.message : String(error),
+                  durationMs: Math.round(performance.now() - started),
+                })
+                throw error
+              }
+              recorder.record({
+                id: check.id,
+                category,
+                title: check.title,
+                status: 'passed',
+                durationMs: Math.round(performance.now() - started),
+              })
+            },
+            check.timeoutMs,
+          )
+        }
+      })
+    }
+  })
+}

@@ -1,0 +1,168 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { constants } from 'node:fs'
+import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-state/core'
+
+/**
+ * A small test-only RecordStore on the filesystem, safe across processes, so
+ * the suite's multi-process and crash tiers can be exercised here without
+ * another team's backend. Each key is a directory of immutable, numbered
+ * versions; a conditional write of version n+1 is `link(temp, n+1)`, which
+ * fails when anyone wrote n+1 first. Modes break it on purpose:
+ * - `racy`: checks the version, then renames over the target (check-then-write);
+ * - `lazy`: acknowledges writes before they reach the disk.
+ */
+export type FileStoreMode = 'correct' | 'racy' | 'lazy'
+
+/** Options of {@link createFileRecordStore}. */
+export interface FileRecordStoreOptions {
+  readonly root: string
+  readonly namespace: string
+  readonly mode?: FileStoreMode
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function code(error: unknown): string | undefined {
+  return (error as { code?: string }).code
+}
+
+async function durableWrite(path: string, data: Uint8Array): Promise<void> {
+  const handle = await open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600)
+  try {
+    await handle.writeFile(data)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+async function syncDir(path: string): Promise<void> {
+  const handle = await open(path, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Creates the store. */
+export function createFileRecordStore(options: FileRecordStoreOptions): RecordStore {
+  const dir = join(options.root, options.namespace)
+  const mode = options.mode ?? 'correct'
+  const pending = new Map<string, { data: Uint8Array; version: string }>()
+  const keyDir = (key: string) => join(dir, createHash('sha256').update(key).digest('hex'))
+
+  async function latest(key: string): Promise<number> {
+    try {
+      const names = await readdir(keyDir(key))
+      return names.reduce(
+        (max, name) => (/^\d+$/.test(name) ? Math.max(max, Number(name)) : max),
+        0,
+      )
+    } catch (error) {
+      if (code(error) === 'ENOENT') return 0
+      throw error
+    }
+  }
+
+  async function readDisk(key: string): Promise<{ data: Uint8Array; version: string } | null> {
+    for (;;) {
+      const n = await latest(key)
+      if (n === 0) return null
+      try {
+        return {
+          data: new Uint8Array(await readFile(join(keyDir(key), String(n)))),
+          version: String(n),
+        }
+      } catch (error) {
+        if (code(error) !== 'ENOENT') throw error
+      }
+    }
+  }
+
+  async function commit(key: string, data: Uint8Array, target: number): Promise<void> {
+    const kd = keyDir(key)
+    await mkdir(kd, { recursive: true, mode: 0o700 })
+    const tmp = join(kd, `tmp-${randomUUID()}`)
+    try {
+      await durableWrite(tmp, new TextEncoder().encode(key))
+      await rename(tmp, join(kd, 'key'))
+      await durableWrite(tmp, data)
+      if (mode === 'racy') await rename(tmp, join(kd, String(target)))
+      else {
+        try {
+          await link(tmp, join(kd, String(target)))
+        } catch (error) {
+          if (code(error) === 'EEXIST')
+            throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
+          throw error
+        }
+      }
+      await syncDir(kd)
+    } finally {
+      await unlink(tmp).catch(() => undefined)
+    }
+  }
+
+  return {
+    name: `file-records-${mode}`,
+    capabilities: {
+      durable: true,
+      multiProcess: true,
+      multiHost: false,
+      maxKeyBytes: 1024,
+      maxValueBytes: 64 * 1024 * 1024,
+    },
+    async read(key) {
+      return pending.get(key) ?? readDisk(key)
+    },
+    async write(key, data, condition) {
+      const current = pending.get(key)?.version ?? String(await latest(key))
+      const expected = 'absent' in condition ? '0' : condition.version
+      if (mode !== 'correct' && current !== expected)
+        throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
+      const target = Number(expected) + 1
+      if (mode === 'racy') await sleep(1)
+      if (mode === 'lazy') {
+        pending.set(key, { data: data.slice(), version: String(target) })
+        setTimeout(() => void commit(key, data, target).finally(() => pending.delete(key)), 50)
+        return String(target)
+      }
+      await commit(key, data, target)
+      return String(target)
+    },
+    async scan({ prefix, after, limit }) {
+      let names: string[]
+      try {
+        names = await readdir(dir)
+      } catch (error) {
+        if (code(error) === 'ENOENT') return { records: [], done: true }
+        throw error
+      }
+      const keys: string[] = []
+      for (const name of names) {
+        try {
+          keys.push(await readFile(join(dir, name, 'key'), 'utf8'))
+        } catch (error) {
+          if (code(error) !== 'ENOENT') throw error
+        }
+      }
+      const cmp = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b))
+      const candidates = keys
+        .filter((k) => k.startsWith(prefix) && (after === undefined || cmp(k, after) > 0))
+        .sort(cmp)
+      const records: ScannedRecord[] = []
+      for (const key of candidates.slice(0, limit)) {
+        const record = await this.read(key)
+        if (record !== null) records.push({ key, data: record.data })
+      }
+      return { records, done: candidates.length <= limit }
+    },
+    async destroy() {
+      await rm(dir, { recursive: true, force: true })
+    },
+    async close() {},
+  }
+}

@@ -1,0 +1,35 @@
+import { createRecordBackend } from '@agent-state/core'
+import {
+  createMemoryBackend,
+  createMemoryRecordMap,
+  createMemoryRecordStore,
+  createMemoryStore,
+} from '@agent-state/memory'
+import { describeBackendContract } from '../src/index.js'
+
+const store = createMemoryStore()
+describeBackendContract({
+  name: 'memory',
+  create: (ctx) =>
+    createMemoryBackend({
+      store,
+      namespace: ctx.namespace,
+      clock: ctx.clock,
+      maxValueBytes: 4 * 1024 * 1024,
+    }),
+})
+
+// The third-party path: the record primitive wrapped by core. Namespaces share one map, so
+// prefix record keys with nothing: each test's keys stay isolated by a per-namespace map.
+const maps = new Map<string, ReturnType<typeof createMemoryRecordMap>>()
+describeBackendContract({
+  name: 'memory-records',
+  create: (ctx) => {
+    let records = maps.get(ctx.namespace)
+    if (records === undefined) {
+      records = createMemoryRecordMap()
+      maps.set(ctx.namespace, records)
+    }
+    return createRecordBackend(createMemoryRecordStore({ records }), { clock: ctx.clock })
+  },
+})
