@@ -4,7 +4,10 @@ import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { createRedisBackend } from '@agent-state/redis'
+import { createS3Backend } from '@agent-state/s3'
 import { createSqliteBackend } from '@agent-state/sqlite'
+import { freshName, redisConfig, s3Config } from './services.js'
 
 /**
  * Storage shared by several backend instances, like the contract suite's
@@ -42,7 +45,11 @@ function tracked(make: () => Backend, remove: () => void): BackendFixture {
   }
 }
 
-/** Every backend available in the repository. Redis and S3 need servers and are not wired in yet. */
+/**
+ * Every backend available in the repository. Redis and S3 use the servers the
+ * global setup started (`test/global-setup.ts`); each fixture takes a fresh
+ * namespace on them, and the servers' data goes when they stop.
+ */
 export const BACKENDS: readonly BackendFactory[] = [
   {
     name: 'memory',
@@ -76,6 +83,43 @@ export const BACKENDS: readonly BackendFactory[] = [
       return tracked(
         () => createFsBackend({ root, namespace: 'runtime' }),
         () => rmSync(root, { recursive: true, force: true }),
+      )
+    },
+  },
+  {
+    name: 'redis',
+    multiProcess: true,
+    setup() {
+      const { host, port } = redisConfig()
+      const namespace = freshName('rt')
+      return tracked(
+        () => createRedisBackend({ host, port, namespace }),
+        () => undefined,
+      )
+    },
+  },
+  {
+    name: 's3',
+    multiProcess: true,
+    setup() {
+      const config = s3Config()
+      const namespace = freshName('rt')
+      return tracked(
+        () =>
+          createS3Backend({
+            endpoint: config.endpoint,
+            region: config.region,
+            forcePathStyle: true,
+            credentials: {
+              accessKeyId: config.accessKeyId,
+              secretAccessKey: config.secretAccessKey,
+            },
+            bucket: config.bucket,
+            // Idempotent; the first instance of the run creates the bucket.
+            createBucket: true,
+            namespace,
+          }),
+        () => undefined,
       )
     },
   },

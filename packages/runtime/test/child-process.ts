@@ -4,13 +4,21 @@ import { fileURLToPath } from 'node:url'
 /** The package directory: children run there so `@agent-state/*` resolve as in the tests. */
 export const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
 
-/** Runs a TypeScript file in a child Node process (sources via tsx); resolves its stdout. */
-export function runTs(file: string, args: readonly string[], timeoutMs = 60_000): Promise<string> {
+/**
+ * Runs a TypeScript file in a child Node process (sources via tsx); resolves
+ * its stdout. `env` is added to this process's environment (e.g. S3 credentials).
+ */
+export function runTs(
+  file: string,
+  args: readonly string[],
+  timeoutMs = 60_000,
+  env: Readonly<Record<string, string>> = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       ['--conditions=@agent-state/source', '--import', 'tsx', file, ...args],
-      { cwd: PACKAGE_DIR, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: PACKAGE_DIR, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     let stdout = ''
     let stderr = ''

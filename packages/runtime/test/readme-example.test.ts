@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openBackend } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inspectWorker, suspensionSchema } from '../src/index.js'
 import { runTs } from './child-process.js'
+import { MULTI_PROCESS_BACKENDS } from './url-targets.js'
 
 describe('the README example: suspend in one process, resume in another', () => {
   let dir: string
@@ -15,15 +15,12 @@ describe('the README example: suspend in one process, resume in another', () => 
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it.each([
-    ['sqlite', (d: string) => `sqlite:${join(d, 'state.db')}`],
-    ['fs', (d: string) => `file:${join(d, 'fs-root')}`],
-  ])(
-    'on %s',
-    async (_name, urlOf) => {
-      const url = urlOf(dir)
+  it.each(MULTI_PROCESS_BACKENDS)(
+    'on $name',
+    async ({ target: make }) => {
+      const { url, env, open } = make(dir)
       const suspended = JSON.parse(
-        (await runTs('examples/suspend-resume.ts', ['suspend', url])).trim(),
+        (await runTs('examples/suspend-resume.ts', ['suspend', url], 60_000, env)).trim(),
       )
       const suspension = suspensionSchema.parse(suspended)
       expect(suspension.reason).toBe('waiting for a human to pick a fix')
@@ -31,13 +28,13 @@ describe('the README example: suspend in one process, resume in another', () => 
       const workerId = suspension.handle.workerId
 
       const resumed = JSON.parse(
-        (await runTs('examples/suspend-resume.ts', ['resume', url, workerId])).trim(),
+        (await runTs('examples/suspend-resume.ts', ['resume', url, workerId], 60_000, env)).trim(),
       )
       expect(resumed.status).toBe('done')
       expect(resumed.state).toEqual({ step: 'research', findings: 3 })
       expect(resumed.reminder).toContain('waiting for a human to pick a fix')
 
-      const backend = await openBackend(url)
+      const backend = await open()
       try {
         const stored = await inspectWorker(backend, workerId)
         expect(stored).toMatchObject({

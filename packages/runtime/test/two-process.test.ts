@@ -1,86 +1,89 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openBackend } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inspectWorker, openSession, startWorker } from '../src/index.js'
 import { runTs } from './child-process.js'
+import { MULTI_PROCESS_BACKENDS, type UrlTarget } from './url-targets.js'
 
-/** Multi-process backends available in the repository, as URLs for the children. */
-const MULTI_PROCESS_URLS: ReadonlyArray<{ name: string; url: (dir: string) => string }> = [
-  { name: 'sqlite', url: (dir) => `sqlite:${join(dir, 'state.db')}` },
-  { name: 'fs', url: (dir) => `file:${join(dir, 'fs-root')}` },
-]
+describe.each(MULTI_PROCESS_BACKENDS)(
+  'two processes race to resume one worker on $name',
+  ({ target: make }) => {
+    let dir: string
+    let target: UrlTarget
+    beforeAll(() => {
+      dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-race-'))
+      target = make(dir)
+    })
+    afterAll(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
 
-describe.each(MULTI_PROCESS_URLS)('two processes race to resume one worker on $name', ({ url }) => {
-  let dir: string
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-race-'))
-  })
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true })
-  })
-
-  it('exactly one process resumes; the other gets CONCURRENT_RESUME or WORKER_NOT_SUSPENDED', async () => {
-    const backend = await openBackend(url(dir), { namespace: 'race' })
-    try {
-      for (let round = 0; round < 3; round++) {
-        const workerId = `race-${round}`
-        const worker = await startWorker(backend, { workerId, holder: 'parent' })
-        await worker.suspend({ reason: 'waiting for the race' })
-        const startAt = String(Date.now() + 2500)
-        const outputs = await Promise.all(
-          ['child-a', 'child-b'].map((holder) =>
-            runTs('test/fixtures/resume-race-child.ts', [url(dir), workerId, holder, startAt]),
-          ),
-        )
-        const results = outputs.map(
-          (out) => JSON.parse(out.trim()) as { outcome: string; token?: number; lateMs: number },
-        )
-        const winners = results.filter((r) => r.outcome === 'won')
-        expect(winners, JSON.stringify(results)).toHaveLength(1)
-        const loser = results.find((r) => r.outcome !== 'won')
-        expect(['CONCURRENT_RESUME', 'WORKER_NOT_SUSPENDED']).toContain(loser?.outcome)
-        const stored = await inspectWorker(backend, workerId)
-        const resumes = stored.audit.filter((entry) => entry.event === 'worker_resumed')
-        expect(resumes).toHaveLength(1)
-        expect(resumes[0]?.token).toBe(winners[0]?.token)
-        expect(stored.status).toBe('running')
-        expect(stored.state).toEqual({ owner: stored.owner?.holder })
-        console.info(`round ${round}: ${JSON.stringify(results)}`)
+    it('exactly one process resumes; the other gets CONCURRENT_RESUME or WORKER_NOT_SUSPENDED', async () => {
+      const backend = await target.open('race')
+      try {
+        for (let round = 0; round < 3; round++) {
+          const workerId = `race-${round}`
+          const worker = await startWorker(backend, { workerId, holder: 'parent' })
+          await worker.suspend({ reason: 'waiting for the race' })
+          const startAt = String(Date.now() + 2500)
+          const outputs = await Promise.all(
+            ['child-a', 'child-b'].map((holder) =>
+              runTs(
+                'test/fixtures/resume-race-child.ts',
+                [target.url, workerId, holder, startAt],
+                60_000,
+                target.env,
+              ),
+            ),
+          )
+          const results = outputs.map(
+            (out) => JSON.parse(out.trim()) as { outcome: string; token?: number; lateMs: number },
+          )
+          const winners = results.filter((r) => r.outcome === 'won')
+          expect(winners, JSON.stringify(results)).toHaveLength(1)
+          const loser = results.find((r) => r.outcome !== 'won')
+          expect(['CONCURRENT_RESUME', 'WORKER_NOT_SUSPENDED']).toContain(loser?.outcome)
+          const stored = await inspectWorker(backend, workerId)
+          const resumes = stored.audit.filter((entry) => entry.event === 'worker_resumed')
+          expect(resumes).toHaveLength(1)
+          expect(resumes[0]?.token).toBe(winners[0]?.token)
+          expect(stored.status).toBe('running')
+          expect(stored.state).toEqual({ owner: stored.owner?.holder })
+          console.info(`round ${round}: ${JSON.stringify(results)}`)
+        }
+      } finally {
+        await backend.close()
       }
-    } finally {
-      await backend.close()
-    }
-  }, 120_000)
+    }, 120_000)
 
-  it('three processes writing one key under the error policy: exactly one succeeds', async () => {
-    const startAt = String(Date.now() + 2500)
-    const writers = ['proc-a', 'proc-b', 'proc-c']
-    const outputs = await Promise.all(
-      writers.map((writer) =>
-        runTs('test/fixtures/conflict-race-child.ts', [
-          url(dir),
-          'shared',
-          writer,
-          'plan.md',
-          startAt,
-        ]),
-      ),
-    )
-    const outcomes = outputs.map((out) => (JSON.parse(out.trim()) as { outcome: string }).outcome)
-    expect(
-      outcomes.filter((o) => o === 'resolved'),
-      JSON.stringify(outcomes),
-    ).toHaveLength(1)
-    expect(outcomes.filter((o) => o === 'WRITER_CONFLICT')).toHaveLength(2)
-    const backend = await openBackend(url(dir), { namespace: 'race' })
-    try {
-      const session = await openSession(backend, { sessionId: 'shared', writer: 'reader' })
-      const winner = writers[outcomes.indexOf('resolved')]
-      expect(await session.read('plan.md')).toBe(winner)
-    } finally {
-      await backend.close()
-    }
-  }, 60_000)
-})
+    it('three processes writing one key under the error policy: exactly one succeeds', async () => {
+      const startAt = String(Date.now() + 2500)
+      const writers = ['proc-a', 'proc-b', 'proc-c']
+      const outputs = await Promise.all(
+        writers.map((writer) =>
+          runTs(
+            'test/fixtures/conflict-race-child.ts',
+            [target.url, 'shared', writer, 'plan.md', startAt],
+            60_000,
+            target.env,
+          ),
+        ),
+      )
+      const outcomes = outputs.map((out) => (JSON.parse(out.trim()) as { outcome: string }).outcome)
+      expect(
+        outcomes.filter((o) => o === 'resolved'),
+        JSON.stringify(outcomes),
+      ).toHaveLength(1)
+      expect(outcomes.filter((o) => o === 'WRITER_CONFLICT')).toHaveLength(2)
+      const backend = await target.open('race')
+      try {
+        const session = await openSession(backend, { sessionId: 'shared', writer: 'reader' })
+        const winner = writers[outcomes.indexOf('resolved')]
+        expect(await session.read('plan.md')).toBe(winner)
+      } finally {
+        await backend.close()
+      }
+    }, 60_000)
+  },
+)

@@ -1,0 +1,98 @@
+import { existsSync } from 'node:fs'
+import { connect, createServer, type Server } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { freePort, redisCli, startRedisServer, startRgw, startTcpProxy } from '../src/index.js'
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Sends `message` through a TCP connection and resolves the echo once it is complete. */
+function roundTrip(port: number, message: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(message))
+    let received = ''
+    socket.on('data', (chunk) => {
+      received += chunk.toString()
+      if (received.length >= message.length) {
+        socket.destroy()
+        resolve(received)
+      }
+    })
+    socket.on('error', reject)
+  })
+}
+
+describe('service launchers', () => {
+  it('freePort gives distinct bindable loopback ports', async () => {
+    const ports = await Promise.all([freePort(), freePort(), freePort()])
+    for (const port of ports) expect(port).toBeGreaterThan(0)
+    const server = createServer()
+    await new Promise<void>((resolve) => server.listen(ports[0], '127.0.0.1', resolve))
+    await new Promise((resolve) => server.close(resolve))
+  })
+
+  it('starts a private redis-server on loopback, restarts it with its data, and stops it completely', async () => {
+    const redis = await startRedisServer()
+    const pid = redis.pid as number
+    expect(redis.host).toBe('127.0.0.1')
+    expect(alive(pid)).toBe(true)
+    expect((await redisCli(redis.port, ['SET', 'k', 'v'])).trim()).toBe('OK')
+    await redis.restart()
+    expect((await redisCli(redis.port, ['GET', 'k'])).trim()).toBe('v')
+    const restartedPid = redis.pid as number
+    await redis.stop()
+    expect(alive(pid)).toBe(false)
+    expect(alive(restartedPid)).toBe(false)
+    expect(existsSync(redis.dir)).toBe(false)
+  })
+
+  it('a TCP proxy forwards, drops connections mid-stream and refuses on demand', async () => {
+    const echo: Server = createServer((socket) => {
+      socket.on('error', () => {}) // the proxy resets connections on purpose
+      socket.pipe(socket)
+    })
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
+    const address = echo.address()
+    if (address === null || typeof address === 'string') throw new Error('no address')
+    const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: address.port } })
+    try {
+      expect(await roundTrip(proxy.port, 'hello')).toBe('hello')
+      const cut = new Promise<string>((resolve) => {
+        const socket = connect(proxy.port, '127.0.0.1', () => {
+          socket.write('x')
+          setTimeout(() => proxy.dropAll(), 50)
+        })
+        socket.on('error', (error) => resolve((error as NodeJS.ErrnoException).code ?? 'error'))
+        socket.on('close', () => resolve('closed'))
+      })
+      expect(['closed', 'ECONNRESET']).toContain(await cut)
+      await proxy.setRefusing(true)
+      await expect(roundTrip(proxy.port, 'x')).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+      await proxy.setRefusing(false)
+      expect(await roundTrip(proxy.port, 'again')).toBe('again')
+    } finally {
+      await proxy.stop()
+      await new Promise((resolve) => echo.close(resolve))
+    }
+  })
+
+  it('starts Ceph RGW on loopback, answers S3 requests, and stops without leftovers', async () => {
+    const rgw = await startRgw()
+    try {
+      expect(rgw.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const response = await fetch(rgw.endpoint)
+      // An anonymous ListBuckets: RGW answers (with an S3 XML body), which proves it serves S3.
+      expect(await response.text()).toMatch(/ListAllMyBucketsResult|AccessDenied/)
+    } finally {
+      await rgw.stop()
+    }
+    expect(existsSync(rgw.dir)).toBe(false)
+    await expect(fetch(rgw.endpoint)).rejects.toThrow()
+  })
+})
