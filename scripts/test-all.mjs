@@ -24,6 +24,7 @@ const packages = ['packages', 'apps', 'test-suites']
       return []
     }
   })
+  .concat([join(root, 'benchmarks')])
   .filter((dir) => existsSync(join(dir, 'package.json')))
 
 function step(title, command, args, options = {}) {
