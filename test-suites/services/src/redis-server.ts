@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
+import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /** Options of {@link startRedisServer}. */
 export interface RedisServerOptions {
@@ -130,6 +131,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), 'agent-state-redis-'))
   const timeoutMs = options.startTimeoutMs ?? 15_000
   let child: ChildProcess | undefined
+  let watchdog: ChildProcess | undefined
   let port = 0
 
   const args = (): string[] => {
@@ -160,6 +162,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     running.add(proc)
     proc.once('exit', () => running.delete(proc))
     child = proc
+    stopWatchdog(watchdog)
+    watchdog = startWatchdog(dir, [proc])
     await waitForPing(port, timeoutMs, options.password, proc)
   }
 
@@ -172,6 +176,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     } catch (error) {
       child?.kill('SIGKILL')
       if (attempt >= 3) {
+        stopWatchdog(watchdog)
         rmSync(dir, { recursive: true, force: true })
         throw error
       }
@@ -196,6 +201,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     },
     async stop() {
       await stopProcess('SIGTERM')
+      stopWatchdog(watchdog)
       rmSync(dir, { recursive: true, force: true })
     },
     async restart(restartOptions: RestartOptions = {}) {

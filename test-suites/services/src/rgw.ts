@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
+import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /**
  * A throwaway single-node Ceph RADOS Gateway (S3) for tests: one ceph-mon, one
@@ -130,24 +131,6 @@ function installExitHook(): void {
   })
 }
 
-/**
- * A detached shell that outlives a crashed test process: when `parentPid` is
- * gone it SIGKILLs the daemons (after checking each PID still runs the
- * expected program) and wipes the directory.
- */
-function startWatchdog(dir: string, daemons: readonly ChildProcess[]): ChildProcess {
-  const checks = daemons
-    .map((child) => {
-      const comm = String(child.spawnfile).split('/').pop() ?? ''
-      return `[ "$(cat /proc/${child.pid}/comm 2>/dev/null)" = "${comm}" ] && kill -9 ${child.pid}`
-    })
-    .join('; ')
-  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${checks}; rm -rf '${dir}'`
-  const watchdog = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' })
-  watchdog.unref()
-  return watchdog
-}
-
 /** Signs a GET of `/` (ListBuckets) with SigV4 and reports the HTTP status. */
 async function signedStatus(endpoint: string, accessKeyId: string, secret: string) {
   const host = new URL(endpoint).host
@@ -265,7 +248,7 @@ async function startOnce(options: RgwOptions): Promise<RgwServer> {
     stopped = true
     // radosgw first, then the OSD (it waits 5 s for a missing mon), then the mon.
     for (const child of [...daemons].reverse()) await stopDaemon(child, graceMs)
-    if (watchdog?.pid !== undefined && watchdog.exitCode === null) watchdog.kill('SIGKILL')
+    stopWatchdog(watchdog)
     rmSync(dir, { recursive: true, force: true })
   }
 

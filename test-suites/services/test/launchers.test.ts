@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { connect, createServer, type Server } from 'node:net'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { freePort, redisCli, startRedisServer, startRgw, startTcpProxy } from '../src/index.js'
 
@@ -50,6 +52,26 @@ describe('service launchers', () => {
     expect(alive(pid)).toBe(false)
     expect(alive(restartedPid)).toBe(false)
     expect(existsSync(redis.dir)).toBe(false)
+  })
+
+  it('kills a redis-server whose test process was SIGKILLed, and wipes its directory', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/orphan-redis.ts', import.meta.url))
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fixture], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))
+      child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)))
+    })
+    const { pid, dir } = JSON.parse(line) as { pid: number; dir: string }
+    expect(alive(pid)).toBe(true)
+    child.kill('SIGKILL')
+    const deadline = Date.now() + 10_000
+    while ((alive(pid) || existsSync(dir)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(alive(pid)).toBe(false)
+    expect(existsSync(dir)).toBe(false)
   })
 
   it('a TCP proxy forwards, drops connections mid-stream and refuses on demand', async () => {
