@@ -1,0 +1,49 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { runBenchmarks } from './bench.js'
+import { readConfig } from './config.js'
+import { renderMarkdown } from './report/markdown.js'
+import { renderRatioSvg } from './report/svg.js'
+import { Services } from './services.js'
+
+/**
+ * `pnpm bench`: starts the servers, runs every workload through every path,
+ * writes `results/latest.json`, `results/ratios.svg` and `BENCHMARKS.md`.
+ */
+async function main(): Promise<void> {
+  const here = dirname(fileURLToPath(import.meta.url))
+  const config = readConfig(process.env, {
+    outDir: resolve(here, '..', 'results'),
+    markdownPath: resolve(here, '..', '..', 'BENCHMARKS.md'),
+  })
+  const services = new Services(process.env.BENCH_DATA_DIR)
+  const log = (line: string): void => {
+    process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`)
+  }
+  let stopping = false
+  const stop = async (): Promise<void> => {
+    if (stopping) return
+    stopping = true
+    await services.stop()
+  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void stop().then(() => process.exit(signal === 'SIGINT' ? 130 : 143))
+    })
+  }
+  try {
+    const result = await runBenchmarks(config, services, log)
+    mkdirSync(config.outDir, { recursive: true })
+    writeFileSync(join(config.outDir, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`)
+    writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
+    writeFileSync(config.markdownPath, renderMarkdown(result, resolve(here, '..', 'FINDINGS.md')))
+    log(
+      `wrote ${join(config.outDir, 'latest.json')}, ratios.svg and ${config.markdownPath} (${result.durationS} s)`,
+    )
+  } finally {
+    await stop()
+  }
+}
+
+await main()
