@@ -57,8 +57,9 @@ end
 local rev = (tonumber(f[2]) or 0) + 1
 local version = num(rev) .. '.' .. ARGV[7]
 redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[2], 'w', ARGV[3], 't', num(now), 'r', num(rev))
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-redis.call('SADD', KEYS[3], ARGV[1])
+-- An existing value is already indexed, and a key with a revision is already registered.
+if not v then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
+if not f[2] then redis.call('SADD', KEYS[3], ARGV[1]) end
 return {'OK', version, num(now)}
 `,
 }

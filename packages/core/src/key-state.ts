@@ -36,7 +36,27 @@ export const ABSENT_STATE: KeyState = {
  * record is removed and re-created from scratch (for example after `destroy`).
  */
 export function newVersion(revision: number): string {
-  return `${revision.toString(36)}.${randomBytes(6).toString('base64url')}`
+  return `${revision.toString(36)}.${randomSuffix()}`
+}
+
+/**
+ * Random bytes drawn from a pool refilled 4 KiB at a time: one
+ * `randomBytes(6)` call per write was most of an in-memory put's CPU
+ * (benchmarks/FINDINGS.md).
+ */
+const POOL_BYTES = 4096
+const SUFFIX_BYTES = 6
+let pool = Buffer.alloc(0)
+let poolOffset = 0
+
+function randomSuffix(): string {
+  if (poolOffset + SUFFIX_BYTES > pool.byteLength) {
+    pool = randomBytes(POOL_BYTES)
+    poolOffset = 0
+  }
+  const suffix = pool.toString('base64url', poolOffset, poolOffset + SUFFIX_BYTES)
+  poolOffset += SUFFIX_BYTES
+  return suffix
 }
 
 /** The meta of a key's value, or `null` when it holds none. */

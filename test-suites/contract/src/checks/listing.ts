@@ -168,5 +168,8 @@ export const listingChecks: ContractCheck[] = [
         await Promise.all(churn)
       }
     },
+    // Five full walks in pages of 4 while three writers churn: slow stores (S3, the
+    // test-only file store) legitimately need more than vitest's default.
+    { timeoutMs: 120_000 },
   ),
 ]
