@@ -1,12 +1,22 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '@agent-state/test-services'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 
 const bin = fileURLToPath(new URL('../bin/agent-state.js', import.meta.url))
+const temps: string[] = []
+afterAll(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true })
+})
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  temps.push(dir)
+  return dir
+}
 
 function run(args: string[], cwd = process.cwd()) {
   const result = spawnSync(process.execPath, [bin, ...args], {
@@ -19,7 +29,7 @@ function run(args: string[], cwd = process.cwd()) {
 
 describe('agent-state verify', () => {
   it('passes on the memory backend, prints the summary and writes it as JSON', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'agent-state-cli-'))
+    const dir = tempDir('agent-state-cli-')
     const json = join(dir, 'summary.json')
     const { status, output } = run(['verify', 'memory:', '--json', json])
     expect(output).toMatch(/total\s+passed \d+\s+failed 0/)
@@ -30,7 +40,7 @@ describe('agent-state verify', () => {
   })
 
   it('runs on the embedded default (the filesystem) and leaves no namespace behind', () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'agent-state-cli-default-'))
+    const cwd = tempDir('agent-state-cli-default-')
     const { status, output } = run(['verify'], cwd)
     expect(output).toContain('file:./.agent-state')
     expect(output).toMatch(/total\s+passed \d+\s+failed 0/)
