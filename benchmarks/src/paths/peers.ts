@@ -23,6 +23,31 @@ const PEER_NOTES = {
   list: 'reads every key under the prefix, sorts, slices one page (no paging in the library)',
 }
 
+/**
+ * What a peer offers for the conditional workloads: a plain set (see
+ * PEER_NOTES), and bulk population through the same `put`.
+ */
+function plainSetWrites(
+  put: Subject['put'],
+): Required<Pick<Subject, 'casInit' | 'cas' | 'create' | 'populate'>> {
+  return {
+    async casInit(key, value) {
+      await put(key, value)
+      return undefined
+    },
+    async cas(key, value) {
+      await put(key, value)
+      return undefined
+    },
+    async create(key, value) {
+      await put(key, value)
+    },
+    async populate(prefix, count, value) {
+      await forEachConcurrent(count, 64, (index) => put(populatedKey(prefix, index), value))
+    },
+  }
+}
+
 function pageOf(sorted: readonly string[], limit: number, cursor: string | undefined): PageResult {
   let start = 0
   if (cursor !== undefined) {
@@ -59,14 +84,16 @@ export function keyvSubject(
   label: string,
   onClose: () => Promise<void>,
 ): Subject {
+  const put: Subject['put'] = async (key, value) => {
+    await keyv.set(key, Buffer.from(value.buffer, value.byteOffset, value.byteLength))
+  }
   const subject: Subject = {
     backend: kind,
     path: 'keyv',
     label,
     notes: PEER_NOTES,
-    async put(key, value) {
-      await keyv.set(key, Buffer.from(value.buffer, value.byteOffset, value.byteLength))
-    },
+    put,
+    ...plainSetWrites(put),
     async get(key) {
       return asBytes(await keyv.get(key), key)
     },
@@ -75,20 +102,6 @@ export function keyvSubject(
     },
     async delete(key) {
       await keyv.delete(key)
-    },
-    async casInit(key, value) {
-      await subject.put(key, value)
-      return undefined
-    },
-    async cas(key, value) {
-      await subject.put(key, value)
-      return undefined
-    },
-    async create(key, value) {
-      await subject.put(key, value)
-    },
-    async populate(prefix, count, value) {
-      await forEachConcurrent(count, 64, (index) => subject.put(populatedKey(prefix, index), value))
     },
     async close() {
       await onClose()
@@ -121,14 +134,16 @@ export function unstorageSubject(
   onClose: () => Promise<void>,
   options: { listing?: boolean; extraNotes?: Record<string, string> } = {},
 ): Subject {
+  const put: Subject['put'] = async (key, value) => {
+    await storage.setItemRaw(toUnstorage(key), value)
+  }
   const subject: Subject = {
     backend: kind,
     path: 'unstorage',
     label,
     notes: { ...PEER_NOTES, ...options.extraNotes },
-    async put(key, value) {
-      await storage.setItemRaw(toUnstorage(key), value)
-    },
+    put,
+    ...plainSetWrites(put),
     async get(key) {
       return asBytes(await storage.getItemRaw(toUnstorage(key)), key)
     },
@@ -137,20 +152,6 @@ export function unstorageSubject(
     },
     async delete(key) {
       await storage.removeItem(toUnstorage(key))
-    },
-    async casInit(key, value) {
-      await subject.put(key, value)
-      return undefined
-    },
-    async cas(key, value) {
-      await subject.put(key, value)
-      return undefined
-    },
-    async create(key, value) {
-      await subject.put(key, value)
-    },
-    async populate(prefix, count, value) {
-      await forEachConcurrent(count, 64, (index) => subject.put(populatedKey(prefix, index), value))
     },
     async close() {
       await storage.dispose()

@@ -1,14 +1,11 @@
-import type { Clock } from '@agent-state/core'
+import { type Clock, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 import type { MemoryStore } from './memory-store.js'
 
 /** Options of `createMemoryBackend`, as a zod schema; see {@link MemoryBackendOptions}. */
 export const memoryOptionsSchema = z.object({
   store: z.custom<MemoryStore>((value) => typeof value === 'object' && value !== null).optional(),
-  namespace: z
-    .string()
-    .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/)
-    .optional(),
+  namespace: namespaceSchema.optional(),
   clock: z.custom<Clock>((value) => typeof value === 'function').optional(),
   maxValueBytes: z.number().int().positive().optional(),
 })

@@ -39,16 +39,3 @@ export function decodeCursor(cursor: string): CursorPosition {
   }
   throw new AgentStateError('INVALID_ARGUMENT', 'Invalid list cursor', { context: { cursor } })
 }
-
-/**
- * Whether `key` comes after the cursor position, in byte order, given a
- * comparator. Used by backends that filter candidate keys in memory.
- */
-export function isAfterCursor(
-  key: string,
-  position: CursorPosition,
-  compare: (a: string, b: string) => number,
-): boolean {
-  if (position.group && key.startsWith(position.after)) return false
-  return compare(key, position.after) > 0
-}

@@ -30,7 +30,7 @@ export {
 } from './backend.js'
 export { compareUtf8, sortUtf8 } from './byte-order.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
-export { type CursorPosition, decodeCursor, encodeCursor, isAfterCursor } from './cursor.js'
+export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
 export {
   AgentStateError,
   type AgentStateErrorOptions,

@@ -1,4 +1,3 @@
-import { isAgentStateError } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   type ConflictWarning,
@@ -9,16 +8,7 @@ import {
   sessionMarkerKey,
 } from '../src/index.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    if (isAgentStateError(error)) return error.code
-    throw error
-  }
-  return 'resolved'
-}
+import { codeOf } from './error-code.js'
 
 describe.each(BACKENDS)('sessions on $name', (factory) => {
   let fixture: BackendFixture

@@ -11,17 +11,8 @@ import {
   workerSnapshotKey,
 } from '../src/index.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
+import { codeOf } from './error-code.js'
 import { withFailingPuts } from './failing-backend.js'
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    if (isAgentStateError(error)) return error.code
-    throw error
-  }
-  return 'resolved'
-}
 
 describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
   let fixture: BackendFixture

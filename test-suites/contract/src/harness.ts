@@ -48,9 +48,6 @@ export interface Harness {
   cleanup(): Promise<void>
 }
 
-/** The namespace pattern of the contract. */
-export const NAMESPACE_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/
-
 /** A fresh unique namespace, `t-<random>`. */
 export function freshNamespace(): string {
   return `t-${randomBytes(8).toString('hex')}`
