@@ -5,7 +5,9 @@
 //    themselves on free 127.0.0.1 ports;
 // 2. lint (biome, zero warnings) and typecheck (tsc, every package);
 // 3. every package's vitest suite through turbo;
-// 4. one closing line "tests: N passed, N failed, N skipped" summed over packages.
+// 4. the failures again, named with their first error lines, so that the tail
+//    of a long CI log says what broke;
+// 5. one closing line "tests: N passed, N failed, N skipped" summed over packages.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -80,6 +82,7 @@ ok =
 let passed = 0
 let failed = 0
 let skipped = 0
+const failures = []
 for (const dir of packages) {
   const file = join(dir, REPORT)
   if (!existsSync(file)) continue
@@ -87,9 +90,28 @@ for (const dir of packages) {
   passed += report.numPassedTests
   failed += report.numFailedTests
   skipped += report.numPendingTests + report.numTodoTests
+  for (const file of report.testResults ?? []) {
+    const where = file.name.slice(root.length + 1)
+    // A file that failed to load or whose hooks threw has no failed assertion to carry it.
+    if (file.status === 'failed' && file.message)
+      failures.push({ where, name: '(file)', text: file.message })
+    for (const test of file.assertionResults ?? []) {
+      if (test.status === 'failed') {
+        failures.push({ where, name: test.fullName, text: (test.failureMessages ?? []).join('\n') })
+      }
+    }
+  }
   console.log(
     `${dir.slice(root.length + 1)}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
   )
+}
+if (failures.length > 0) {
+  console.log(`\n=== failures (${failures.length})`)
+  for (const { where, name, text } of failures) {
+    console.log(`\n✗ ${where} > ${name}`)
+    console.log(text.split('\n').slice(0, 20).join('\n'))
+  }
+  console.log('')
 }
 if (!ok && failed === 0) failed = 1 // lint, typecheck or a crashed suite: count it as a failure
 console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`)
