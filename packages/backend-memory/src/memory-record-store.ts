@@ -5,6 +5,12 @@ import { indexAfter } from './memory-store.js'
 export interface MemoryRecordStoreOptions {
   /** Records shared between stores created with the same map, to race them. */
   readonly records?: MemoryRecordMap
+  /**
+   * Declare `versionChangesWithBytes` (true here: only this store's writes
+   * change a record, and each bumps the version), so that the contract suite
+   * also covers `createRecordBackend`'s put-from-cache path. Default: false.
+   */
+  readonly versionChangesWithBytes?: boolean
 }
 
 /** The shared storage of memory record stores: key to record bytes and version. */
@@ -35,6 +41,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       maxKeyBytes: 1024,
       maxValueBytes: 64 * 1024 * 1024,
     },
+    versionChangesWithBytes: options.versionChangesWithBytes === true,
     async read(key) {
       const found = records.data.get(key)
       return found === undefined ? null : { data: found.data, version: found.version }

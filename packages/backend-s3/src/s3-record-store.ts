@@ -412,6 +412,9 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
   return {
     name: 's3',
     capabilities: config.capabilities,
+    // The ETag is a digest of the body (or a fresh id per write under SSE-KMS),
+    // and every body carries a unique write id: any overwrite changes it.
+    versionChangesWithBytes: true,
     read,
     write,
     scan,

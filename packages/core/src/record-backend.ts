@@ -32,6 +32,7 @@ import {
 } from './key-state.js'
 import { assertValidKey } from './keys.js'
 import { collectListPage } from './list-page.js'
+import { type CachedKeyState, PutStateCache } from './put-state-cache.js'
 import { decodeKeyState, encodeKeyState, type KeyState } from './record-codec.js'
 import type { RecordCondition, RecordStore } from './record-store.js'
 
@@ -44,9 +45,18 @@ export interface RecordBackendOptions {
    * the record's conditional write before giving up with `UNAVAILABLE`.
    */
   readonly maxAttempts?: number
+  /**
+   * On stores that declare `versionChangesWithBytes`, how many keys' last seen
+   * states to remember so that a `put` can skip its read and go straight to
+   * the conditional write (one round trip instead of two on S3). 0 turns it
+   * off. Default: 1024.
+   */
+  readonly putCacheSize?: number
 }
 
 const DEFAULT_MAX_ATTEMPTS = 10_000
+const DEFAULT_PUT_CACHE_SIZE = 1024
+const ABSENT: RecordCondition = { absent: true }
 
 /**
  * Builds the whole Backend contract on a {@link RecordStore}: writer
@@ -67,6 +77,10 @@ export function createRecordBackend(
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
   const capabilities = { ...store.capabilities, leaseClock: 'host' as const }
   const { maxKeyBytes } = capabilities
+  const cacheSize = options.putCacheSize ?? DEFAULT_PUT_CACHE_SIZE
+  // Sound only where any change to a record's bytes changes its version: see PutStateCache.
+  const cache =
+    store.versionChangesWithBytes === true && cacheSize > 0 ? new PutStateCache(cacheSize) : null
   let closed = false
 
   function assertOpen(): void {
@@ -75,34 +89,64 @@ export function createRecordBackend(
 
   async function load(key: string): Promise<{ state: KeyState; condition: RecordCondition }> {
     const record = await store.read(key)
-    if (record === null) return { state: ABSENT_STATE, condition: { absent: true } }
-    return { state: decodeKeyState(key, record.data), condition: { version: record.version } }
+    if (record === null) {
+      cache?.remember(key, ABSENT_STATE, ABSENT)
+      return { state: ABSENT_STATE, condition: ABSENT }
+    }
+    const state = decodeKeyState(key, record.data)
+    const condition = { version: record.version }
+    cache?.remember(key, state, condition)
+    return { state, condition }
   }
 
   /**
    * Runs `step` on the current state and writes what it returns, retrying on a
    * lost race. `step` returns `undefined` for "nothing to write".
+   *
+   * With `guess`, the first attempt starts from the cached state instead of a
+   * read. A guess decides nothing: if a rule fails on it, it has nothing to
+   * write, or its conditional write loses, the next attempt reads afresh, and
+   * that attempt is not counted as a lost race.
    */
   async function update<T>(
     key: string,
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
+    guess?: CachedKeyState,
   ): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
+    let lostRaces = 0
+    let pending = guess
+    for (;;) {
       assertOpen()
-      const { state, condition } = await load(key)
-      const { next, result } = step(state)
-      if (next === undefined) return result
+      const guessed = pending !== undefined
+      const { state, condition } = pending ?? (await load(key))
+      pending = undefined
+      let outcome: { next: KeyState | undefined; result: T }
       try {
-        await store.write(key, encodeKeyState(next), condition)
+        outcome = step(state)
+      } catch (error) {
+        if (guessed) continue
+        throw error
+      }
+      const { next, result } = outcome
+      if (next === undefined) {
+        if (guessed) continue
+        return result
+      }
+      try {
+        const version = await store.write(key, encodeKeyState(next), condition)
+        cache?.remember(key, next, { version })
         return result
       } catch (error) {
+        cache?.forget(key)
         if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
-        if (attempt >= maxAttempts) {
+        if (guessed) continue
+        lostRaces++
+        if (lostRaces >= maxAttempts) {
           throw new AgentStateError(
             'UNAVAILABLE',
-            `Gave up on key ${JSON.stringify(key)} after ${attempt} lost races`,
+            `Gave up on key ${JSON.stringify(key)} after ${lostRaces} lost races`,
             {
-              context: { key, attempts: attempt },
+              context: { key, attempts: lostRaces },
             },
           )
         }
@@ -134,10 +178,14 @@ export function createRecordBackend(
       const writer = checkPut(key, value, putOptions, capabilities)
       // Copy once: the caller may reuse its buffer after we return.
       const bytes = value.slice()
-      return update(key, (state) => {
-        const next = applyPut(key, state, bytes, writer, putOptions, clock())
-        return { next, result: metaOf(key, next) as ValueMeta }
-      })
+      return update(
+        key,
+        (state) => {
+          const next = applyPut(key, state, bytes, writer, putOptions, clock())
+          return { next, result: metaOf(key, next) as ValueMeta }
+        },
+        cache?.take(key),
+      )
     },
 
     async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
@@ -217,6 +265,7 @@ export function createRecordBackend(
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      cache?.clear()
       await store.close()
     },
   }

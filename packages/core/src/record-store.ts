@@ -51,6 +51,15 @@ export interface RecordStore {
   readonly name: string
   /** What the store guarantees; the lease clock is the host clock of `createRecordBackend`. */
   readonly capabilities: Omit<Capabilities, 'leaseClock'>
+  /**
+   * `true` only if a record's version changes whenever its stored bytes
+   * change, whoever changes them, the way S3's ETag does. `createRecordBackend`
+   * then lets a `put` write conditionally on the version it last saw without
+   * reading first: a stale, replaced or tampered record fails the condition
+   * and the put reads afresh. A store whose version lives beside the bytes (a
+   * header an outside edit can leave intact) must leave this unset.
+   */
+  readonly versionChangesWithBytes?: boolean
   /** The record, or `null` when there is none. Never a partial record. */
   read(key: string): Promise<VersionedRecord | null>
   /**
