@@ -8,7 +8,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
+  readSync,
   renameSync,
   rmSync,
   unlinkSync,
@@ -35,7 +35,13 @@ import {
   ownIdentity,
   parseIdentity,
 } from './process-identity.js'
-import { decodeRecordFile, encodeRecordFile } from './record-file.js'
+import {
+  decodeRecordFile,
+  decodeRecordHeader,
+  encodeRecordFile,
+  MAX_HEADER_BYTES,
+} from './record-file.js'
+import { type NameListing, NameListingCache, sortNames, stampOf } from './record-name-index.js'
 import { selectRecords } from './scan-selection.js'
 
 /** Where a namespace lives on disk. */
@@ -60,7 +66,7 @@ export function layoutOf(root: string, namespace: string): FsLayout {
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0
-const READ_FLAGS = constants.O_RDONLY | O_NOFOLLOW
+const READ_FLAGS = constants.O_RDONLY | O_NOFOLLOW | (constants.O_NONBLOCK ?? 0)
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW
 /** Process-unique prefix of record versions; a counter makes each write's version new. */
 const VERSION_PREFIX = randomBytes(8).toString('base64url')
@@ -96,11 +102,25 @@ function ensureRealDir(dir: string): boolean {
   return false
 }
 
-/** Reads a record file without following a symlink; `null` when absent. */
-function readRecordFile(path: string, key: string | undefined) {
-  let fd: number
+/**
+ * Scratch space for record reads. Reads are synchronous, so one buffer per
+ * thread is never shared by two reads; what a read returns is copied out.
+ */
+const scratch = Buffer.allocUnsafe(64 * 1024)
+
+/** Enough of a file for any valid envelope. */
+const HEADER_READ_BYTES = Math.max(MAX_HEADER_BYTES, 4096)
+
+function notARegularFile(path: string, key: string | undefined): AgentStateError {
+  return new AgentStateError('CORRUPT', `Record file ${path} is not a regular file`, {
+    context: key === undefined ? { file: path } : { key, file: path },
+  })
+}
+
+/** Opens a record file without following a symlink; `null` when absent. */
+function openRecord(path: string, key: string | undefined): number | null {
   try {
-    fd = openSync(path, READ_FLAGS)
+    return openSync(path, READ_FLAGS)
   } catch (error) {
     const code = errnoOf(error)
     if (code === 'ENOENT') return null
@@ -112,13 +132,68 @@ function readRecordFile(path: string, key: string | undefined) {
     }
     throw error
   }
+}
+
+/**
+ * Reads up to `length` bytes from the start of a record file into the
+ * scratch buffer. `O_NONBLOCK` (in READ_FLAGS) kept a planted FIFO from
+ * blocking the open; a directory or FIFO fails here as not a regular file.
+ */
+function readStart(fd: number, length: number, path: string, key: string | undefined): number {
   try {
-    if (!fstatSync(fd).isFile()) {
-      throw new AgentStateError('CORRUPT', `Record file ${path} is not a regular file`, {
-        context: key === undefined ? { file: path } : { key, file: path },
-      })
+    return readSync(fd, scratch, 0, length, 0)
+  } catch (error) {
+    if (!fstatSync(fd).isFile()) throw notARegularFile(path, key)
+    throw error
+  }
+}
+
+/**
+ * Reads a record file; `null` when absent.
+ *
+ * open, one read, close: a read that does not fill the scratch buffer has
+ * reached the end of a regular file, so no fstat is needed for its size (a
+ * short read for any other reason fails the checksums: CORRUPT, never
+ * misread). Larger files are read whole after an fstat.
+ */
+function readRecordFile(path: string, key: string | undefined) {
+  const fd = openRecord(path, key)
+  if (fd === null) return null
+  try {
+    let filled = readStart(fd, scratch.byteLength, path, key)
+    let bytes: Buffer
+    if (filled < scratch.byteLength) {
+      bytes = Buffer.from(scratch.subarray(0, filled))
+    } else {
+      const stat = fstatSync(fd)
+      if (!stat.isFile()) throw notARegularFile(path, key)
+      bytes = Buffer.allocUnsafe(Math.max(stat.size, filled))
+      scratch.copy(bytes, 0, 0, filled)
+      while (filled < bytes.byteLength) {
+        const read = readSync(fd, bytes, filled, bytes.byteLength - filled, filled)
+        if (read === 0) break
+        filled += read
+      }
+      bytes = bytes.subarray(0, filled)
     }
-    return decodeRecordFile(readFileSync(fd), path, key)
+    return decodeRecordFile(bytes, path, key)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * The version in a record file's envelope (checked: magic, format, lengths,
+ * checksum, key), reading only its first bytes; `null` when absent. What the
+ * write path compares under the lock: the record's own bytes were already
+ * decoded and checked by core's read before the write was attempted.
+ */
+function readRecordVersion(path: string, key: string): string | null {
+  const fd = openRecord(path, key)
+  if (fd === null) return null
+  try {
+    const filled = readStart(fd, HEADER_READ_BYTES, path, key)
+    return decodeRecordHeader(scratch.subarray(0, filled), path, key).version
   } finally {
     closeSync(fd)
   }
@@ -143,8 +218,40 @@ export function createFsRecordStore(root: string, options: ResolvedFsOptions): R
   const { recordsDir, locksDir, namespaceDir } = layout
   /** Hashed file name to key, learnt while listing; names never change keys. */
   const hashedKeys = new Map<string, string>()
+  /** The records directory's sorted names, reused between pages while provably current. */
+  const listings = new NameListingCache()
   let ready = false
   let closed = false
+  /** The records directory, kept open for its fsync after every write. */
+  let recordsDirFd: number | undefined
+
+  /**
+   * fsyncs the records directory through a descriptor kept open (an open and
+   * a close less per write). The descriptor follows the directory, not the
+   * path: if another instance's `destroy` removed the directory and it was
+   * recreated, the rename just landed in the new one. Directories here are
+   * only ever removed, never moved, so a descriptor whose directory still has
+   * links is the directory at that path; a removed one has none, and then
+   * the path is opened afresh.
+   */
+  function fsyncRecordsDir(): void {
+    if (recordsDirFd !== undefined && fstatSync(recordsDirFd).nlink === 0) {
+      closeRecordsDir()
+    }
+    recordsDirFd ??= openSync(recordsDir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    fsyncSync(recordsDirFd)
+  }
+
+  function closeRecordsDir(): void {
+    if (recordsDirFd === undefined) return
+    const fd = recordsDirFd
+    recordsDirFd = undefined
+    try {
+      closeSync(fd)
+    } catch {
+      // Nothing to do: the descriptor is gone either way.
+    }
+  }
 
   function ensureReady(): void {
     if (ready) return
@@ -210,6 +317,41 @@ export function createFsRecordStore(root: string, options: ResolvedFsOptions): R
     return file.key
   }
 
+  /**
+   * The records directory's names in listing order: the cached listing when
+   * the directory provably did not change since it was read (see
+   * `record-name-index.ts`), otherwise a fresh `readdir`.
+   */
+  function currentNames(): NameListing {
+    // The clock is read before the stat and the readdir: see NameListingCache.store.
+    const readStartNs = BigInt(Date.now()) * 1_000_000n
+    let names: string[]
+    let listing: NameListing
+    try {
+      const stat = lstatSync(recordsDir, { bigint: true, throwIfNoEntry: false })
+      if (stat === undefined) {
+        // Destroyed by another instance: an empty namespace until a write recreates it.
+        listings.clear()
+        return { entries: [], temps: false }
+      }
+      if (!stat.isDirectory()) throw notADirectory(recordsDir)
+      const stamp = stampOf(stat)
+      const cached = options.listCache ? listings.lookup(stamp) : undefined
+      if (cached !== undefined) return cached
+      names = readdirSync(recordsDir)
+      listing = sortNames(names, keyOfHashed, listings.last())
+      if (options.listCache) listings.store(listing, stamp, readStartNs)
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') {
+        listings.clear()
+        return { entries: [], temps: false }
+      }
+      throw fsError(error, 'list records', { path: recordsDir })
+    }
+    if (listing.temps) sweepTemps(names)
+    return listing
+  }
+
   function writeOnce(key: string, data: Uint8Array, condition: RecordCondition): WriteAttempt {
     const name = fileNameOf(key)
     const path = join(recordsDir, name)
@@ -228,9 +370,8 @@ export function createFsRecordStore(root: string, options: ResolvedFsOptions): R
     let landed = false
     let temp: string | undefined
     try {
-      const current = readRecordFile(path, key)
-      const holds =
-        'absent' in condition ? current === null : current?.version === condition.version
+      const current = readRecordVersion(path, key)
+      const holds = 'absent' in condition ? current === null : current === condition.version
       if (!holds) {
         throw new AgentStateError(
           'PRECONDITION_FAILED',
@@ -256,7 +397,7 @@ export function createFsRecordStore(root: string, options: ResolvedFsOptions): R
       }
       renameSync(temp, path)
       landed = true
-      if (options.fsync) fsyncDir(recordsDir)
+      if (options.fsync) fsyncRecordsDir()
       return { version }
     } catch (error) {
       if (temp !== undefined && !landed) {
@@ -322,15 +463,8 @@ export function createFsRecordStore(root: string, options: ResolvedFsOptions): R
       scan: RecordScanOptions,
     ): Promise<{ records: readonly ScannedRecord[]; done: boolean }> {
       ensureReady()
-      let names: string[]
-      try {
-        names = readdirSync(recordsDir)
-      } catch (error) {
-        if (errnoOf(error) === 'ENOENT') return { records: [], done: true }
-        throw fsError(error, 'list records', { path: recordsDir })
-      }
-      const selection = selectRecords(names, scan, keyOfHashed)
-      if (selection.temps) sweepTemps(names)
+      const names = currentNames()
+      const selection = selectRecords(names.entries, scan)
       const records: ScannedRecord[] = []
       for (const { key, name } of selection.picked) {
         try {
@@ -353,11 +487,14 @@ export function createFsRecordStore(root: string, options: ResolvedFsOptions): R
         throw fsError(error, 'remove its namespace', { path: namespaceDir })
       }
       hashedKeys.clear()
+      listings.clear()
+      closeRecordsDir()
       ready = false
     },
 
     async close(): Promise<void> {
       closed = true
+      closeRecordsDir()
     },
   }
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs'
+import { lstatSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { errnoOf } from './fs-errors.js'
 import { TEMP_PREFIX } from './key-paths.js'
@@ -51,13 +51,25 @@ function generationPath(locksDir: string, name: string, generation: number): str
   return join(locksDir, `${name}.${generation}`)
 }
 
+/** Whether anything (a symlink or something planted) is at `path`; no exception when absent. */
 function exists(path: string): boolean {
+  return lstatSync(path, { throwIfNoEntry: false }) !== undefined
+}
+
+/**
+ * The target of the generation at `path`: `undefined` when absent, `''` when
+ * something other than a symlink was planted there (held by nobody). Looks
+ * with `lstat` first, so the usual miss costs no thrown error.
+ */
+function generationTarget(path: string): string | undefined {
+  const stat = lstatSync(path, { throwIfNoEntry: false })
+  if (stat === undefined) return undefined
+  if (!stat.isSymbolicLink()) return ''
   try {
-    readlinkSync(path)
-    return true
+    return readlinkSync(path)
   } catch (error) {
-    if (errnoOf(error) === 'ENOENT') return false
-    if (errnoOf(error) === 'EINVAL') return true // not a symlink, but present
+    if (errnoOf(error) === 'ENOENT') return undefined // released in between
+    if (errnoOf(error) === 'EINVAL') return '' // replaced by a non-symlink in between
     throw error
   }
 }
@@ -85,13 +97,9 @@ export function tryLockSync(locksDir: string, name: string, tempDir: string): Lo
     let top = 0
     let target: string | undefined
     for (;;) {
-      try {
-        target = readlinkSync(generationPath(locksDir, name, top + 1))
-      } catch (error) {
-        if (errnoOf(error) === 'ENOENT') break
-        if (errnoOf(error) !== 'EINVAL') throw error
-        target = '' // something other than a symlink was planted here: held by nobody
-      }
+      const next = generationTarget(generationPath(locksDir, name, top + 1))
+      if (next === undefined) break
+      target = next
       top++
     }
     if (target !== undefined) {

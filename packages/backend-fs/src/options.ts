@@ -43,6 +43,15 @@ export const fsOptionsSchema = z.object({
    * Default 3 600 000 (one hour).
    */
   staleTempMs: z.number().int().min(0).default(3_600_000),
+  /**
+   * Reuse the records directory's sorted names between listing pages while
+   * the directory's timestamps prove it unchanged (a page then costs O(page)
+   * instead of a read and sort of the whole directory). Default `true`. Turn
+   * it off only on a filesystem whose directory timestamps do not come from
+   * this host's clock or are not updated on every change (network
+   * filesystems, which this backend does not support anyway).
+   */
+  listCache: z.boolean().default(true),
   /** Largest value accepted, in bytes. Values are read whole into memory. Default 64 MiB. */
   maxValueBytes: z
     .number()

@@ -47,11 +47,28 @@ function corrupt(file: string, problem: string, key?: string): AgentStateError {
   })
 }
 
+/** The envelope of a record file: its key, its version, and where core's record bytes start. */
+export interface RecordHeader {
+  readonly key: string
+  readonly version: string
+  /** Offset of core's record bytes. */
+  readonly dataStart: number
+}
+
+/** Longest envelope a valid file can have: keys are at most 1024 bytes, versions 255. */
+export const MAX_HEADER_BYTES = FIXED + 1024 + 255 + 4
+
 /**
- * Decodes a record file; throws `CORRUPT` (bad magic, checksum, lengths, or a
- * key other than `expectedKey`) or `INCOMPATIBLE_SCHEMA` (a newer format).
+ * Decodes and checks a record file's envelope from its first bytes (at least
+ * {@link MAX_HEADER_BYTES}, or the whole file); throws `CORRUPT` (bad magic,
+ * checksum, lengths, or a key other than `expectedKey`) or
+ * `INCOMPATIBLE_SCHEMA` (a newer format). The bytes after it are not checked.
  */
-export function decodeRecordFile(bytes: Buffer, file: string, expectedKey?: string): RecordFile {
+export function decodeRecordHeader(
+  bytes: Buffer,
+  file: string,
+  expectedKey?: string,
+): RecordHeader {
   if (bytes.byteLength < FIXED + 4 || MAGIC.some((byte, i) => bytes[i] !== byte)) {
     throw corrupt(file, 'bad magic or too short', expectedKey)
   }
@@ -75,5 +92,14 @@ export function decodeRecordFile(bytes: Buffer, file: string, expectedKey?: stri
     throw corrupt(file, 'it holds another key', expectedKey)
   }
   const version = bytes.toString('latin1', FIXED + keyLength, headerLength)
-  return { key, version, data: bytes.subarray(headerLength + 4) }
+  return { key, version, dataStart: headerLength + 4 }
+}
+
+/**
+ * Decodes a whole record file; throws like {@link decodeRecordHeader}. Core's
+ * record bytes carry their own checksum, checked when core decodes them.
+ */
+export function decodeRecordFile(bytes: Buffer, file: string, expectedKey?: string): RecordFile {
+  const { key, version, dataStart } = decodeRecordHeader(bytes, file, expectedKey)
+  return { key, version, data: bytes.subarray(dataStart) }
 }

@@ -1,5 +1,6 @@
 import { compareUtf8 } from '@agent-state/core'
-import { classifyName, fileNameOf } from './key-paths.js'
+import { fileNameOf } from './key-paths.js'
+import type { IndexedName } from './record-name-index.js'
 
 /** A record file chosen for a scan page. */
 export interface PickedRecord {
@@ -13,60 +14,57 @@ export interface ScanSelection {
   readonly picked: readonly PickedRecord[]
   /** Whether no further matching record exists in the listing. */
   readonly done: boolean
-  /** Whether temp files were seen (worth a sweep). */
-  readonly temps: boolean
 }
 
 const hex = (text: string): string => Buffer.from(text, 'utf8').toString('hex')
 
+/** The first index in `entries[from..]` whose sort string passes `test` (monotone: false…false, true…true). */
+function firstIndex(
+  entries: readonly IndexedName[],
+  from: number,
+  test: (sort: string) => boolean,
+): number {
+  let low = from
+  let high = entries.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (test((entries[middle] as IndexedName).sort)) high = middle
+    else low = middle + 1
+  }
+  return low
+}
+
+const keyOf = (entry: IndexedName): string =>
+  entry.key ?? Buffer.from(entry.name, 'hex').toString('utf8')
+
 /**
- * Picks a scan page from the records directory's entries. Hex file names
- * sort as their keys' bytes (two lower-case hex digits a byte), so filtering
- * and sorting work on the names and only the picked ones are decoded; a
- * hashed name sorts by the hex of its key, learnt through `keyOfHashed`.
+ * Picks a scan page from the records directory's names in listing order
+ * (see `sortNames`): hex sort strings order as their keys' UTF-8 bytes, so a
+ * prefix is one contiguous run found by binary search, and only the picked
+ * names are decoded. Costs O(log N + page), not O(N).
  */
 export function selectRecords(
-  names: readonly string[],
+  entries: readonly IndexedName[],
   options: { readonly prefix: string; readonly after?: string | undefined; readonly limit: number },
-  keyOfHashed: (name: string) => string | undefined,
 ): ScanSelection {
   const { prefix, after, limit } = options
   // Keys never hold lone surrogates: an ill-formed prefix matches nothing.
-  const hexPrefix = prefix.isWellFormed() ? hex(prefix) : undefined
+  if (!prefix.isWellFormed()) return { picked: [], done: true }
+  const hexPrefix = hex(prefix)
+  let index = firstIndex(entries, 0, (sort) => sort >= hexPrefix)
+  // An ill-formed `after` (only from a forged cursor) is compared key by key below.
   const hexAfter = after?.isWellFormed() ? hex(after) : undefined
-  const candidates: { sort: string; name: string; key?: string }[] = []
-  let temps = false
-  for (const name of names) {
-    const kind = classifyName(name)
-    let sort: string
-    let key: string | undefined
-    if (kind.kind === 'hex') {
-      sort = name
-    } else if (kind.kind === 'hashed') {
-      key = keyOfHashed(name)
-      if (key === undefined) continue
-      sort = hex(key)
-    } else {
-      temps ||= kind.kind === 'temp'
-      continue
-    }
-    if (hexPrefix === undefined || !sort.startsWith(hexPrefix)) continue
-    if (hexAfter !== undefined && sort <= hexAfter) continue
-    if (after !== undefined && hexAfter === undefined) {
-      key ??= Buffer.from(name, 'hex').toString('utf8')
-      if (compareUtf8(key, after) <= 0) continue
-    }
-    candidates.push(key === undefined ? { sort, name } : { sort, name, key })
-  }
-  candidates.sort((a, b) => (a.sort < b.sort ? -1 : a.sort > b.sort ? 1 : 0))
+  if (hexAfter !== undefined) index = firstIndex(entries, index, (sort) => sort > hexAfter)
   const picked: PickedRecord[] = []
-  let index = 0
-  for (; index < candidates.length && picked.length < limit; index++) {
-    const candidate = candidates[index] as (typeof candidates)[number]
-    const key = candidate.key ?? Buffer.from(candidate.name, 'hex').toString('utf8')
+  for (; index < entries.length && picked.length < limit; index++) {
+    const entry = entries[index] as IndexedName
+    if (!entry.sort.startsWith(hexPrefix)) return { picked, done: true }
+    const key = keyOf(entry)
     // A hex name that is not valid UTF-8 is not a record of ours: skip it.
-    if (candidate.key === undefined && fileNameOf(key) !== candidate.name) continue
-    picked.push({ key, name: candidate.name })
+    if (entry.key === undefined && fileNameOf(key) !== entry.name) continue
+    if (after !== undefined && hexAfter === undefined && compareUtf8(key, after) <= 0) continue
+    picked.push({ key, name: entry.name })
   }
-  return { picked, done: index >= candidates.length, temps }
+  const next = entries[index]
+  return { picked, done: next === undefined || !next.sort.startsWith(hexPrefix) }
 }
