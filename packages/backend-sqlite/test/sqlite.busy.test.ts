@@ -59,8 +59,10 @@ describe('lock contention', () => {
     clearInterval(ticker)
     expect(meta.size).toBe(1)
     expect(waited).toBeGreaterThanOrEqual(250)
-    // Blocking for the whole 300 ms would leave at most one tick.
-    expect(ticks).toBeGreaterThan(5)
+    // Blocking for the whole 300 ms would leave at most one tick, after the put. The slices
+    // normally let 8 or more through; a loaded 2-core machine stretches each slice, so the
+    // bar sits at 3, which a blocking wait still cannot reach.
+    expect(ticks).toBeGreaterThanOrEqual(3)
     await backend.close()
   })
 })
