@@ -6,11 +6,29 @@
  */
 
 /**
- * Compares two strings by their UTF-8 bytes without encoding them: code-point
- * order equals UTF-8 byte order, so walk code points.
+ * Code units where UTF-16 order and UTF-8 byte order can disagree: the first
+ * differing units must be a surrogate against one of U+E000–U+FFFF.
+ */
+const ABOVE_SURROGATES = /[\ue000-\uffff]/
+
+/**
+ * Compares two strings by their UTF-8 bytes without encoding them.
  * Returns a negative number, zero or a positive number.
+ *
+ * It runs for every key a listing emits or a sorted index searches, so it
+ * takes the engine's native UTF-16 comparison when that is sure to agree:
+ * when `a < b` in UTF-16 and `b` has no unit in U+E000–U+FFFF, the first
+ * differing units cannot be the one pair the two orders rank differently
+ * (symmetrically for `a > b`). Otherwise it walks code points, whose order is
+ * UTF-8 byte order.
  */
 export function compareUtf8(a: string, b: string): number {
+  if (a < b) return ABOVE_SURROGATES.test(b) ? compareCodePoints(a, b) : -1
+  if (a > b) return ABOVE_SURROGATES.test(a) ? compareCodePoints(a, b) : 1
+  return 0
+}
+
+function compareCodePoints(a: string, b: string): number {
   const length = Math.min(a.length, b.length)
   for (let i = 0; i < length; i++) {
     const x = a.charCodeAt(i)

@@ -18,28 +18,79 @@ export function utf8ByteLength(text: string): number {
   return encoder.encode(text).byteLength
 }
 
+const SLASH = 0x2f
+const DOT = 0x2e
+const BACKSLASH = 0x5c
+const DELETE = 0x7f
+
+const NOT_A_STRING = 'a key must be a string'
+const EMPTY = 'a key must not be empty'
+const UNPAIRED_SURROGATE = 'a key must not contain unpaired surrogates'
+const CONTROL = 'a key must not contain control characters'
+const HAS_BACKSLASH = 'a key must not contain a backslash'
+const EMPTY_SEGMENT = 'a key must not have an empty segment or a leading or trailing "/"'
+const DOT_SEGMENT = 'a key must not have a "." or ".." segment'
+const RESERVED = `segments starting with "${RESERVED_SEGMENT_PREFIX}" are reserved`
+
 /**
  * Why `key` is not a valid key, or `undefined` when it is. The rules:
  * 1 to 1024 UTF-8 bytes; `/`-separated segments; no empty, `.` or `..`
  * segment (so no leading, trailing or doubled `/`); no control characters
  * (U+0000–U+001F, U+007F); no backslash; no unpaired surrogate; no segment
  * starting with {@link RESERVED_SEGMENT_PREFIX}. Everything else is allowed.
+ *
+ * When a key breaks several rules, the problem reported is the first of:
+ * unpaired surrogate, control character, backslash, length, then the first
+ * bad segment. Every key is checked in one pass over its UTF-16 code units
+ * (this runs on every operation), so the check allocates nothing.
  */
 export function keyProblem(key: unknown, maxKeyBytes = MAX_KEY_BYTES): string | undefined {
-  if (typeof key !== 'string') return 'a key must be a string'
-  if (key.length === 0) return 'a key must not be empty'
-  if (!key.isWellFormed()) return 'a key must not contain unpaired surrogates'
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting them is the point
-  if (/[\u0000-\u001f\u007f]/.test(key)) return 'a key must not contain control characters'
-  if (key.includes('\\')) return 'a key must not contain a backslash'
-  const bytes = utf8ByteLength(key)
-  if (bytes > maxKeyBytes) return `a key must be at most ${maxKeyBytes} UTF-8 bytes (got ${bytes})`
-  for (const segment of key.split('/')) {
-    if (segment === '') return 'a key must not have an empty segment or a leading or trailing "/"'
-    if (segment === '.' || segment === '..') return 'a key must not have a "." or ".." segment'
-    if (segment.startsWith(RESERVED_SEGMENT_PREFIX)) {
-      return `segments starting with "${RESERVED_SEGMENT_PREFIX}" are reserved`
+  if (typeof key !== 'string') return NOT_A_STRING
+  const length = key.length
+  if (length === 0) return EMPTY
+  let bytes = 0
+  let control = false
+  let backslash = false
+  let segmentProblem: string | undefined
+  let segmentStart = 0
+  for (let i = 0; i < length; i++) {
+    const code = key.charCodeAt(i)
+    if (code < 0x80) {
+      bytes += 1
+      if (code === SLASH) {
+        segmentProblem ??= segmentProblemOf(key, segmentStart, i)
+        segmentStart = i + 1
+      } else if (code < 0x20 || code === DELETE) control = true
+      else if (code === BACKSLASH) backslash = true
+    } else if (code < 0x800) bytes += 2
+    else if (code < 0xd800 || code > 0xdfff) bytes += 3
+    else if (code <= 0xdbff && i + 1 < length && isLowSurrogate(key.charCodeAt(i + 1))) {
+      // A pair is one astral code point: 4 UTF-8 bytes.
+      bytes += 4
+      i++
+    } else {
+      // Unpaired surrogates outrank every other problem, so stop here.
+      return UNPAIRED_SURROGATE
     }
+  }
+  if (control) return CONTROL
+  if (backslash) return HAS_BACKSLASH
+  if (bytes > maxKeyBytes) return `a key must be at most ${maxKeyBytes} UTF-8 bytes (got ${bytes})`
+  return segmentProblem ?? segmentProblemOf(key, segmentStart, length)
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff
+}
+
+/** The problem of the segment `key[start, end)`, if any. */
+function segmentProblemOf(key: string, start: number, end: number): string | undefined {
+  const size = end - start
+  if (size === 0) return EMPTY_SEGMENT
+  if (key.charCodeAt(start) !== DOT) return undefined
+  if (size === 1 || (size === 2 && key.charCodeAt(start + 1) === DOT)) return DOT_SEGMENT
+  if (size >= RESERVED_SEGMENT_PREFIX.length && key.startsWith(RESERVED_SEGMENT_PREFIX, start)) {
+    return RESERVED
   }
   return undefined
 }

@@ -1,31 +1,93 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   assertValidKey,
   isAgentStateError,
   keyProblem,
+  MAX_KEY_BYTES,
   RESERVED_SEGMENT_PREFIX,
 } from '../src/index.js'
 
+/**
+ * The previous implementation of `keyProblem` (split, a regex, `isWellFormed`,
+ * `TextEncoder`), kept as the oracle: the one-pass version must give the same
+ * answer, message included, for every string.
+ */
+function oracleKeyProblem(key: unknown, maxKeyBytes = MAX_KEY_BYTES): string | undefined {
+  if (typeof key !== 'string') return 'a key must be a string'
+  if (key.length === 0) return 'a key must not be empty'
+  if (!key.isWellFormed()) return 'a key must not contain unpaired surrogates'
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting them is the point
+  if (/[\u0000-\u001f\u007f]/.test(key)) return 'a key must not contain control characters'
+  if (key.includes('\\')) return 'a key must not contain a backslash'
+  const bytes = new TextEncoder().encode(key).byteLength
+  if (bytes > maxKeyBytes) return `a key must be at most ${maxKeyBytes} UTF-8 bytes (got ${bytes})`
+  for (const segment of key.split('/')) {
+    if (segment === '') return 'a key must not have an empty segment or a leading or trailing "/"'
+    if (segment === '.' || segment === '..') return 'a key must not have a "." or ".." segment'
+    if (segment.startsWith(RESERVED_SEGMENT_PREFIX)) {
+      return `segments starting with "${RESERVED_SEGMENT_PREFIX}" are reserved`
+    }
+  }
+  return undefined
+}
+
+const REJECTED = [
+  '',
+  '/a',
+  'a/',
+  'a//b',
+  '/',
+  '//',
+  '.',
+  '..',
+  'a/./b',
+  'a/../b',
+  'a/.',
+  './a',
+  'a\u0000b',
+  'a\u001fb',
+  'a\u007fb',
+  'a\\b',
+  'a\ud800b',
+  '\udc00',
+  'a\ud800',
+  '\udc00\ud800',
+  '😀\ud83d',
+  RESERVED_SEGMENT_PREFIX,
+  `a/${RESERVED_SEGMENT_PREFIX}x`,
+  `${RESERVED_SEGMENT_PREFIX}/a`,
+  'x'.repeat(1025),
+  '😀'.repeat(257),
+  // Several problems at once: the reported one follows the oracle's order.
+  '/a\\b',
+  '../\u0001',
+  'a\u0001\ud800',
+  `${'x'.repeat(1100)}//`,
+]
+
+const ACCEPTED = [
+  'a b',
+  '100%',
+  '#?&=+',
+  '😀/日本語/عربى',
+  '.hidden/a.',
+  '.../a',
+  '.a/..b/b..',
+  'x'.repeat(300),
+  'x'.repeat(1024),
+  'é'.repeat(512),
+  '😀'.repeat(256),
+  '\ue000\uffff\u{10ffff}',
+  `${RESERVED_SEGMENT_PREFIX.slice(0, -1)}x`,
+  `a${RESERVED_SEGMENT_PREFIX}`,
+  `a/b${RESERVED_SEGMENT_PREFIX}`,
+]
+
 describe('key rules', () => {
-  it.each([
-    [''],
-    ['/a'],
-    ['a/'],
-    ['a//b'],
-    ['.'],
-    ['..'],
-    ['a/./b'],
-    ['a/../b'],
-    ['a\u0000b'],
-    ['a\u001fb'],
-    ['a\u007fb'],
-    ['a\\b'],
-    ['a\ud800b'],
-    ['\udc00'],
-    [`a/${RESERVED_SEGMENT_PREFIX}x`],
-    ['x'.repeat(1025)],
-  ])('rejects %j', (key) => {
+  it.each(REJECTED.map((key) => [key]))('rejects %j', (key) => {
     expect(keyProblem(key)).toBeTypeOf('string')
+    expect(keyProblem(key)).toBe(oracleKeyProblem(key))
     let thrown: unknown
     try {
       assertValidKey(key)
@@ -35,21 +97,89 @@ describe('key rules', () => {
     expect(isAgentStateError(thrown, 'INVALID_KEY')).toBe(true)
   })
 
-  it.each([
-    ['a b'],
-    ['100%'],
-    ['#?&=+'],
-    ['😀/日本語/عربى'],
-    ['.hidden/a.'],
-    ['x'.repeat(300)],
-    ['é'.repeat(512)],
-    [`${RESERVED_SEGMENT_PREFIX.slice(0, -1)}x`],
-  ])('accepts %j', (key) => {
+  it.each(ACCEPTED.map((key) => [key]))('accepts %j', (key) => {
     expect(keyProblem(key)).toBeUndefined()
+    expect(oracleKeyProblem(key)).toBeUndefined()
+  })
+
+  it('rejects non-strings', () => {
+    for (const key of [undefined, null, 1, {}, ['a']]) {
+      expect(keyProblem(key)).toBe('a key must be a string')
+    }
   })
 
   it('counts the limit in UTF-8 bytes, not characters', () => {
     expect(keyProblem('é'.repeat(512))).toBeUndefined()
-    expect(keyProblem('é'.repeat(513))).toMatch(/1024/)
+    expect(keyProblem('é'.repeat(513))).toBe('a key must be at most 1024 UTF-8 bytes (got 1026)')
+    expect(keyProblem('日'.repeat(341))).toBeUndefined()
+    expect(keyProblem('日'.repeat(342))).toMatch(/got 1026/)
+    expect(keyProblem('ab', 1)).toMatch(/at most 1 UTF-8 bytes/)
+  })
+})
+
+/** Code units that sit on the rules' edges, weighted so that generated keys hit them often. */
+const interestingUnit = fc.oneof(
+  fc.constantFrom('/', '.', '\\', 'a', '~', 's', ' ', 'é', '日', '\ue000', '\uffff', '\u0080'),
+  fc.constantFrom('\u0000', '\u001f', '\u0020', '\u007e', '\u007f', '\u07ff', '\u0800'),
+  fc.constantFrom('\ud7ff', '\ud800', '\udbff', '\udc00', '\udfff', '\ud83d', '\ude00'),
+  fc.constantFrom('😀', '\u{10ffff}', '\u{10000}'),
+  fc.constantFrom(RESERVED_SEGMENT_PREFIX, '.as', 'as~', '..', '/./', '/../', '//'),
+)
+
+const edgyString = fc.oneof(
+  fc.array(interestingUnit, { maxLength: 40 }).map((parts) => parts.join('')),
+  fc.string({ unit: 'binary', maxLength: 60 }),
+  fc.string({ unit: fc.constantFrom('a', '/', '.', 'é', '😀', '\ud800'), maxLength: 60 }),
+  fc
+    .array(fc.string({ unit: 'grapheme-ascii', maxLength: 6 }), { maxLength: 8 })
+    .map((segments) => segments.join('/')),
+)
+
+/** Strings around the 1024-byte limit, built from units of 1 to 4 UTF-8 bytes. */
+const longString = fc
+  .tuple(
+    fc.array(fc.constantFrom('a', 'é', '日', '😀', '/', '.'), { minLength: 1, maxLength: 8 }),
+    fc.integer({ min: 200, max: 1100 }),
+    edgyString,
+  )
+  .map(([unit, repeat, tail]) => {
+    const body = unit.join('')
+    return `${body.repeat(Math.ceil(repeat / body.length))}${tail}`
+  })
+
+describe('keyProblem matches the previous implementation', () => {
+  it('on strings full of edge cases', () => {
+    fc.assert(
+      fc.property(edgyString, (key) => {
+        expect(keyProblem(key)).toBe(oracleKeyProblem(key))
+      }),
+      { numRuns: 20_000 },
+    )
+  })
+
+  it('on long strings around the byte limit', () => {
+    fc.assert(
+      fc.property(longString, (key) => {
+        expect(keyProblem(key)).toBe(oracleKeyProblem(key))
+      }),
+      { numRuns: 3_000 },
+    )
+  })
+
+  it('on arbitrary full-Unicode and binary strings, with any limit', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: 'binary', maxLength: 300 }),
+          fc.string({ unit: 'grapheme', maxLength: 100 }),
+          fc.string({ unit: 'binary-ascii', maxLength: 100 }),
+        ),
+        fc.integer({ min: 0, max: 1200 }),
+        (key, limit) => {
+          expect(keyProblem(key, limit)).toBe(oracleKeyProblem(key, limit))
+        },
+      ),
+      { numRuns: 20_000 },
+    )
   })
 })

@@ -1,0 +1,205 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import type { NormalizedListOptions } from '../src/arguments.js'
+import type { ListEntry, ListPage } from '../src/backend.js'
+import { compareUtf8, sortUtf8 } from '../src/byte-order.js'
+import { type CursorPosition, decodeCursor, encodeCursor } from '../src/cursor.js'
+import { collectListPage, type ScanBatch, type ScanFunction } from '../src/list-page.js'
+
+/**
+ * The previous `collectListPage` (a `compareUtf8` call per entry and a
+ * position object per entry), kept as the oracle: the current one must build
+ * the same pages and ask the scan the same questions, also when the scan
+ * breaks its contract.
+ */
+async function oracleCollectListPage(
+  options: NormalizedListOptions,
+  scan: ScanFunction,
+): Promise<ListPage> {
+  const { prefix, limit, delimiter } = options
+  const entries: ListEntry[] = []
+  const prefixes: string[] = []
+  let emitted = options.position
+  let scanFrom = options.position
+  let count = 0
+  const finish = (next: CursorPosition | undefined): ListPage => {
+    const page: { entries: ListEntry[]; prefixes?: string[]; cursor?: string } = { entries }
+    if (delimiter !== undefined) page.prefixes = prefixes
+    if (next !== undefined) page.cursor = encodeCursor(next)
+    return page
+  }
+  for (;;) {
+    const batch = await scan(scanFrom, Math.min(limit - count + 1, 1000))
+    for (const entry of batch.entries) {
+      if (emitted?.group === true && entry.key.startsWith(emitted.after)) continue
+      if (emitted !== undefined && compareUtf8(entry.key, emitted.after) <= 0) continue
+      if (!entry.key.startsWith(prefix)) continue
+      if (count === limit) return finish(emitted)
+      const cut = delimiter === undefined ? -1 : entry.key.indexOf(delimiter, prefix.length)
+      if (cut >= 0) {
+        const group = entry.key.slice(0, cut + 1)
+        prefixes.push(group)
+        emitted = { after: group, group: true }
+      } else {
+        entries.push(entry)
+        emitted = { after: entry.key, group: false }
+      }
+      count++
+    }
+    if (batch.done) return finish(undefined)
+    if (count === limit) return finish(emitted)
+    scanFrom = emitted
+    if (
+      batch.examinedUpTo !== undefined &&
+      (scanFrom === undefined || compareUtf8(batch.examinedUpTo, scanFrom.after) > 0)
+    ) {
+      scanFrom = { after: batch.examinedUpTo, group: false }
+    }
+  }
+}
+
+const entryOf = (key: string): ListEntry => ({ key, version: `v-${key}`, size: key.length })
+
+/** Units where UTF-16 and byte order disagree (surrogates against U+E000–U+FFFF), and `/`. */
+const keyUnit = fc.constantFrom(
+  'a',
+  'b',
+  '/',
+  'é',
+  '\ue000',
+  '\uffff',
+  '😀',
+  '\u{10000}',
+  '\u{10ffff}',
+)
+const key = fc.array(keyUnit, { minLength: 1, maxLength: 6 }).map((units) => units.join(''))
+
+/** A scan over a correct store: `keys` sorted in byte order, `hidden` ones examined but not returned. */
+function correctScan(
+  sorted: readonly string[],
+  hidden: ReadonlySet<string>,
+  prefix: string,
+  calls: unknown[],
+): ScanFunction {
+  return async (position, max) => {
+    calls.push({ position, max })
+    const bound = position?.group === true ? `${position.after}\u{10ffff}` : position?.after
+    const after = sorted.filter(
+      (k) => k.startsWith(prefix) && (bound === undefined || compareUtf8(k, bound) > 0),
+    )
+    const examined = after.slice(0, max)
+    const batch: ScanBatch = {
+      entries: examined.filter((k) => !hidden.has(k)).map(entryOf),
+      done: examined.length === after.length,
+    }
+    const last = examined[examined.length - 1]
+    return last === undefined ? batch : { ...batch, examinedUpTo: last }
+  }
+}
+
+/** What a whole listing must return: every visible key under the prefix once, groups folded. */
+function model(
+  sorted: readonly string[],
+  hidden: ReadonlySet<string>,
+  prefix: string,
+  delimiter: '/' | undefined,
+) {
+  const entries: string[] = []
+  const prefixes: string[] = []
+  for (const k of sorted) {
+    if (!k.startsWith(prefix) || hidden.has(k)) continue
+    const cut = delimiter === undefined ? -1 : k.indexOf(delimiter, prefix.length)
+    if (cut < 0) entries.push(k)
+    else if (prefixes[prefixes.length - 1] !== k.slice(0, cut + 1))
+      prefixes.push(k.slice(0, cut + 1))
+  }
+  return { entries, prefixes }
+}
+
+describe('collectListPage', () => {
+  it('walks a correct scan exactly once, like the previous implementation', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(key, { maxLength: 40 }),
+        fc.array(fc.boolean(), { maxLength: 40 }),
+        fc.constantFrom('', 'a', 'a/', 'é', '😀'),
+        fc.integer({ min: 1, max: 7 }),
+        fc.constantFrom('/' as const, undefined),
+        async (keys, hiddenFlags, prefix, limit, delimiter) => {
+          const sorted = sortUtf8(keys)
+          const hidden = new Set(sorted.filter((_, index) => hiddenFlags[index] === true))
+          const seen = { entries: [] as string[], prefixes: [] as string[] }
+          let cursor: string | undefined
+          for (let pages = 0; pages <= sorted.length + 1; pages++) {
+            const options = {
+              prefix,
+              limit,
+              delimiter,
+              position: cursor === undefined ? undefined : decodeCursor(cursor),
+            }
+            const calls: unknown[] = []
+            const oracleCalls: unknown[] = []
+            const page = await collectListPage(options, correctScan(sorted, hidden, prefix, calls))
+            const expected = await oracleCollectListPage(
+              options,
+              correctScan(sorted, hidden, prefix, oracleCalls),
+            )
+            expect(page).toEqual(expected)
+            expect(calls).toEqual(oracleCalls)
+            expect(page.entries.length + (page.prefixes?.length ?? 0)).toBeLessThanOrEqual(limit)
+            seen.entries.push(...page.entries.map((entry) => entry.key))
+            seen.prefixes.push(...(page.prefixes ?? []))
+            cursor = page.cursor
+            if (cursor === undefined) break
+          }
+          expect(cursor).toBeUndefined()
+          expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
+        },
+      ),
+      { numRuns: 1_500 },
+    )
+  })
+
+  it('filters a broken scan (out of order, repeated, before the cursor) like the previous implementation', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(key, { maxLength: 8 }), { minLength: 1, maxLength: 5 }),
+        fc.array(fc.option(key, { nil: undefined }), { maxLength: 5 }),
+        fc.option(fc.record({ after: key, group: fc.boolean() }), { nil: undefined }),
+        fc.constantFrom('', 'a', '😀'),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom('/' as const, undefined),
+        async (batches, examined, position, prefix, limit, delimiter) => {
+          const scripted = (calls: unknown[]): ScanFunction => {
+            let call = 0
+            return async (from, max) => {
+              calls.push({ from, max })
+              const index = call++
+              const keys = batches[index] ?? []
+              const batch: ScanBatch = {
+                entries: keys.map(entryOf),
+                done: index >= batches.length - 1,
+              }
+              const upTo = examined[index]
+              return upTo === undefined ? batch : { ...batch, examinedUpTo: upTo }
+            }
+          }
+          const options = { prefix, limit, delimiter, position }
+          const calls: unknown[] = []
+          const oracleCalls: unknown[] = []
+          const page = await collectListPage(options, scripted(calls))
+          expect(page).toEqual(await oracleCollectListPage(options, scripted(oracleCalls)))
+          expect(calls).toEqual(oracleCalls)
+          // Whatever the scan did, the entries are strictly ascending and after the cursor.
+          const listed = page.entries.map((entry) => entry.key)
+          expect(new Set(listed).size).toBe(listed.length)
+          expect(listed).toEqual(sortUtf8(listed))
+          if (position !== undefined) {
+            for (const k of listed) expect(compareUtf8(k, position.after)).toBeGreaterThan(0)
+          }
+        },
+      ),
+      { numRuns: 3_000 },
+    )
+  })
+})
