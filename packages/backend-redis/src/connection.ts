@@ -81,6 +81,9 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
               redisOptions: nodeOptions(),
             },
           )
+    // Every operation waiting for readiness adds three listeners and removes them when it settles
+    // (see `ready`), so 64 concurrent first operations are not a leak: no MaxListeners warning.
+    created.setMaxListeners(0)
     // ioredis prints unhandled 'error' events; keep the last one (sanitized) for messages instead.
     created.on('error', (error: unknown) => {
       lastError = sanitizeError(error, secrets)

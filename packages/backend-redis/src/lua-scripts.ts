@@ -23,17 +23,23 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function num(x) return string.format('%.0f', x) end
--- Nil when the lease allows the write; an error reply otherwise.
-local function lease_check(given, now, lh, lt, le)
+-- Nil when the lease allows the write; an error reply otherwise. The holder
+-- is read only for the LEASE_HELD reply, so a successful write skips it.
+local function lease_check(key, given, now, lt, le)
   if given == '' then
-    if lt and tonumber(le) > now then return {'LEASE_HELD', lh, le} end
+    if lt and tonumber(le) > now then
+      return {'LEASE_HELD', redis.call('HGET', key, 'lh') or '', le}
+    end
   elseif (not lt) or lt ~= given or tonumber(le) <= now then
     return {'LEASE_LOST', lt or ''}
   end
   return nil
 end
-local function mismatch(key, v, w, t)
-  return {'PRECONDITION_FAILED', v or '', tostring(redis.call('HSTRLEN', key, 'd')), w or '', t or ''}
+-- The current meta for a PRECONDITION_FAILED reply; read only on failure.
+local function mismatch(key, v)
+  if not v then return {'PRECONDITION_FAILED', '', '', '', ''} end
+  local f = redis.call('HMGET', key, 'w', 't')
+  return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, 'd')), f[1] or '', f[2] or ''}
 end
 `
 
@@ -41,21 +47,25 @@ end
  * put. KEYS: record, index, records. ARGV: member, value, writer JSON or '',
  * ifMatch or '', '1' for ifNoneMatch, lease token or '', random suffix.
  * Reply: OK version updatedAt.
+ *
+ * The version is `<revision>.<random>.<size>`: carrying the value's size in
+ * the version lets a listing read one `HMGET` per key instead of adding an
+ * `HSTRLEN`, and it cannot go stale, because every write of the value
+ * replaces the version in the same `HSET`. Versions from 0.1 have no size
+ * part (`<revision>.<random>`); readers then measure the value (see SCAN).
  */
 export const PUT: LuaScript = {
   name: 'put',
   numberOfKeys: 3,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'v', 'r', 'lh', 'lt', 'le', 'w', 't')
+local f = redis.call('HMGET', KEYS[1], 'v', 'r', 'lt', 'le')
 local v = f[1]
-local bad = lease_check(ARGV[6], now, f[3], f[4], f[5])
+local bad = lease_check(KEYS[1], ARGV[6], now, f[3], f[4])
 if bad then return bad end
-if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then
-  return mismatch(KEYS[1], v, f[6], f[7])
-end
+if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then return mismatch(KEYS[1], v) end
 local rev = (tonumber(f[2]) or 0) + 1
-local version = num(rev) .. '.' .. ARGV[7]
+local version = num(rev) .. '.' .. ARGV[7] .. '.' .. #ARGV[2]
 redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[2], 'w', ARGV[3], 't', num(now), 'r', num(rev))
 -- An existing value is already indexed, and a key with a revision is already registered.
 if not v then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
@@ -67,20 +77,24 @@ return {'OK', version, num(now)}
 /**
  * delete. KEYS: record, index. ARGV: member, ifMatch or '', lease token or ''.
  * Reply: OK '1' when a value existed, OK '0' otherwise.
+ *
+ * The revision `r` stays as the last put left it (equal to the deleted
+ * version's revision), so the next put still gets a higher one: no counter
+ * bump is needed. The server clock is read only when a lease is involved.
  */
 export const DELETE: LuaScript = {
   name: 'delete',
   numberOfKeys: 2,
   source: `${PRELUDE}
-local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'v', 'lh', 'lt', 'le', 'w', 't')
+local f = redis.call('HMGET', KEYS[1], 'v', 'lt', 'le')
 local v = f[1]
-local bad = lease_check(ARGV[3], now, f[2], f[3], f[4])
-if bad then return bad end
-if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v, f[5], f[6]) end
+if f[2] or ARGV[3] ~= '' then
+  local bad = lease_check(KEYS[1], ARGV[3], f[2] and now_ms() or 0, f[2], f[3])
+  if bad then return bad end
+end
+if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 if not v then return {'OK', '0'} end
 redis.call('HDEL', KEYS[1], 'v', 'd', 'w', 't')
-redis.call('HINCRBY', KEYS[1], 'r', 1)
 redis.call('ZREM', KEYS[2], ARGV[1])
 return {'OK', '1'}
 `,
@@ -100,7 +114,8 @@ if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
 local token = (tonumber(f[4]) or 0) + 1
 local expires = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'lh', ARGV[2], 'lt', num(token), 'lttl', ARGV[3], 'le', num(expires), 'n', num(token))
-redis.call('SADD', KEYS[2], ARGV[1])
+-- A fencing counter means an earlier acquire already registered the key.
+if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
 return {'OK', num(token), num(expires)}
 `,
 }
@@ -147,7 +162,11 @@ return {'NONE'}
 `,
 }
 
-/** head. KEYS: record. Reply: OK version size writer updatedAt, or NONE. */
+/**
+ * head, for a version without a size part (written by 0.1): the size is
+ * measured in the same atomic step. KEYS: record. Reply: OK version size
+ * writer updatedAt, or NONE.
+ */
 export const HEAD: LuaScript = {
   name: 'head',
   numberOfKeys: 1,
@@ -161,21 +180,34 @@ return {'OK', f[1], tostring(redis.call('HSTRLEN', KEYS[1], 'd')), f[2] or '', f
 /**
  * One listing batch. KEYS: index. ARGV: min, max (ZRANGE BYLEX bounds),
  * count, record prefix. Reply: flat (key, version, size, updatedAt) tuples.
- * The hashes it reads share the index's hash tag, so they are in its slot.
+ * One `HMGET` per member: the size is the version's last part; only a
+ * version without one (written by 0.1) costs an `HSTRLEN`. The hashes it
+ * reads share the index's hash tag, so they are in its slot.
  */
 export const SCAN: LuaScript = {
   name: 'scan',
   numberOfKeys: 1,
   source: `
 local members = redis.call('ZRANGE', KEYS[1], ARGV[1], ARGV[2], 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
+local find, sub = string.find, string.sub
 local out = {}
-for _, m in ipairs(members) do
-  local rk = ARGV[4] .. m
-  local f = redis.call('HMGET', rk, 'v', 't')
-  out[#out + 1] = m
-  out[#out + 1] = f[1] or ''
-  out[#out + 1] = tostring(redis.call('HSTRLEN', rk, 'd'))
-  out[#out + 1] = f[2] or ''
+local n = 0
+for i = 1, #members do
+  local m = members[i]
+  local f = redis.call('HMGET', ARGV[4] .. m, 'v', 't')
+  local v = f[1]
+  local size = ''
+  if v then
+    local dot = find(v, '.', 1, true)
+    local last = dot and find(v, '.', dot + 1, true)
+    if last then size = sub(v, last + 1)
+    else size = tostring(redis.call('HSTRLEN', ARGV[4] .. m, 'd')) end
+  end
+  out[n + 1] = m
+  out[n + 2] = v or ''
+  out[n + 3] = size
+  out[n + 4] = f[2] or ''
+  n = n + 4
 end
 return out
 `,

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import {
   type AcquireLeaseOptions,
   AgentStateError,
@@ -19,6 +18,7 @@ import {
   type ListPage,
   normalizeListOptions,
   type PutOptions,
+  randomSuffix,
   type StoredValue,
   type ValueMeta,
   type WriterIdentity,
@@ -73,6 +73,18 @@ function parseWriter(key: string, text: string | Buffer | null | undefined): Wri
     // reported below
   }
   throw corrupt(key, 'writer metadata is not valid JSON')
+}
+
+/**
+ * The value size a version carries (`<revision>.<random>.<size>`, written by
+ * 0.2 and later), or `undefined` for a 0.1 version (`<revision>.<random>`).
+ */
+function sizeOfVersion(version: string): number | undefined {
+  const last = version.lastIndexOf('.')
+  if (last <= 0 || version.indexOf('.') === last) return undefined
+  const part = version.slice(last + 1)
+  if (!/^[0-9]{1,15}$/.test(part)) return undefined
+  return Number(part)
 }
 
 function reply(value: unknown, key: string): string[] {
@@ -236,7 +248,23 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     },
 
     async head(key: string): Promise<ValueMeta | null> {
+      assertOpen()
       assertValidKey(key, capabilities.maxKeyBytes)
+      // One plain HMGET when the version carries the size (written by 0.2+).
+      const [v, w, t] = await connection.hmgetBuffer('head', layout.record(key), ['v', 'w', 't'])
+      if (v === null || v === undefined) return null
+      const version = v.toString()
+      const size = sizeOfVersion(version)
+      if (size !== undefined) {
+        return {
+          key,
+          version,
+          size,
+          writer: parseWriter(key, w),
+          updatedAt: toNumber(key, t?.toString(), 't'),
+        }
+      }
+      // A 0.1 version: measure the value in the same atomic step as the rest.
       const r = await run(HEAD, 'head', key, [layout.record(key)], [])
       if (r[0] === 'NONE') return null
       return {
@@ -263,7 +291,7 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
           putOptions?.ifMatch ?? '',
           putOptions?.ifNoneMatch === '*' ? '1' : '',
           putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
-          randomBytes(6).toString('base64url'),
+          randomSuffix(),
         ],
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, putOptions?.lease)

@@ -50,6 +50,7 @@ export {
   liveLease,
   metaOf,
   newVersion,
+  randomSuffix,
 } from './key-state.js'
 export {
   assertValidKey,

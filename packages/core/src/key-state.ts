@@ -49,7 +49,12 @@ const SUFFIX_BYTES = 6
 let pool = Buffer.alloc(0)
 let poolOffset = 0
 
-function randomSuffix(): string {
+/**
+ * The random part of a version: 6 bytes from the CSPRNG as 8 base64url
+ * characters (never a `.`, so backends may use `.` to separate the parts of
+ * their versions), drawn from a pooled buffer.
+ */
+export function randomSuffix(): string {
   if (poolOffset + SUFFIX_BYTES > pool.byteLength) {
     pool = randomBytes(POOL_BYTES)
     poolOffset = 0
