@@ -1,30 +1,36 @@
 import {
   AgentStateError,
   type KeyState,
+  type ListEntry,
   type StoredLease,
+  type StoredValue,
+  type ValueMeta,
   type WriterIdentity,
 } from '@agent-state/core'
 
 /**
- * One row of the entries table, as better-sqlite3 returns it. Columns are
- * typed `unknown` on purpose: a row is checked before it is trusted, and one
- * that does not decode is `CORRUPT`, never treated as empty.
+ * Decoding the rows of the entries table. Statements return raw rows (arrays,
+ * better-sqlite3's `.raw(true)`): cheaper than one object per row on the hot
+ * paths. Each operation selects only the columns it needs, so each decoder
+ * takes the cells of one statement, in that statement's column order (see
+ * `statements.ts`). Cells are `unknown` on purpose: a row is checked before it
+ * is trusted, and one that does not decode is `CORRUPT`, never treated as empty.
  */
-export interface EntryRow {
-  readonly version: unknown
-  readonly revision: unknown
-  readonly writer: unknown
-  readonly updated_at: unknown
-  readonly size: unknown
-  readonly value?: unknown
-  readonly lease_holder: unknown
-  readonly lease_token: unknown
-  readonly lease_ttl_ms: unknown
-  readonly lease_expires_at: unknown
-  readonly fence: unknown
+
+/** One raw row: its cells in the selecting statement's column order. */
+export type RawRow = readonly unknown[]
+
+/** A key's state as read for a write, with what the write needs to update the row in place. */
+export interface LoadedState {
+  /** The row's rowid: the write updates it without a second primary-key lookup. */
+  readonly rowid: number
+  /** The state, with an empty `value`: no write reads the value it replaces. */
+  readonly state: KeyState
+  /** The stored value's size in bytes (0 for a deleted key). */
+  readonly size: number
 }
 
-/** The bound parameters of an upsert, in the order of the INSERT's columns after namespace and key. */
+/** The bound parameters of an insert, in the order of the INSERT's columns after namespace and key. */
 export type EntryParams = [
   version: string | null,
   revision: number,
@@ -52,9 +58,20 @@ function corrupt(key: string, problem: string, cause?: unknown): AgentStateError
 const isInteger = (value: unknown): value is number =>
   typeof value === 'number' && Number.isSafeInteger(value)
 
+/**
+ * Decoded writers by their stored JSON text. A writer is usually the same for
+ * many rows (one agent), and parsing it was a noticeable part of a `get`.
+ * The objects are frozen, so sharing one between metas is safe.
+ */
+const writerCache = new Map<string, WriterIdentity>()
+const WRITER_CACHE_LIMIT = 256
+const WRITER_FIELDS = ['stageId', 'sessionId', 'workerId'] as const
+
 function decodeWriter(key: string, raw: unknown): WriterIdentity | null {
   if (raw === null) return null
   if (typeof raw !== 'string') throw corrupt(key, 'writer is not text')
+  const known = writerCache.get(raw)
+  if (known !== undefined) return known
   let parsed: unknown
   try {
     parsed = JSON.parse(raw)
@@ -64,17 +81,70 @@ function decodeWriter(key: string, raw: unknown): WriterIdentity | null {
   if (typeof parsed !== 'object' || parsed === null) throw corrupt(key, 'writer is not an object')
   const fields = parsed as Record<string, unknown>
   if (typeof fields.writerId !== 'string') throw corrupt(key, 'writer has no writerId')
-  for (const field of ['stageId', 'sessionId', 'workerId']) {
-    if (fields[field] !== undefined && typeof fields[field] !== 'string') {
-      throw corrupt(key, `writer.${field} is not text`)
-    }
+  const writer: { -readonly [K in keyof WriterIdentity]: WriterIdentity[K] } = {
+    writerId: fields.writerId,
   }
-  return parsed as WriterIdentity
+  for (const field of WRITER_FIELDS) {
+    const cell = fields[field]
+    if (cell === undefined) continue
+    if (typeof cell !== 'string') throw corrupt(key, `writer.${field} is not text`)
+    writer[field] = cell
+  }
+  const frozen = Object.freeze(writer)
+  if (writerCache.size >= WRITER_CACHE_LIMIT) writerCache.clear()
+  writerCache.set(raw, frozen)
+  return frozen
 }
 
-function decodeLease(key: string, row: EntryRow): StoredLease | null {
-  const { lease_holder: holder, lease_token: token, lease_ttl_ms: ttlMs } = row
-  const expiresAt = row.lease_expires_at
+/** The text stored in the `writer` column. */
+export function encodeWriter(writer: WriterIdentity | null): string | null {
+  return writer === null ? null : JSON.stringify(writer)
+}
+
+function decodeMeta(
+  key: string,
+  version: unknown,
+  writer: unknown,
+  updatedAt: unknown,
+  size: unknown,
+): ValueMeta {
+  if (typeof version !== 'string' || version.length === 0) throw corrupt(key, 'version is not text')
+  if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')
+  if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
+  return { key, version, size, writer: decodeWriter(key, writer), updatedAt }
+}
+
+/**
+ * Decodes a `get` row (`version, writer, updated_at, size, value`): the value
+ * and its meta, or `null` for a deleted key.
+ */
+export function decodeValueRow(key: string, row: RawRow): StoredValue | null {
+  const value = row[4]
+  if (row[0] === null) {
+    if (value !== null) throw corrupt(key, 'a deleted key holds a value')
+    return null
+  }
+  const meta = decodeMeta(key, row[0], row[1], row[2], row[3])
+  if (!(value instanceof Uint8Array)) throw corrupt(key, 'value is not a blob')
+  if (value.byteLength !== meta.size) throw corrupt(key, 'value length differs from its size')
+  // A plain Uint8Array view of better-sqlite3's Buffer: callers compare it with Uint8Arrays.
+  return { value: new Uint8Array(value.buffer, value.byteOffset, value.byteLength), meta }
+}
+
+/** Decodes a `head` row (`version, writer, updated_at, size`): the meta, or `null` for a deleted key. */
+export function decodeMetaRow(key: string, row: RawRow): ValueMeta | null {
+  if (row[0] === null) return null
+  return decodeMeta(key, row[0], row[1], row[2], row[3])
+}
+
+function decodeLease(
+  key: string,
+  holder: unknown,
+  token: unknown,
+  ttlMs: unknown,
+  expiresAt: unknown,
+  fence: number,
+): StoredLease | null {
   if (holder === null && token === null && ttlMs === null && expiresAt === null) return null
   if (
     typeof holder !== 'string' ||
@@ -85,42 +155,48 @@ function decodeLease(key: string, row: EntryRow): StoredLease | null {
   ) {
     throw corrupt(key, 'lease columns are inconsistent')
   }
+  if (token > fence) throw corrupt(key, 'lease token above the fence')
   return { holder, token, ttlMs, expiresAt }
 }
 
+function decodeFence(key: string, fence: unknown): number {
+  if (!isInteger(fence) || fence < 0) throw corrupt(key, 'fence is not an integer')
+  return fence
+}
+
 /**
- * Decodes a row into the key's state. Without a `value` column (a `head`
- * read), the state carries an empty value and the stored size is trusted.
+ * Decodes a `getLease` row (`lease_holder, lease_token, lease_ttl_ms,
+ * lease_expires_at, fence`): the stored lease, live or not, or `null`.
  */
-export function decodeRow(key: string, row: EntryRow): { state: KeyState; size: number } {
-  const { version, revision, updated_at: updatedAt, size, fence } = row
+export function decodeLeaseRow(key: string, row: RawRow): StoredLease | null {
+  const fence = decodeFence(key, row[4])
+  return decodeLease(key, row[0], row[1], row[2], row[3], fence)
+}
+
+/**
+ * Decodes the row a write reads (`rowid, version, revision, writer,
+ * updated_at, size, lease_holder, lease_token, lease_ttl_ms,
+ * lease_expires_at, fence`): every column but the value.
+ */
+export function decodeStateRow(key: string, row: RawRow): LoadedState {
+  const [rowid, version, revision, writer, updatedAt, size] = row
+  if (!isInteger(rowid)) throw corrupt(key, 'rowid is not an integer')
   if (!(version === null || (typeof version === 'string' && version.length > 0))) {
     throw corrupt(key, 'version is not text')
   }
   if (!isInteger(revision) || revision < 0) throw corrupt(key, 'revision is not an integer')
-  if (!isInteger(fence) || fence < 0) throw corrupt(key, 'fence is not an integer')
   if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')
   if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
-  const lease = decodeLease(key, row)
-  if (lease !== null && lease.token > fence) throw corrupt(key, 'lease token above the fence')
-  let value: Uint8Array = EMPTY
-  if ('value' in row) {
-    if (version === null) {
-      if (row.value !== null) throw corrupt(key, 'a deleted key holds a value')
-    } else {
-      if (!(row.value instanceof Uint8Array)) throw corrupt(key, 'value is not a blob')
-      if (row.value.byteLength !== size) throw corrupt(key, 'value length differs from its size')
-      // A plain Uint8Array view of better-sqlite3's Buffer: callers compare it with Uint8Arrays.
-      value = new Uint8Array(row.value.buffer, row.value.byteOffset, row.value.byteLength)
-    }
-  }
+  const fence = decodeFence(key, row[10])
+  const lease = decodeLease(key, row[6], row[7], row[8], row[9], fence)
   return {
+    rowid,
     state: {
       version,
       revision,
-      writer: decodeWriter(key, row.writer),
+      writer: decodeWriter(key, writer),
       updatedAt,
-      value,
+      value: EMPTY,
       lease,
       fence,
     },
@@ -128,16 +204,17 @@ export function decodeRow(key: string, row: EntryRow): { state: KeyState; size: 
   }
 }
 
-/** The upsert parameters that store `state`. */
+/** The insert parameters that store `state` in a new row. */
 export function encodeState(state: KeyState): EntryParams {
   const lease = state.lease
+  const live = state.version !== null
   return [
     state.version,
     state.revision,
-    state.writer === null ? null : JSON.stringify(state.writer),
+    encodeWriter(state.writer),
     state.updatedAt,
-    state.version === null ? 0 : state.value.byteLength,
-    state.version === null ? null : state.value,
+    live ? state.value.byteLength : 0,
+    live ? state.value : null,
     lease?.holder ?? null,
     lease?.token ?? null,
     lease?.ttlMs ?? null,
@@ -146,19 +223,12 @@ export function encodeState(state: KeyState): EntryParams {
   ]
 }
 
-/** Checks one listing row from the covering index; a malformed one is `CORRUPT`. */
-export function checkListed(row: {
-  readonly key: unknown
-  readonly version: unknown
-  readonly size: unknown
-  readonly updated_at: unknown
-}): { key: string; version: string; size: number; updatedAt: number } {
-  const key = typeof row.key === 'string' ? row.key : String(row.key)
-  if (typeof row.key !== 'string') throw corrupt(key, 'key is not text')
-  if (typeof row.version !== 'string' || row.version.length === 0) {
-    throw corrupt(key, 'version is not text')
-  }
-  if (!isInteger(row.size) || row.size < 0) throw corrupt(key, 'size is not an integer')
-  if (typeof row.updated_at !== 'number') throw corrupt(key, 'updated_at is not a number')
-  return { key: row.key, version: row.version, size: row.size, updatedAt: row.updated_at }
+/** Decodes one listing row (`key, version, size, updated_at`) from the covering index. */
+export function decodeListedRow(row: RawRow): ListEntry {
+  const [key, version, size, updatedAt] = row
+  if (typeof key !== 'string') throw corrupt(String(key), 'key is not text')
+  if (typeof version !== 'string' || version.length === 0) throw corrupt(key, 'version is not text')
+  if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
+  if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')
+  return { key, version, size, updatedAt }
 }

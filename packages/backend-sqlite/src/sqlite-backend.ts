@@ -19,6 +19,7 @@ import {
   checkPut,
   collectListPage,
   type DeleteOptions,
+  isAgentStateError,
   type KeyState,
   type Lease,
   type ListEntry,
@@ -27,11 +28,13 @@ import {
   liveLease,
   MAX_KEY_BYTES,
   metaOf,
+  type NormalizedListOptions,
   normalizeListOptions,
   type PutOptions,
   type StoredValue,
   systemClock,
   type ValueMeta,
+  type WriterIdentity,
 } from '@agent-state/core'
 import { openConnection } from './connection.js'
 import { afterPosition, prefixRange } from './key-range.js'
@@ -42,9 +45,33 @@ import {
   type SqliteBackendOptions,
   sqliteOptionsSchema,
 } from './options.js'
-import { checkListed, decodeRow, encodeState } from './row-codec.js'
+import {
+  decodeLeaseRow,
+  decodeListedRow,
+  decodeMetaRow,
+  decodeStateRow,
+  decodeValueRow,
+  encodeState,
+  encodeWriter,
+  type LoadedState,
+  type RawRow,
+} from './row-codec.js'
 import { isBusy, toAgentStateError } from './sqlite-errors.js'
 import { prepareStatements } from './statements.js'
+
+/**
+ * Adds the stored size to a failed precondition's `context.current`: writes
+ * read the state without its value, so core's meta of it says size 0.
+ */
+function withStoredSize(error: unknown, loaded: LoadedState | undefined): unknown {
+  if (loaded === undefined || !isAgentStateError(error, 'PRECONDITION_FAILED')) return error
+  const current = error.context.current as ValueMeta | null | undefined
+  if (current === null || current === undefined) return error
+  return new AgentStateError(error.code, error.message, {
+    context: { ...error.context, current: { ...current, size: loaded.size } },
+    retryable: error.retryable,
+  })
+}
 
 /**
  * Creates a backend on a SQLite database file (better-sqlite3 12.x).
@@ -108,46 +135,118 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
   const transaction = db.transaction((body: () => unknown): unknown => body())
   let closed = false
 
-  function assertOpen(): void {
-    if (closed) throw new AgentStateError('CLOSED', 'The sqlite backend is closed')
+  function closedError(): AgentStateError {
+    return new AgentStateError('CLOSED', 'The sqlite backend is closed')
   }
 
   /**
-   * Runs `body` (synchronous), waiting for locks in slices: SQLite's busy
-   * handler blocks at most a slice, then this loop yields to the event loop
-   * and tries again until `busyTimeoutMs` has passed. A busy failure rolled
-   * everything back, so retrying is safe.
+   * Runs `body` (synchronous; in an IMMEDIATE transaction when `writing`).
+   * The first attempt runs straight away and settles the returned promise
+   * without further hops; only a busy failure (everything rolled back, so
+   * retrying is safe) goes on to {@link retryBusy}.
    */
-  async function run<T>(operation: string, writing: boolean, body: () => T): Promise<T> {
-    const deadline = performance.now() + busyTimeoutMs
-    for (let attempt = 0; ; attempt++) {
-      assertOpen()
-      try {
-        return writing ? (transaction.immediate(body) as T) : body()
-      } catch (error) {
-        const remaining = deadline - performance.now()
-        if (!isBusy(error) || remaining <= 0) throw toAgentStateError(error, operation, writing)
+  function run<T>(operation: string, writing: boolean, body: () => T): Promise<T> {
+    if (closed) return Promise.reject(closedError())
+    const started = performance.now()
+    try {
+      return Promise.resolve(writing ? (transaction.immediate(body) as T) : body())
+    } catch (error) {
+      if (!isBusy(error) || busyTimeoutMs <= performance.now() - started) {
+        return Promise.reject(toAgentStateError(error, operation, writing))
       }
-      const backoff = Math.min(2 ** Math.min(attempt, 4), 16) * (0.5 + Math.random())
-      await sleep(Math.max(0, Math.min(backoff, deadline - performance.now())))
+      return retryBusy(operation, writing, body, started + busyTimeoutMs)
     }
   }
 
-  function load(key: string): KeyState {
-    const row = statements.select(key)
-    return row === undefined ? ABSENT_STATE : decodeRow(key, row).state
+  /**
+   * Waits for locks in slices: SQLite's busy handler blocks at most a slice,
+   * then this loop yields to the event loop and tries again until `deadline`.
+   */
+  async function retryBusy<T>(
+    operation: string,
+    writing: boolean,
+    body: () => T,
+    deadline: number,
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const backoff = Math.min(2 ** Math.min(attempt, 4), 16) * (0.5 + Math.random())
+      await sleep(Math.max(0, Math.min(backoff, deadline - performance.now())))
+      if (closed) throw closedError()
+      try {
+        return writing ? (transaction.immediate(body) as T) : body()
+      } catch (error) {
+        if (!isBusy(error) || deadline - performance.now() <= 0) {
+          throw toAgentStateError(error, operation, writing)
+        }
+      }
+    }
   }
 
-  /** Applies `step` to the key's state in one IMMEDIATE transaction and stores what it returns. */
+  /** Runs the argument checks, turning a synchronous throw into a rejection. */
+  function checked<T>(check: () => void, then: () => Promise<T>): Promise<T> {
+    try {
+      if (closed) throw closedError()
+      check()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return then()
+  }
+
+  /** Writes what changed between the loaded state and `next`: a new row, the value columns, the lease columns. */
+  function store(key: string, loaded: LoadedState | undefined, next: KeyState): void {
+    if (loaded === undefined) {
+      statements.insert(key, encodeState(next))
+      return
+    }
+    const previous = loaded.state
+    if (next.version !== previous.version || next.revision !== previous.revision) {
+      const live = next.version !== null
+      statements.writeValue(
+        loaded.rowid,
+        next.version,
+        next.revision,
+        encodeWriter(next.writer),
+        next.updatedAt,
+        live ? next.value.byteLength : 0,
+        live ? next.value : null,
+      )
+    }
+    if (next.lease !== previous.lease || next.fence !== previous.fence) {
+      const lease = next.lease
+      statements.writeLease(
+        loaded.rowid,
+        lease?.holder ?? null,
+        lease?.token ?? null,
+        lease?.ttlMs ?? null,
+        lease?.expiresAt ?? null,
+        next.fence,
+      )
+    }
+  }
+
+  /**
+   * Applies `step` to the key's state in one IMMEDIATE transaction and stores
+   * what it returns. The state is read without its value (no write needs the
+   * bytes it replaces), so a failed precondition's `context.current` gets its
+   * size from the row.
+   */
   function update<T>(
     operation: string,
     key: string,
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
   ): Promise<T> {
     return run(operation, true, () => {
-      const { next, result } = step(load(key))
-      if (next !== undefined) statements.upsert(key, encodeState(next))
-      return result
+      const row = statements.readState(key)
+      const loaded = row === undefined ? undefined : decodeStateRow(key, row)
+      let outcome: { next: KeyState | undefined; result: T }
+      try {
+        outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
+      } catch (error) {
+        throw withStoredSize(error, loaded)
+      }
+      if (outcome.next !== undefined) store(key, loaded, outcome.next)
+      return outcome.result
     })
   }
 
@@ -156,100 +255,128 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     name: 'sqlite',
     capabilities,
 
-    async get(key: string): Promise<StoredValue | null> {
-      assertOpen()
-      assertValidKey(key, MAX_KEY_BYTES)
-      return run('get', false, () => {
-        const state = load(key)
-        const meta = metaOf(key, state)
-        return meta === null ? null : { value: state.value, meta }
-      })
+    get(key: string): Promise<StoredValue | null> {
+      return checked(
+        () => assertValidKey(key, MAX_KEY_BYTES),
+        () =>
+          run('get', false, () => {
+            const row = statements.readValue(key)
+            return row === undefined ? null : decodeValueRow(key, row)
+          }),
+      )
     },
 
-    async head(key: string): Promise<ValueMeta | null> {
-      assertOpen()
-      assertValidKey(key, MAX_KEY_BYTES)
-      return run('head', false, () => {
-        const row = statements.selectMeta(key)
-        if (row === undefined) return null
-        const { state, size } = decodeRow(key, row)
-        const meta = metaOf(key, state)
-        return meta === null ? null : { ...meta, size }
-      })
+    head(key: string): Promise<ValueMeta | null> {
+      return checked(
+        () => assertValidKey(key, MAX_KEY_BYTES),
+        () =>
+          run('head', false, () => {
+            const row = statements.readMeta(key)
+            return row === undefined ? null : decodeMetaRow(key, row)
+          }),
+      )
     },
 
-    async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
-      assertOpen()
-      const writer = checkPut(key, value, putOptions, capabilities)
-      // No copy: the value is bound and written before this call returns control.
-      return update('put', key, (state) => {
-        const next = applyPut(key, state, value, writer, putOptions, clock())
-        return { next, result: metaOf(key, next) as ValueMeta }
-      })
+    put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
+      let writer: WriterIdentity | null = null
+      return checked(
+        () => {
+          writer = checkPut(key, value, putOptions, capabilities)
+        },
+        // No copy: the value is bound and written before this call returns control.
+        () =>
+          update('put', key, (state) => {
+            const next = applyPut(key, state, value, writer, putOptions, clock())
+            return { next, result: metaOf(key, next) as ValueMeta }
+          }),
+      )
     },
 
-    async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
-      assertOpen()
-      checkDelete(key, deleteOptions, MAX_KEY_BYTES)
-      return update('delete', key, (state) => {
-        const next = applyDelete(key, state, deleteOptions, clock())
-        return { next, result: next !== undefined }
-      })
+    delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
+      return checked(
+        () => checkDelete(key, deleteOptions, MAX_KEY_BYTES),
+        () =>
+          update('delete', key, (state) => {
+            const next = applyDelete(key, state, deleteOptions, clock())
+            return { next, result: next !== undefined }
+          }),
+      )
     },
 
-    async list(listOptions?: ListOptions): Promise<ListPage> {
-      assertOpen()
-      const normalized = normalizeListOptions(listOptions)
-      const range = prefixRange(normalized.prefix)
-      return collectListPage(normalized, async (position, max) => {
-        const scanRange = range === null ? null : afterPosition(range, position)
-        if (scanRange === null) return { entries: [], done: true }
-        const rows = await run('list', false, () => statements.scan(scanRange, max))
-        const entries: ListEntry[] = rows.map((row) => checkListed(row))
-        return { entries, done: rows.length < max }
-      })
+    list(listOptions?: ListOptions): Promise<ListPage> {
+      let normalized: NormalizedListOptions | undefined
+      return checked(
+        () => {
+          normalized = normalizeListOptions(listOptions)
+        },
+        () => {
+          const options = normalized as NormalizedListOptions
+          const range = prefixRange(options.prefix)
+          return collectListPage(options, async (position, max) => {
+            const scanRange = range === null ? null : afterPosition(range, position)
+            if (scanRange === null) return { entries: [], done: true }
+            const rows = await run('list', false, () => statements.scan(scanRange, max))
+            const entries: ListEntry[] = new Array(rows.length)
+            for (let i = 0; i < rows.length; i++) entries[i] = decodeListedRow(rows[i] as RawRow)
+            return { entries, done: rows.length < max }
+          })
+        },
+      )
     },
 
-    async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
-      assertOpen()
-      checkAcquire(key, leaseOptions, MAX_KEY_BYTES)
-      return update('acquireLease', key, (state) => {
-        const { state: next, lease } = applyAcquire(key, state, leaseOptions, clock())
-        return { next, result: lease }
-      })
+    acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
+      return checked(
+        () => checkAcquire(key, leaseOptions, MAX_KEY_BYTES),
+        () =>
+          update('acquireLease', key, (state) => {
+            const { state: next, lease } = applyAcquire(key, state, leaseOptions, clock())
+            return { next, result: lease }
+          }),
+      )
     },
 
-    async renewLease(lease: Lease): Promise<Lease> {
-      assertOpen()
-      assertLeaseShape(lease)
-      assertValidKey(lease.key, MAX_KEY_BYTES)
-      return update('renewLease', lease.key, (state) => {
-        const { state: next, lease: renewed } = applyRenew(state, lease, clock())
-        return { next, result: renewed }
-      })
+    renewLease(lease: Lease): Promise<Lease> {
+      return checked(
+        () => {
+          assertLeaseShape(lease)
+          assertValidKey(lease.key, MAX_KEY_BYTES)
+        },
+        () =>
+          update('renewLease', lease.key, (state) => {
+            const { state: next, lease: renewed } = applyRenew(state, lease, clock())
+            return { next, result: renewed }
+          }),
+      )
     },
 
-    async releaseLease(lease: Lease): Promise<boolean> {
-      assertOpen()
-      assertLeaseShape(lease)
-      assertValidKey(lease.key, MAX_KEY_BYTES)
-      return update('releaseLease', lease.key, (state) => {
-        const next = applyRelease(state, lease)
-        return { next, result: next !== undefined }
-      })
+    releaseLease(lease: Lease): Promise<boolean> {
+      return checked(
+        () => {
+          assertLeaseShape(lease)
+          assertValidKey(lease.key, MAX_KEY_BYTES)
+        },
+        () =>
+          update('releaseLease', lease.key, (state) => {
+            const next = applyRelease(state, lease)
+            return { next, result: next !== undefined }
+          }),
+      )
     },
 
-    async getLease(key: string): Promise<Lease | null> {
-      assertOpen()
-      assertValidKey(key, MAX_KEY_BYTES)
-      return run('getLease', false, () => {
-        const row = statements.selectMeta(key)
-        return row === undefined ? null : liveLease(key, decodeRow(key, row).state, clock())
-      })
+    getLease(key: string): Promise<Lease | null> {
+      return checked(
+        () => assertValidKey(key, MAX_KEY_BYTES),
+        () =>
+          run('getLease', false, () => {
+            const row = statements.readLease(key)
+            if (row === undefined) return null
+            const lease = decodeLeaseRow(key, row)
+            return lease === null ? null : liveLease(key, { ...ABSENT_STATE, lease }, clock())
+          }),
+      )
     },
 
     async destroy(): Promise<void> {
-      assertOpen()
       await run('destroy', true, () => statements.destroy())
     },
 

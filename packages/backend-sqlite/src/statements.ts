@@ -1,46 +1,86 @@
 import type Database from 'better-sqlite3'
 import type { KeyRange } from './key-range.js'
-import type { EntryParams, EntryRow } from './row-codec.js'
+import type { EntryParams, RawRow } from './row-codec.js'
 import { ENTRIES_TABLE, LIVE_INDEX } from './schema.js'
 
-/** One row of a listing scan, straight from the covering index. */
-export interface ListedRow {
-  readonly key: string
-  readonly version: string
-  readonly size: number
-  readonly updated_at: number
-}
-
-/** The prepared statements of one connection, bound to one namespace. */
+/**
+ * The prepared statements of one connection, bound to one namespace. Each
+ * operation has its own statement selecting only the columns it needs, in raw
+ * mode (rows are arrays; `row-codec.ts` decodes them by position).
+ */
 export interface Statements {
-  select(key: string): EntryRow | undefined
-  selectMeta(key: string): EntryRow | undefined
-  upsert(key: string, params: EntryParams): void
-  scan(range: KeyRange, limit: number): ListedRow[]
+  /** `get`: `version, writer, updated_at, size, value`. */
+  readValue(key: string): RawRow | undefined
+  /** `head`: `version, writer, updated_at, size`. */
+  readMeta(key: string): RawRow | undefined
+  /** `getLease`: `lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence`. */
+  readLease(key: string): RawRow | undefined
+  /** Writes: every column but the value, after the rowid (see `decodeStateRow`). */
+  readState(key: string): RawRow | undefined
+  /** Inserts the row of a key that has none yet. */
+  insert(key: string, params: EntryParams): void
+  /** Replaces the value columns of a row (a put, or a delete with `null`s), leaving lease and fence alone. */
+  writeValue(
+    rowid: number,
+    version: string | null,
+    revision: number,
+    writer: string | null,
+    updatedAt: number,
+    size: number,
+    value: Uint8Array | null,
+  ): void
+  /** Replaces the lease columns and fence of a row, leaving the value (and the listing index) alone. */
+  writeLease(
+    rowid: number,
+    holder: string | null,
+    token: number | null,
+    ttlMs: number | null,
+    expiresAt: number | null,
+    fence: number,
+  ): void
+  /** Listing: `key, version, size, updated_at` of the live keys in `range`, in byte order. */
+  scan(range: KeyRange, limit: number): RawRow[]
   destroy(): void
 }
 
-const STATE_COLUMNS =
-  'version, revision, writer, updated_at, size, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence'
+const WHERE_KEY = 'WHERE namespace = ? AND key = ?'
+
+/**
+ * The listing scan: `namespace, from[, to], limit` bound in that order. The
+ * `version IS NOT NULL` term lets SQLite use the partial covering index, so
+ * deleted keys are never read and the order comes from the index, not a sort.
+ */
+export function scanSql(inclusive: boolean, bounded: boolean): string {
+  return `SELECT key, version, size, updated_at FROM ${ENTRIES_TABLE} INDEXED BY ${LIVE_INDEX}
+    WHERE namespace = ? AND version IS NOT NULL AND key ${inclusive ? '>=' : '>'} ?
+    ${bounded ? 'AND key < ?' : ''} ORDER BY key LIMIT ?`
+}
 
 /** Prepares the statements once per connection; listing shapes are prepared on first use. */
 export function prepareStatements(db: Database.Database, namespace: string): Statements {
-  const select = db.prepare(
-    `SELECT ${STATE_COLUMNS}, value FROM ${ENTRIES_TABLE} WHERE namespace = ? AND key = ?`,
+  const selectRaw = (columns: string): Database.Statement =>
+    db.prepare(`SELECT ${columns} FROM ${ENTRIES_TABLE} ${WHERE_KEY}`).raw(true)
+  const readValue = selectRaw('version, writer, updated_at, size, value')
+  const readMeta = selectRaw('version, writer, updated_at, size')
+  const readLease = selectRaw('lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence')
+  const readState = selectRaw(
+    'rowid, version, revision, writer, updated_at, size, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence',
   )
-  const selectMeta = db.prepare(
-    `SELECT ${STATE_COLUMNS} FROM ${ENTRIES_TABLE} WHERE namespace = ? AND key = ?`,
-  )
-  const upsert = db.prepare(
+  const insert = db.prepare(
     `INSERT INTO ${ENTRIES_TABLE} (namespace, key, version, revision, writer, updated_at, size, value,
        lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (namespace, key) DO UPDATE SET
-       version = excluded.version, revision = excluded.revision, writer = excluded.writer,
-       updated_at = excluded.updated_at, size = excluded.size, value = excluded.value,
-       lease_holder = excluded.lease_holder, lease_token = excluded.lease_token,
-       lease_ttl_ms = excluded.lease_ttl_ms, lease_expires_at = excluded.lease_expires_at,
-       fence = excluded.fence`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  )
+  // Updates name only the columns they change: SQLite then leaves alone every
+  // index whose columns (and partial-index condition) are not assigned, so a
+  // lease step does not touch the listing index.
+  const writeValue = db.prepare(
+    `UPDATE ${ENTRIES_TABLE} SET version = ?, revision = ?, writer = ?, updated_at = ?, size = ?, value = ?
+     WHERE rowid = ?`,
+  )
+  const writeLease = db.prepare(
+    `UPDATE ${ENTRIES_TABLE} SET lease_holder = ?, lease_token = ?, lease_ttl_ms = ?,
+       lease_expires_at = ?, fence = ? WHERE rowid = ?`,
   )
   const destroy = db.prepare(`DELETE FROM ${ENTRIES_TABLE} WHERE namespace = ?`)
   const scans = new Map<string, Database.Statement>()
@@ -49,23 +89,25 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
     const shape = `${inclusive ? 'ge' : 'gt'}${bounded ? '-to' : ''}`
     let statement = scans.get(shape)
     if (statement === undefined) {
-      // The `version IS NOT NULL` term lets SQLite use the partial index, so
-      // deleted keys are never read and the order comes from the index, not a sort.
-      statement = db.prepare(
-        `SELECT key, version, size, updated_at FROM ${ENTRIES_TABLE} INDEXED BY ${LIVE_INDEX}
-         WHERE namespace = ? AND version IS NOT NULL AND key ${inclusive ? '>=' : '>'} ?
-         ${bounded ? 'AND key < ?' : ''} ORDER BY key LIMIT ?`,
-      )
+      statement = db.prepare(scanSql(inclusive, bounded)).raw(true)
       scans.set(shape, statement)
     }
     return statement
   }
 
   return {
-    select: (key) => select.get(namespace, key) as EntryRow | undefined,
-    selectMeta: (key) => selectMeta.get(namespace, key) as EntryRow | undefined,
-    upsert: (key, params) => {
-      upsert.run(namespace, key, ...params)
+    readValue: (key) => readValue.get(namespace, key) as RawRow | undefined,
+    readMeta: (key) => readMeta.get(namespace, key) as RawRow | undefined,
+    readLease: (key) => readLease.get(namespace, key) as RawRow | undefined,
+    readState: (key) => readState.get(namespace, key) as RawRow | undefined,
+    insert: (key, params) => {
+      insert.run(namespace, key, ...params)
+    },
+    writeValue: (rowid, version, revision, writer, updatedAt, size, value) => {
+      writeValue.run(version, revision, writer, updatedAt, size, value, rowid)
+    },
+    writeLease: (rowid, holder, token, ttlMs, expiresAt, fence) => {
+      writeLease.run(holder, token, ttlMs, expiresAt, fence, rowid)
     },
     scan(range, limit) {
       const statement = scanStatement(range.inclusive, range.to !== undefined)
@@ -73,7 +115,7 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
         range.to === undefined
           ? statement.all(namespace, range.from, limit)
           : statement.all(namespace, range.from, range.to, limit)
-      return rows as ListedRow[]
+      return rows as RawRow[]
     },
     destroy: () => {
       destroy.run(namespace)
