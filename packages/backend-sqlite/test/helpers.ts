@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { AgentStateError } from '@agent-state/core'
+import { AgentStateError, type Backend } from '@agent-state/core'
+import { afterEach, beforeEach } from 'vitest'
+import { createSqliteBackend } from '../src/index.js'
 
 /** The package directory: children run from it so `--import tsx` resolves. */
 export const PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -12,6 +14,53 @@ export const PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..')
 export function tempDir(): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'agent-state-sqlite-'))
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** Options of `createSqliteBackend` other than the path. */
+type OpenOptions = Partial<Parameters<typeof createSqliteBackend>[0]>
+
+/**
+ * Registers hooks giving each test of the enclosing `describe` a fresh
+ * database path in its own temp directory; `open` creates backends on it that
+ * are closed, and the directory removed, after the test.
+ */
+export function useTempDatabase(): {
+  readonly path: string
+  readonly dir: string
+  open(options?: OpenOptions): Backend
+  /** Closes `backend` after the test. */
+  track<T extends Backend>(backend: T): T
+} {
+  let current: { dir: string; remove: () => void } | undefined
+  const opened: Backend[] = []
+  beforeEach(() => {
+    current = tempDir()
+  })
+  afterEach(async () => {
+    for (const backend of opened.splice(0)) await backend.close()
+    current?.remove()
+  })
+  const dir = (): string => {
+    if (current === undefined) throw new Error('useTempDatabase() is only usable inside a test')
+    return current.dir
+  }
+  return {
+    get path() {
+      return join(dir(), 'state.db')
+    },
+    get dir() {
+      return dir()
+    },
+    open(options = {}) {
+      const backend = createSqliteBackend({ path: join(dir(), 'state.db'), ...options })
+      opened.push(backend)
+      return backend
+    },
+    track(backend) {
+      opened.push(backend)
+      return backend
+    },
+  }
 }
 
 /** Awaits `promise` and returns the `AgentStateError` it rejects with; fails if it resolves. */

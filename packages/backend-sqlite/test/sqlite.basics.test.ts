@@ -1,31 +1,16 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { type Backend, createManualClock, openBackend } from '@agent-state/core'
+import { createManualClock, openBackend } from '@agent-state/core'
 import Database from 'better-sqlite3'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createBackendFromUrl, createSqliteBackend } from '../src/index.js'
-import { rejection, tempDir, thrown } from './helpers.js'
+import { rejection, thrown, useTempDatabase } from './helpers.js'
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
 
 describe('sqlite backend on a real file', () => {
-  let dir: { dir: string; remove: () => void }
-  let path: string
-  const opened: Backend[] = []
-  const open = (options: Partial<Parameters<typeof createSqliteBackend>[0]> = {}): Backend => {
-    const backend = createSqliteBackend({ path, ...options })
-    opened.push(backend)
-    return backend
-  }
-
-  beforeEach(() => {
-    dir = tempDir()
-    path = join(dir.dir, 'state.db')
-  })
-  afterEach(async () => {
-    for (const backend of opened.splice(0)) await backend.close()
-    dir.remove()
-  })
+  const db = useTempDatabase()
+  const open = db.open
 
   it('declares a durable, multi-process, host-clock backend', () => {
     expect(open().capabilities).toEqual({
@@ -42,9 +27,9 @@ describe('sqlite backend on a real file', () => {
     const backend = open()
     await backend.put('a', bytes('1'))
     for (const suffix of ['', '-wal', '-shm']) {
-      expect((statSync(path + suffix).mode & 0o777).toString(8)).toBe('600')
+      expect((statSync(db.path + suffix).mode & 0o777).toString(8)).toBe('600')
     }
-    const raw = new Database(path, { readonly: true })
+    const raw = new Database(db.path, { readonly: true })
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
     raw.close()
   })
@@ -128,7 +113,7 @@ describe('sqlite backend on a real file', () => {
     expect(await one.getLease('leased')).toBeNull()
     expect(new TextDecoder().decode((await two.get('shared'))?.value)).toBe('from two')
     expect((await two.getLease('leased'))?.holder).toBe('two')
-    const raw = new Database(path, { readonly: true })
+    const raw = new Database(db.path, { readonly: true })
     expect(
       raw.prepare("SELECT count(*) AS n FROM agent_state_entries WHERE namespace = 'one'").get(),
     ).toEqual({ n: 0 })
@@ -158,44 +143,44 @@ describe('sqlite backend on a real file', () => {
 
   it('rejects bad options with INVALID_ARGUMENT', () => {
     expect(thrown(() => createSqliteBackend({ path: '' })).code).toBe('INVALID_ARGUMENT')
-    expect(thrown(() => createSqliteBackend({ path, namespace: '.hidden' })).code).toBe(
+    expect(thrown(() => createSqliteBackend({ path: db.path, namespace: '.hidden' })).code).toBe(
       'INVALID_ARGUMENT',
     )
-    expect(thrown(() => createSqliteBackend({ path, synchronous: 'OFF' as 'FULL' })).code).toBe(
-      'INVALID_ARGUMENT',
-    )
+    expect(
+      thrown(() => createSqliteBackend({ path: db.path, synchronous: 'OFF' as 'FULL' })).code,
+    ).toBe('INVALID_ARGUMENT')
   })
 
   it('fails with UNAVAILABLE when the directory does not exist', () => {
-    expect(thrown(() => createSqliteBackend({ path: join(path, 'nope', 'x.db') })).code).toBe(
+    expect(thrown(() => createSqliteBackend({ path: join(db.path, 'nope', 'x.db') })).code).toBe(
       'UNAVAILABLE',
     )
   })
 
   it('opens from URLs through openBackend, relative and absolute, with query options', async () => {
-    const absolute = await openBackend(`sqlite:${path}?synchronous=normal`, { namespace: 'url' })
-    opened.push(absolute)
+    const absolute = await openBackend(`sqlite:${db.path}?synchronous=normal`, { namespace: 'url' })
+    db.track(absolute)
     await absolute.put('x', bytes('1'))
-    const raw = new Database(path, { readonly: true })
+    const raw = new Database(db.path, { readonly: true })
     expect(raw.prepare('SELECT namespace, key FROM agent_state_entries').all()).toEqual([
       { namespace: 'url', key: 'x' },
     ])
     raw.close()
-    const triple = createBackendFromUrl(`sqlite://${path}`, { namespace: 'url' })
-    opened.push(triple)
+    const triple = createBackendFromUrl(`sqlite://${db.path}`, { namespace: 'url' })
+    db.track(triple)
     expect(await triple.head('x')).not.toBeNull()
     const cwd = process.cwd()
-    process.chdir(dir.dir)
+    process.chdir(db.dir)
     try {
       const relative = createBackendFromUrl('sqlite:./state.db', { namespace: 'url' })
-      opened.push(relative)
+      db.track(relative)
       expect(await relative.head('x')).not.toBeNull()
     } finally {
       process.chdir(cwd)
     }
     expect(thrown(() => createBackendFromUrl('sqlite:')).code).toBe('INVALID_ARGUMENT')
     expect(thrown(() => createBackendFromUrl('sqlite://host/x.db')).code).toBe('INVALID_ARGUMENT')
-    expect(thrown(() => createBackendFromUrl(`sqlite:${path}?mode=ro`)).code).toBe(
+    expect(thrown(() => createBackendFromUrl(`sqlite:${db.path}?mode=ro`)).code).toBe(
       'INVALID_ARGUMENT',
     )
   })

@@ -1,12 +1,10 @@
 import { statSync } from 'node:fs'
-import { join } from 'node:path'
-import { type Backend, createManualClock } from '@agent-state/core'
+import { createManualClock } from '@agent-state/core'
 import Database from 'better-sqlite3'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createSqliteBackend } from '../src/index.js'
+import { describe, expect, it } from 'vitest'
 import { LIVE_INDEX } from '../src/schema.js'
 import { scanSql } from '../src/statements.js'
-import { rejection, tempDir } from './helpers.js'
+import { rejection, useTempDatabase } from './helpers.js'
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
 
@@ -15,27 +13,12 @@ const WAL_HEADER_BYTES = 32
 const FRAME_HEADER_BYTES = 24
 
 describe('per-operation statements', () => {
-  let dir: { dir: string; remove: () => void }
-  let path: string
-  const opened: Backend[] = []
-  const open = (options: Partial<Parameters<typeof createSqliteBackend>[0]> = {}): Backend => {
-    const backend = createSqliteBackend({ path, ...options })
-    opened.push(backend)
-    return backend
-  }
-
-  beforeEach(() => {
-    dir = tempDir()
-    path = join(dir.dir, 'state.db')
-  })
-  afterEach(async () => {
-    for (const backend of opened.splice(0)) await backend.close()
-    dir.remove()
-  })
+  const db = useTempDatabase()
+  const open = db.open
 
   it('serves every listing shape from the covering live index, without a sort', () => {
     open()
-    const raw = new Database(path, { readonly: true })
+    const raw = new Database(db.path, { readonly: true })
     try {
       for (const inclusive of [true, false]) {
         for (const bounded of [true, false]) {
@@ -58,10 +41,10 @@ describe('per-operation statements', () => {
     const clock = createManualClock(1_000_000)
     const backend = open({ clock: clock.now })
     await backend.put('a', bytes('value of a'))
-    const raw = new Database(path, { readonly: true })
+    const raw = new Database(db.path, { readonly: true })
     const pageSize = raw.pragma('page_size', { simple: true }) as number
     raw.close()
-    const walBytes = (): number => statSync(`${path}-wal`).size
+    const walBytes = (): number => statSync(`${db.path}-wal`).size
     const frames = async (step: () => Promise<unknown>): Promise<number> => {
       const before = walBytes()
       await step()
@@ -109,7 +92,7 @@ describe('per-operation statements', () => {
     const backend = open({ namespace: 'ns' })
     await backend.put('k', bytes('v'))
     await backend.acquireLease('k', { holder: 'h', ttlMs: 60_000 })
-    const raw = new Database(path)
+    const raw = new Database(db.path)
     raw.prepare("UPDATE agent_state_entries SET lease_token = NULL WHERE key = 'k'").run()
     raw.close()
     expect((await rejection(backend.getLease('k'))).code).toBe('CORRUPT')
@@ -129,7 +112,7 @@ describe('per-operation statements', () => {
     expect(a?.writer).toEqual(writer)
     expect(Object.isFrozen(a?.writer)).toBe(true)
     expect(b?.writer).toBe(a?.writer)
-    const raw = new Database(path)
+    const raw = new Database(db.path)
     raw.prepare("UPDATE agent_state_entries SET writer = '[1]' WHERE key = 'b'").run()
     raw.close()
     expect((await rejection(backend.get('b'))).code).toBe('CORRUPT')
