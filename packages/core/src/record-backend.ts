@@ -57,6 +57,13 @@ export interface RecordBackendOptions {
 const DEFAULT_MAX_ATTEMPTS = 10_000
 const DEFAULT_PUT_CACHE_SIZE = 1024
 const ABSENT: RecordCondition = { absent: true }
+/**
+ * What a create-if-absent of a key not in the cache guesses: no record at
+ * all. Sound on every store, because "absent" is checked by the store itself;
+ * a record that exists (a value, a tombstone, a lease, a corrupt file) fails
+ * the write, and the fresh read decides.
+ */
+const ABSENT_GUESS: CachedKeyState = { state: ABSENT_STATE, condition: ABSENT }
 
 /**
  * Builds the whole Backend contract on a {@link RecordStore}: writer
@@ -184,7 +191,7 @@ export function createRecordBackend(
           const next = applyPut(key, state, bytes, writer, putOptions, clock())
           return { next, result: metaOf(key, next) as ValueMeta }
         },
-        cache?.take(key),
+        cache?.take(key) ?? (putOptions?.ifNoneMatch === '*' ? ABSENT_GUESS : undefined),
       )
     },
 

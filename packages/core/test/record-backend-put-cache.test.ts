@@ -144,4 +144,42 @@ describe('createRecordBackend put cache', () => {
       'PRECONDITION_FAILED',
     )
   })
+
+  it('writes a create-if-absent of an unseen key without reading, on any store, and lets a fresh read decide when something is there', async () => {
+    for (const cached of [false, true]) {
+      const records: Records = new Map()
+      const mine = open(records, cached)
+      const theirs = open(records, cached)
+      const created = await mine.backend.put('new', bytes(1), { ifNoneMatch: '*' })
+      expect(mine.reads.count).toBe(0)
+      expect((await theirs.backend.get('new'))?.meta.version).toBe(created.version)
+
+      // Present: the absent condition fails, the fresh read reports the real current meta.
+      const taken = await theirs.backend.put('taken', bytes(1, 2))
+      const error = await mine.backend.put('taken', bytes(3), { ifNoneMatch: '*' }).catch((e) => e)
+      expect(error).toMatchObject({ code: 'PRECONDITION_FAILED' })
+      expect(error.context.current).toMatchObject({ version: taken.version, size: 2 })
+
+      // A tombstone (deleted key, fencing counter kept): the create lands on it.
+      await theirs.backend.delete('taken')
+      const recreated = await open(records, cached).backend.put('taken', bytes(4), {
+        ifNoneMatch: '*',
+      })
+      expect(recreated.version).not.toBe(taken.version)
+
+      // A live lease held by another: LEASE_HELD, decided on the fresh read.
+      await theirs.backend.acquireLease('leased', { holder: 'them', ttlMs: 60_000 })
+      expect(
+        await codeOf(open(records, cached).backend.put('leased', bytes(5), { ifNoneMatch: '*' })),
+      ).toBe('LEASE_HELD')
+
+      // A corrupt record is reported, never overwritten.
+      const garbage = { data: bytes(7, 7, 7), version: 'garbage' }
+      records.set('bad', garbage)
+      expect(
+        await codeOf(open(records, cached).backend.put('bad', bytes(6), { ifNoneMatch: '*' })),
+      ).toBe('CORRUPT')
+      expect(records.get('bad')).toBe(garbage)
+    }
+  })
 })
