@@ -5,14 +5,14 @@ const EMPTY = new Uint8Array(0)
 
 /** A key's state as this instance last saw it, and the condition that proves it is still current. */
 export interface CachedKeyState {
-  /** The state, with its value dropped: a put replaces the value and never reads it. */
+  /** The state, with its value dropped: a put replaces the value and a delete drops it, neither reads it. */
   readonly state: KeyState
   readonly condition: RecordCondition
 }
 
 /**
  * A bounded, least-recently-used map of the states this backend instance last
- * read or wrote, so that a `put` can go straight to its conditional write.
+ * read or wrote, so that a `put` or `delete` can go straight to its conditional write.
  *
  * It is only a guess. Nothing taken from it is ever returned to a caller or
  * trusted on its own: the write is conditional on the cached version, so a

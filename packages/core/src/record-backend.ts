@@ -198,10 +198,15 @@ export function createRecordBackend(
     async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
       assertOpen()
       checkDelete(key, deleteOptions, maxKeyBytes)
-      return update(key, (state) => {
-        const next = applyDelete(key, state, deleteOptions, clock())
-        return { next, result: next !== undefined }
-      })
+      // A delete drops the value, so the value-less cached state serves it like a put.
+      return update(
+        key,
+        (state) => {
+          const next = applyDelete(key, state, deleteOptions, clock())
+          return { next, result: next !== undefined }
+        },
+        cache?.take(key),
+      )
     },
 
     async list(listOptions?: ListOptions): Promise<ListPage> {

@@ -182,4 +182,29 @@ describe('createRecordBackend put cache', () => {
       expect(records.get('bad')).toBe(garbage)
     }
   })
+
+  it('deletes a recently seen key without reading, and decides on a fresh read when the guess is stale', async () => {
+    const records: Records = new Map()
+    const mine = open(records, true)
+    const theirs = open(records, true)
+    const first = await mine.backend.put('k', bytes(1))
+    expect(mine.reads.count).toBe(1)
+    expect(await mine.backend.delete('k', { ifMatch: first.version })).toBe(true)
+    expect(mine.reads.count).toBe(1)
+    expect(await theirs.backend.get('k')).toBeNull()
+
+    // Stale guess (the key came back through another instance): the fresh read decides.
+    const again = await mine.backend.put('k', bytes(2))
+    const replaced = await theirs.backend.put('k', bytes(3, 3))
+    const error = await mine.backend.delete('k', { ifMatch: again.version }).catch((e) => e)
+    expect(error).toMatchObject({ code: 'PRECONDITION_FAILED' })
+    expect(error.context.current).toMatchObject({ version: replaced.version, size: 2 })
+    // A guess that says "nothing to delete" is checked too.
+    await theirs.backend.put('gone', bytes(1))
+    await theirs.backend.delete('gone')
+    expect(await mine.backend.get('gone')).toBeNull()
+    await theirs.backend.put('gone', bytes(4))
+    expect(await mine.backend.delete('gone')).toBe(true)
+    expect(await theirs.backend.get('gone')).toBeNull()
+  })
 })
