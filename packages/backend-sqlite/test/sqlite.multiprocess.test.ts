@@ -64,7 +64,7 @@ describe('several processes on one file', () => {
       for (const { child } of running) child.kill('SIGKILL')
       for (const { id, child } of running) {
         const result = await child.done
-        expect(result.signal).toBe('SIGKILL')
+        expect(result.signal, `${id} ended on its own: ${result.stderr}`).toBe('SIGKILL')
         const numbers = [...result.stdout.matchAll(/acked (\d+)/g)].map((m) => Number(m[1]))
         acked.set(id, Math.max(acked.get(id) ?? 0, ...numbers))
       }
