@@ -47,9 +47,9 @@ export interface RecordBackendOptions {
   readonly maxAttempts?: number
   /**
    * On stores that declare `versionChangesWithBytes`, how many keys' last seen
-   * states to remember so that a `put` can skip its read and go straight to
-   * the conditional write (one round trip instead of two on S3). 0 turns it
-   * off. Default: 1024.
+   * states to remember so that a `put` or `delete` can skip its read and go
+   * straight to the conditional write (one round trip instead of two on S3).
+   * 0 turns it off. Default: 1024.
    */
   readonly putCacheSize?: number
 }
@@ -74,7 +74,11 @@ const ABSENT_GUESS: CachedKeyState = { state: ABSENT_STATE, condition: ABSENT }
  * Every mutating operation reads the key's record, applies the contract's
  * rules, and writes the result conditionally on the version it read; a lost
  * race re-reads and re-applies, so each operation takes effect atomically at
- * its conditional write.
+ * its conditional write. A `put` or `delete` may skip that first read and
+ * start from a guess (the last state this instance saw, or "absent" for a
+ * create-if-absent), which only saves a round trip: the conditional write
+ * still decides, and anything the guess could get wrong is re-done on a
+ * fresh read.
  */
 export function createRecordBackend(
   store: RecordStore,
