@@ -25,29 +25,28 @@ afterAll(async () => {
   await lossy.stop()
 })
 
-/** A backend through the proxy (faulty path) and one straight to RGW (the judge). */
-function pair(options: {
-  requestTimeoutMs: number
-  writeAttempts?: number
-  readAttempts?: number
-}) {
+/**
+ * A backend through `endpoint` (the faulty path) and one straight to RGW (the
+ * judge), in a fresh namespace; the faulty one has written once, so its
+ * start-up probe is behind it.
+ */
+async function pair(
+  endpoint: string,
+  options: { requestTimeoutMs?: number; writeAttempts?: number; readAttempts?: number } = {},
+) {
   const namespace = freshNamespace('fault')
-  const faulty = openTestBackend(namespace, {
-    endpoint: `http://${proxy.host}:${proxy.port}`,
-    ...options,
-  })
+  const faulty = openTestBackend(namespace, { endpoint, ...options })
   const direct = openTestBackend(namespace)
   opened.push(faulty, direct)
+  await faulty.put('warm-up', bytes('probe done'))
   return { faulty, direct }
 }
 
+const proxyEndpoint = () => `http://${proxy.host}:${proxy.port}`
+
 describe('s3 backend through a faulty connection', () => {
   it('resolves a write whose answer was lost by reading back its write id', async () => {
-    const namespace = freshNamespace('fault')
-    const faulty = openTestBackend(namespace, { endpoint: lossy.endpoint })
-    const direct = openTestBackend(namespace)
-    opened.push(faulty, direct)
-    await faulty.put('warm-up', bytes('probe done'))
+    const { faulty, direct } = await pair(lossy.endpoint)
     const before = await faulty.put('k', bytes('old'))
     // The first PutObject of "k" is applied by RGW but its answer is cut; later requests pass.
     let lost = 0
@@ -66,11 +65,7 @@ describe('s3 backend through a faulty connection', () => {
   })
 
   it('reports INDETERMINATE when neither the write nor its read-back gets an answer', async () => {
-    const namespace = freshNamespace('fault')
-    const faulty = openTestBackend(namespace, { endpoint: lossy.endpoint })
-    const direct = openTestBackend(namespace)
-    opened.push(faulty, direct)
-    await faulty.put('warm-up', bytes('probe done'))
+    const { faulty, direct } = await pair(lossy.endpoint)
     const before = await faulty.put('k', bytes('old'))
     // The write is applied and its answer cut; then every request is cut before the server.
     let applied = false
@@ -96,11 +91,7 @@ describe('s3 backend through a faulty connection', () => {
   })
 
   it('reports a lost race, not success, when a cut write did not land', async () => {
-    const namespace = freshNamespace('fault')
-    const faulty = openTestBackend(namespace, { endpoint: lossy.endpoint })
-    const direct = openTestBackend(namespace)
-    opened.push(faulty, direct)
-    await faulty.put('warm-up', bytes('probe done'))
+    const { faulty, direct } = await pair(lossy.endpoint)
     const before = await faulty.put('k', bytes('old'))
     // Cut the first PutObject before the server sees it, and let a rival write win meanwhile.
     let cut = 0
@@ -124,8 +115,10 @@ describe('s3 backend through a faulty connection', () => {
   })
 
   it('reports UNAVAILABLE and writes nothing when connections are refused', async () => {
-    const { faulty, direct } = pair({ requestTimeoutMs: 2000, readAttempts: 1 })
-    await faulty.put('warm-up', bytes('probe done'))
+    const { faulty, direct } = await pair(proxyEndpoint(), {
+      requestTimeoutMs: 2000,
+      readAttempts: 1,
+    })
     await proxy.setRefusing(true)
     proxy.dropAll()
     let error: unknown
@@ -141,8 +134,7 @@ describe('s3 backend through a faulty connection', () => {
   })
 
   it('keeps every confirmed write while connections are cut mid-request', async () => {
-    const { faulty, direct } = pair({ requestTimeoutMs: 2000 })
-    await faulty.put('warm-up', bytes('probe done'))
+    const { faulty, direct } = await pair(proxyEndpoint(), { requestTimeoutMs: 2000 })
     let cutting = true
     const cutter = (async () => {
       while (cutting) {

@@ -1,7 +1,7 @@
 import { createManualClock, isAgentStateError } from '@agent-state/core'
 import { describe, expect, it } from 'vitest'
 import { createS3Backend } from '../src/index.js'
-import { startFakeS3 } from './fake-s3.js'
+import { type FakeS3, startFakeS3 } from './fake-s3.js'
 
 const credentials = { accessKeyId: 'fake-access-key', secretAccessKey: 'fake-secret-key' }
 const value = new TextEncoder().encode('x')
@@ -16,19 +16,35 @@ async function failure(promise: Promise<unknown>): Promise<{ code: string; messa
   return { code: 'resolved', message: '' }
 }
 
+/**
+ * Runs `check` on a backend against a fake server that enforces only the
+ * given preconditions, then closes both.
+ */
+async function againstFake(
+  enforced: { ifNoneMatch: boolean; ifMatch: boolean },
+  check: (backend: ReturnType<typeof createS3Backend>, fake: FakeS3) => Promise<void>,
+): Promise<void> {
+  const fake = await startFakeS3(enforced)
+  const backend = createS3Backend({
+    bucket: 'fake-bucket',
+    endpoint: fake.endpoint,
+    forcePathStyle: true,
+    credentials,
+    namespace: 'probe-ns',
+    clock: createManualClock().now,
+  })
+  try {
+    await check(backend, fake)
+  } finally {
+    await backend.close()
+    await fake.stop()
+  }
+}
+
 // The only test against a fake: a real server that ignores preconditions is not at hand.
 describe('start-up probe against a server that ignores preconditions', () => {
   it('refuses writes and leases with UNSUPPORTED naming If-None-Match', async () => {
-    const fake = await startFakeS3({ ifNoneMatch: false, ifMatch: false })
-    const backend = createS3Backend({
-      bucket: 'fake-bucket',
-      endpoint: fake.endpoint,
-      forcePathStyle: true,
-      credentials,
-      namespace: 'probe-ns',
-      clock: createManualClock().now,
-    })
-    try {
+    await againstFake({ ifNoneMatch: false, ifMatch: false }, async (backend, fake) => {
       const put = await failure(backend.put('k', value))
       expect(put.code).toBe('UNSUPPORTED')
       expect(put.message).toContain('ignores If-None-Match')
@@ -39,44 +55,21 @@ describe('start-up probe against a server that ignores preconditions', () => {
       expect([...fake.objects.keys()]).toEqual([])
       // Reads do not need preconditions and still work.
       expect(await backend.get('k')).toBeNull()
-    } finally {
-      await backend.close()
-      await fake.stop()
-    }
+    })
   })
 
   it('refuses writes naming If-Match when only If-None-Match is enforced', async () => {
-    const fake = await startFakeS3({ ifNoneMatch: true, ifMatch: false })
-    const backend = createS3Backend({
-      bucket: 'fake-bucket',
-      endpoint: fake.endpoint,
-      forcePathStyle: true,
-      credentials,
-    })
-    try {
+    await againstFake({ ifNoneMatch: true, ifMatch: false }, async (backend) => {
       const put = await failure(backend.put('k', value, { ifNoneMatch: '*' }))
       expect(put.code).toBe('UNSUPPORTED')
       expect(put.message).toContain('ignores If-Match')
-    } finally {
-      await backend.close()
-      await fake.stop()
-    }
+    })
   })
 
   it('accepts a server that enforces both (the fake is honest here)', async () => {
-    const fake = await startFakeS3({ ifNoneMatch: true, ifMatch: true })
-    const backend = createS3Backend({
-      bucket: 'fake-bucket',
-      endpoint: fake.endpoint,
-      forcePathStyle: true,
-      credentials,
-    })
-    try {
+    await againstFake({ ifNoneMatch: true, ifMatch: true }, async (backend) => {
       const meta = await backend.put('k', value)
       expect((await backend.head('k'))?.version).toBe(meta.version)
-    } finally {
-      await backend.close()
-      await fake.stop()
-    }
+    })
   })
 })
