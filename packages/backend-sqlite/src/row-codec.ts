@@ -30,20 +30,27 @@ export interface LoadedState {
   readonly size: number
 }
 
-/** The bound parameters of an insert, in the order of the INSERT's columns after namespace and key. */
-export type EntryParams = [
+/** The value columns of a row, in the order the INSERT and the value UPDATE bind them. */
+export type ValueParams = [
   version: string | null,
   revision: number,
   writer: string | null,
   updatedAt: number,
   size: number,
   value: Uint8Array | null,
+]
+
+/** The lease columns and fence of a row, in the order the INSERT and the lease UPDATE bind them. */
+export type LeaseParams = [
   leaseHolder: string | null,
   leaseToken: number | null,
   leaseTtlMs: number | null,
   leaseExpiresAt: number | null,
   fence: number,
 ]
+
+/** The bound parameters of an insert, in the order of the INSERT's columns after namespace and key. */
+export type EntryParams = [...ValueParams, ...LeaseParams]
 
 const EMPTY: Uint8Array = new Uint8Array(0)
 
@@ -97,7 +104,7 @@ function decodeWriter(key: string, raw: unknown): WriterIdentity | null {
 }
 
 /** The text stored in the `writer` column. */
-export function encodeWriter(writer: WriterIdentity | null): string | null {
+function encodeWriter(writer: WriterIdentity | null): string | null {
   return writer === null ? null : JSON.stringify(writer)
 }
 
@@ -204,9 +211,8 @@ export function decodeStateRow(key: string, row: RawRow): LoadedState {
   }
 }
 
-/** The insert parameters that store `state` in a new row. */
-export function encodeState(state: KeyState): EntryParams {
-  const lease = state.lease
+/** The value columns that store `state`'s value (a deleted key's are `null` and 0). */
+export function valueParams(state: KeyState): ValueParams {
   const live = state.version !== null
   return [
     state.version,
@@ -215,12 +221,24 @@ export function encodeState(state: KeyState): EntryParams {
     state.updatedAt,
     live ? state.value.byteLength : 0,
     live ? state.value : null,
+  ]
+}
+
+/** The lease columns and fence that store `state`'s lease. */
+export function leaseParams(state: KeyState): LeaseParams {
+  const lease = state.lease
+  return [
     lease?.holder ?? null,
     lease?.token ?? null,
     lease?.ttlMs ?? null,
     lease?.expiresAt ?? null,
     state.fence,
   ]
+}
+
+/** The insert parameters that store `state` in a new row. */
+export function encodeState(state: KeyState): EntryParams {
+  return [...valueParams(state), ...leaseParams(state)]
 }
 
 /** Decodes one listing row (`key, version, size, updated_at`) from the covering index. */

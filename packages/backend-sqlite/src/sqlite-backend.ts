@@ -52,9 +52,10 @@ import {
   decodeStateRow,
   decodeValueRow,
   encodeState,
-  encodeWriter,
   type LoadedState,
+  leaseParams,
   type RawRow,
+  valueParams,
 } from './row-codec.js'
 import { isBusy, toAgentStateError } from './sqlite-errors.js'
 import { prepareStatements } from './statements.js'
@@ -201,27 +202,10 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     }
     const previous = loaded.state
     if (next.version !== previous.version || next.revision !== previous.revision) {
-      const live = next.version !== null
-      statements.writeValue(
-        loaded.rowid,
-        next.version,
-        next.revision,
-        encodeWriter(next.writer),
-        next.updatedAt,
-        live ? next.value.byteLength : 0,
-        live ? next.value : null,
-      )
+      statements.writeValue(loaded.rowid, valueParams(next))
     }
     if (next.lease !== previous.lease || next.fence !== previous.fence) {
-      const lease = next.lease
-      statements.writeLease(
-        loaded.rowid,
-        lease?.holder ?? null,
-        lease?.token ?? null,
-        lease?.ttlMs ?? null,
-        lease?.expiresAt ?? null,
-        next.fence,
-      )
+      statements.writeLease(loaded.rowid, leaseParams(next))
     }
   }
 

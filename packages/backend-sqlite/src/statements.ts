@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { KeyRange } from './key-range.js'
-import type { EntryParams, RawRow } from './row-codec.js'
+import type { EntryParams, LeaseParams, RawRow, ValueParams } from './row-codec.js'
 import { ENTRIES_TABLE, LIVE_INDEX } from './schema.js'
 
 /**
@@ -20,24 +20,9 @@ export interface Statements {
   /** Inserts the row of a key that has none yet. */
   insert(key: string, params: EntryParams): void
   /** Replaces the value columns of a row (a put, or a delete with `null`s), leaving lease and fence alone. */
-  writeValue(
-    rowid: number,
-    version: string | null,
-    revision: number,
-    writer: string | null,
-    updatedAt: number,
-    size: number,
-    value: Uint8Array | null,
-  ): void
+  writeValue(rowid: number, params: ValueParams): void
   /** Replaces the lease columns and fence of a row, leaving the value (and the listing index) alone. */
-  writeLease(
-    rowid: number,
-    holder: string | null,
-    token: number | null,
-    ttlMs: number | null,
-    expiresAt: number | null,
-    fence: number,
-  ): void
+  writeLease(rowid: number, params: LeaseParams): void
   /** Listing: `key, version, size, updated_at` of the live keys in `range`, in byte order. */
   scan(range: KeyRange, limit: number): RawRow[]
   destroy(): void
@@ -103,11 +88,11 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
     insert: (key, params) => {
       insert.run(namespace, key, ...params)
     },
-    writeValue: (rowid, version, revision, writer, updatedAt, size, value) => {
-      writeValue.run(version, revision, writer, updatedAt, size, value, rowid)
+    writeValue: (rowid, params) => {
+      writeValue.run(...params, rowid)
     },
-    writeLease: (rowid, holder, token, ttlMs, expiresAt, fence) => {
-      writeLease.run(holder, token, ttlMs, expiresAt, fence, rowid)
+    writeLease: (rowid, params) => {
+      writeLease.run(...params, rowid)
     },
     scan(range, limit) {
       const statement = scanStatement(range.inclusive, range.to !== undefined)
