@@ -182,6 +182,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     }
   }
 
+  /** Whether the write with `writeId` landed; `INDETERMINATE` when the object cannot be read. */
   async function readBack(
     key: string,
     writeId: string,
@@ -192,7 +193,8 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     try {
       current = await getObject(naming.nameOf(key), key)
     } catch (error) {
-      if (error !== NOT_FOUND) throw error
+      // Without an answer here, nobody can tell whether the write landed.
+      if (error !== NOT_FOUND) throw indeterminate(key, error)
       return { landed: false, unchanged: 'absent' in condition }
     }
     if (current.history[0] === writeId) return { landed: true, etag: current.version }
@@ -247,12 +249,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       if (result.outcome === 'conflict') {
         // A refusal after an ambiguous attempt may be our own earlier write.
         if (!ambiguous) throw preconditionFailed(key)
-        let found: ReadBack
-        try {
-          found = await readBack(key, writeId, body, condition)
-        } catch (error) {
-          throw indeterminate(key, error)
-        }
+        const found = await readBack(key, writeId, body, condition)
         if (found.landed) return found.etag
         throw preconditionFailed(key)
       }
@@ -267,12 +264,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     if (!ambiguous) {
       throw toAgentStateError(lastError, `Writing ${JSON.stringify(key)}`, key)
     }
-    let found: ReadBack
-    try {
-      found = await readBack(key, writeId, body, condition)
-    } catch (error) {
-      throw indeterminate(key, error)
-    }
+    const found = await readBack(key, writeId, body, condition)
     if (found.landed) return found.etag
     // The condition no longer holds and versions never repeat: our write can never land now.
     if (!found.unchanged) throw preconditionFailed(key)
