@@ -1,8 +1,8 @@
 /**
  * Suspend a worker in one process, resume it in another.
  *
- *   node --import tsx examples/suspend-resume.ts suspend sqlite:./state.db
- *   node --import tsx examples/suspend-resume.ts resume sqlite:./state.db <workerId>
+ *   node --conditions=@agent-state/source --import tsx examples/suspend-resume.ts suspend sqlite:./state.db
+ *   node --conditions=@agent-state/source --import tsx examples/suspend-resume.ts resume sqlite:./state.db <workerId>
  *
  * The first run prints the Suspension as JSON; the second prints the resumed
  * worker's state, the continuity reminder and the result.

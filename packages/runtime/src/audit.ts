@@ -11,6 +11,8 @@ export const AUDIT_EVENTS = [
   'pre_resume_denied',
   'worker_completed',
   'worker_closed',
+  'resume_by_dispatched',
+  'resume_by_declined',
 ] as const
 
 /** One audit entry; stored inside the worker snapshot, so it is as durable and verified as the state. */

@@ -45,6 +45,17 @@ export const RUNTIME_ERROR_CODES = [
   'SNAPSHOT_CORRUPT',
   /** The stored snapshot has a schema version this runtime cannot read. */
   'SNAPSHOT_INCOMPATIBLE',
+  // --- seeds 000/004 conformance (runtime-seeds) ---
+  /** A resume-condition trigger could not be registered (seed HARN-SUS-007). */
+  'TRIGGER_REGISTRATION_FAILED',
+  /** `timeout.onTimeout` is not a supported timeout action (seed HARN-SUS-008). */
+  'UNSUPPORTED_TIMEOUT_ACTION',
+  /** A suspend initiator other than `self`, `parent`, `operator` or `triggered`. */
+  'INVALID_INITIATOR',
+  /** A completion result that is not a plain JSON value. */
+  'INVALID_WORKER_RESULT',
+  /** `quarantineWorkerSnapshot` of a snapshot that verifies: retire it with `closeWorker`. */
+  'SNAPSHOT_NOT_CORRUPT',
 ] as const
 
 /** A code the runtime adds to the contract's codes. */

@@ -6,6 +6,9 @@ import { runtimeError } from './errors.js'
 /** The envelope schema version this runtime writes and the newest it reads. */
 export const HANDOFF_VERSION = 1
 
+/** The reserved name of the handoff document (the envelope's `key`). */
+export const HANDOFF_KEY = 'handoff.json'
+
 /**
  * The typed handoff payload (seed 004): who hands off to whom, what and why,
  * plus optional structured context. Unknown extra fields are kept.
@@ -39,7 +42,7 @@ export const handoffEnvelopeSchema = z.strictObject({
   _type: z.literal('agent_state_handoff'),
   version: z.literal(HANDOFF_VERSION),
   session_id: z.string().min(1),
-  key: z.literal('handoff.json'),
+  key: z.literal(HANDOFF_KEY),
   written_at: z.iso.datetime(),
   writer: writerSchema,
   handoff: handoffArtifactSchema.optional(),
@@ -51,7 +54,7 @@ export interface HandoffEnvelope {
   readonly _type: 'agent_state_handoff'
   readonly version: typeof HANDOFF_VERSION
   readonly session_id: string
-  readonly key: 'handoff.json'
+  readonly key: typeof HANDOFF_KEY
   /** RFC 3339 time of the `handoff` call. */
   readonly written_at: string
   readonly writer: WriterIdentity
@@ -90,7 +93,7 @@ export function buildHandoffEnvelope(
     _type: 'agent_state_handoff',
     version: HANDOFF_VERSION,
     session_id: sessionId,
-    key: 'handoff.json',
+    key: HANDOFF_KEY,
     written_at: new Date(now).toISOString(),
     writer,
     ...(artifact === undefined ? {} : { handoff: artifact }),

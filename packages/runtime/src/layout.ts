@@ -31,3 +31,13 @@ export function sessionDataPrefix(sessionId: string): string {
 export function workerSnapshotKey(workerId: string): string {
   return `${WORKERS_PREFIX}${workerId}/snapshot.json`
 }
+
+// --- seeds 000/004 conformance (runtime-seeds) ---
+
+/** A pending by-id suspend request (`suspendWorker` of a running worker); sibling of the snapshot. */
+export function workerSuspendRequestKey(workerId: string): string {
+  return `${WORKERS_PREFIX}${workerId}/suspend-request.json`
+}
+
+/** Prefix of quarantined records: `quarantine/<id>/record` (the bytes) and `quarantine/<id>/report.json`. */
+export const QUARANTINE_PREFIX = 'quarantine/'

@@ -37,7 +37,8 @@ export type ResumeConditionsInput = z.input<typeof resumeConditionsSchema>
  * Validates resume conditions; `null`/`undefined` give `null`.
  *
  * @throws `INVALID_RESUME_CONDITIONS` with `context.path` naming the failing
- *   field (for example `timeout.durationMinutes`).
+ *   field (for example `timeout.durationMinutes`); `UNSUPPORTED_TIMEOUT_ACTION`
+ *   for an `onTimeout` outside {@link TIMEOUT_ACTIONS}.
  */
 export function parseResumeConditions(input: unknown): ResumeConditions | null {
   if (input === null || input === undefined) return null
@@ -46,6 +47,17 @@ export function parseResumeConditions(input: unknown): ResumeConditions | null {
   const issue = parsed.error.issues[0]
   const keys = issue?.code === 'unrecognized_keys' ? issue.keys : []
   const path = [...(issue?.path ?? []), ...keys.slice(0, 1)].join('.')
+  // The seed gives an unsupported timeout action its own diagnostic (HARN-SUS-008).
+  const unsupportedAction = parsed.error.issues.find(
+    (i) => i.path.join('.') === 'timeout.onTimeout',
+  )
+  if (unsupportedAction !== undefined) {
+    throw runtimeError(
+      'UNSUPPORTED_TIMEOUT_ACTION',
+      `Unsupported timeout.onTimeout: expected one of ${TIMEOUT_ACTIONS.join(', ')}`,
+      { path: 'timeout.onTimeout', supported: [...TIMEOUT_ACTIONS] },
+    )
+  }
   throw runtimeError(
     'INVALID_RESUME_CONDITIONS',
     `Invalid resume conditions at ${path || '(root)'}: ${issue?.message ?? 'invalid'}`,

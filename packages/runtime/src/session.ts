@@ -3,7 +3,6 @@ import {
   assertValidKey,
   type Backend,
   type Clock,
-  isAgentStateError,
   normalizeWriter,
   systemClock,
   utf8ByteLength,
@@ -17,19 +16,45 @@ import {
   guardedPut,
   processWarningListener,
 } from './conflict-policy.js'
-import { runtimeError } from './errors.js'
-import { buildHandoffEnvelope, decodeHandoffEnvelope, type HandoffEnvelope } from './handoff.js'
+import {
+  buildHandoffEnvelope,
+  decodeHandoffEnvelope,
+  HANDOFF_KEY,
+  type HandoffEnvelope,
+} from './handoff.js'
 import { assertSessionId, uuidv7 } from './ids.js'
-import { handoffKey, sessionDataPrefix, sessionMarkerKey } from './layout.js'
+import { handoffKey, sessionDataPrefix } from './layout.js'
+import { redactLocation, type StateHandle } from './session-handle.js'
+import {
+  createMarker,
+  type PolicyOverride,
+  readMarker,
+  recordOverride,
+  weakerThan,
+} from './session-marker.js'
 
 /** Options of {@link openSession} and {@link resumeSession}. */
 export interface SessionOptions {
   /** The session to open; default a fresh UUIDv7. See `ID_PATTERN` for the allowed form. */
   readonly sessionId?: string
-  /** Who writes through this handle: a writer id, or a full identity (its `sessionId` is filled in). */
+  /**
+   * Who writes through this handle: a writer id, or a full identity. Its
+   * `sessionId` is filled in; `stageId` and `workerId` default to `writerId`.
+   */
   readonly writer: string | Omit<WriterIdentity, 'sessionId'>
-  /** What to do when another writer wrote a key last. Default `ignore`. */
+  /**
+   * What to do when another writer wrote a key last. A new session stores its
+   * policy (default `ignore`); a reopened session applies the stored policy
+   * when this is left out. Choosing a weaker policy than the session's is
+   * allowed, and recorded in the session marker.
+   */
   readonly conflictPolicy?: ConflictPolicy
+  /**
+   * Where the backend lives (the root directory or URL it was opened with),
+   * reported by `handle.root` with credentials removed. The Backend contract
+   * does not expose it, so the caller passes it. Default: `null`.
+   */
+  readonly location?: string
   /** Receives warnings under `warn`. Default: `process.emitWarning` with code `WRITER_CONFLICT`. */
   readonly onConflict?: ConflictListener
   /** Clock for handoff timestamps. Default `Date.now`. */
@@ -42,13 +67,22 @@ const optionsSchema = z.object({
   conflictPolicy: z.enum(['ignore', 'warn', 'error']).optional(),
   onConflict: z.custom<ConflictListener>((value) => typeof value === 'function').optional(),
   clock: z.custom<Clock>((value) => typeof value === 'function').optional(),
+  location: z.string().optional(),
 })
 
 /** A session-scoped view of a backend: user keys, a handoff document, writer discipline. */
 export interface Session {
   readonly sessionId: string
-  readonly writer: WriterIdentity
+  /** The writer identity, with `sessionId`, `stageId` and `workerId` filled in. */
+  readonly writer: Required<WriterIdentity>
+  /** The policy in force for this handle. */
   readonly conflictPolicy: ConflictPolicy
+  /** The policy stored with the session (what handles that choose none get). */
+  readonly sessionConflictPolicy: ConflictPolicy
+  /** Set when this handle chose a weaker policy than the session's; recorded in the marker. */
+  readonly policyOverride: PolicyOverride | null
+  /** The stable handle shape (seed 004): backend, root, session id, handoff key, policy, writer. */
+  readonly handle: StateHandle
   /** The backend underneath (shared, not owned: closing the session does not close it). */
   readonly backend: Backend
   /** Writes text (as UTF-8) or bytes atomically under the conflict policy. */
@@ -61,52 +95,42 @@ export interface Session {
   list(): Promise<string[]>
   /** Deletes a key under the conflict policy; resolves whether it existed. Idempotent. */
   delete(key: string): Promise<boolean>
-  /** Writes the versioned handoff envelope for `summary` (any plain JSON value). */
+  /**
+   * Writes the versioned handoff envelope for `summary` (any plain JSON
+   * value), under the conflict policy like every other write.
+   */
   handoff(summary: unknown): Promise<HandoffEnvelope>
   /** The validated handoff envelope, or `null` when none was written. */
   readHandoff(): Promise<HandoffEnvelope | null>
 }
 
-const markerSchema = z.object({
-  _type: z.literal('agent_state_session'),
-  version: z.literal(1),
-  session_id: z.string(),
-})
-
 /**
  * Creates the session, or reopens it when it exists (seed 004's
- * `agent_state_init`).
+ * `agent_state_init`). A new session stores its conflict policy.
  *
- * @throws `INVALID_SESSION_ID`, `INVALID_ARGUMENT`, or a backend error.
+ * @throws `INVALID_SESSION_ID`, `INVALID_ARGUMENT`, `CORRUPT` (marker), or a backend error.
  */
 export async function openSession(backend: Backend, options: SessionOptions): Promise<Session> {
   const settings = settle(options)
   const sessionId = options.sessionId ?? uuidv7(settings.clock())
   assertSessionId(sessionId)
-  const marker = {
-    _type: 'agent_state_session',
-    version: 1,
-    session_id: sessionId,
-    created_at: new Date(settings.clock()).toISOString(),
+  const writer = { ...settings.writer, sessionId }
+  const created = await createMarker(
+    backend,
+    sessionId,
+    settings.conflictPolicy ?? 'ignore',
+    writer,
+    settings.clock(),
+  )
+  if (created) {
+    return createSession(backend, sessionId, settings, settings.conflictPolicy ?? 'ignore', null)
   }
-  try {
-    await backend.put(
-      sessionMarkerKey(sessionId),
-      new TextEncoder().encode(JSON.stringify(marker)),
-      {
-        ifNoneMatch: '*',
-        writer: { ...settings.writer, sessionId },
-      },
-    )
-  } catch (error) {
-    if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
-    await checkMarker(backend, sessionId)
-  }
-  return createSession(backend, sessionId, settings)
+  return reopen(backend, sessionId, settings)
 }
 
 /**
- * Reopens an existing session (seed 004's `agent_state_resume`).
+ * Reopens an existing session (seed 004's `agent_state_resume`), with the
+ * session's stored conflict policy unless `conflictPolicy` is given.
  *
  * @throws `SESSION_NOT_FOUND` when it was never opened.
  */
@@ -117,15 +141,38 @@ export async function resumeSession(
 ): Promise<Session> {
   const settings = settle(options)
   assertSessionId(sessionId)
-  await checkMarker(backend, sessionId)
-  return createSession(backend, sessionId, settings)
+  return reopen(backend, sessionId, settings)
+}
+
+async function reopen(backend: Backend, sessionId: string, settings: Settings): Promise<Session> {
+  const marker = await readMarker(backend, sessionId)
+  const stored = marker.conflictPolicy
+  const chosen = settings.conflictPolicy ?? stored
+  const override = weakerThan(chosen, stored)
+    ? await recordOverride(
+        backend,
+        sessionId,
+        { ...settings.writer, sessionId },
+        chosen,
+        settings.clock(),
+      )
+    : null
+  return createSession(
+    backend,
+    sessionId,
+    { ...settings, conflictPolicy: chosen },
+    stored,
+    override,
+  )
 }
 
 interface Settings {
-  readonly writer: WriterIdentity
-  readonly conflictPolicy: ConflictPolicy
+  readonly writer: Omit<Required<WriterIdentity>, 'sessionId'>
+  /** `undefined`: the session's stored policy. */
+  readonly conflictPolicy: ConflictPolicy | undefined
   readonly onConflict: ConflictListener
   readonly clock: Clock
+  readonly location: string | null
 }
 
 function settle(options: SessionOptions | Omit<SessionOptions, 'sessionId'>): Settings {
@@ -137,46 +184,44 @@ function settle(options: SessionOptions | Omit<SessionOptions, 'sessionId'>): Se
       `Invalid session options at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
     )
   }
-  const writer = normalizeWriter(
+  const given = normalizeWriter(
     typeof options.writer === 'string' ? { writerId: options.writer } : options.writer,
   )
+  // Seed 004's handle: a writer that names no stage or worker is its own stage and worker.
+  const writer = {
+    writerId: given.writerId,
+    stageId: given.stageId ?? given.writerId,
+    workerId: given.workerId ?? given.writerId,
+  }
   return {
     writer,
-    conflictPolicy: options.conflictPolicy ?? 'ignore',
+    conflictPolicy: options.conflictPolicy,
     onConflict: options.onConflict ?? processWarningListener,
     clock: options.clock ?? systemClock,
-  }
-}
-
-async function checkMarker(backend: Backend, sessionId: string): Promise<void> {
-  const found = await backend.get(sessionMarkerKey(sessionId))
-  if (found === null) {
-    throw runtimeError('SESSION_NOT_FOUND', `No session ${JSON.stringify(sessionId)}`, {
-      sessionId,
-    })
-  }
-  let ok = false
-  try {
-    const parsed = markerSchema.safeParse(JSON.parse(new TextDecoder().decode(found.value)))
-    ok = parsed.success && parsed.data.session_id === sessionId
-  } catch {
-    ok = false
-  }
-  if (!ok) {
-    throw new AgentStateError(
-      'CORRUPT',
-      `The marker of session ${JSON.stringify(sessionId)} is corrupt`,
-      {
-        context: { sessionId },
-      },
-    )
+    location: options.location === undefined ? null : redactLocation(options.location),
   }
 }
 
 const fatalDecoder = new TextDecoder('utf-8', { fatal: true })
 
-function createSession(backend: Backend, sessionId: string, settings: Settings): Session {
-  const writer: WriterIdentity = { ...settings.writer, sessionId }
+function createSession(
+  backend: Backend,
+  sessionId: string,
+  settings: Settings,
+  sessionConflictPolicy: ConflictPolicy,
+  policyOverride: PolicyOverride | null,
+): Session {
+  const writer: Required<WriterIdentity> = Object.freeze({ ...settings.writer, sessionId })
+  const policy = settings.conflictPolicy ?? sessionConflictPolicy
+  const handle: StateHandle = Object.freeze({
+    _type: 'state_handle' as const,
+    backend: backend.name,
+    root: settings.location,
+    sessionId,
+    handoffKey: HANDOFF_KEY,
+    conflictPolicy: policy,
+    writer,
+  })
   const prefix = sessionDataPrefix(sessionId)
   const maxUserKeyBytes = backend.capabilities.maxKeyBytes - utf8ByteLength(prefix)
 
@@ -188,7 +233,7 @@ function createSession(backend: Backend, sessionId: string, settings: Settings):
       key,
       storageKey: prefix + key,
       writer,
-      policy: settings.conflictPolicy,
+      policy,
       onConflict: settings.onConflict,
     }
   }
@@ -205,7 +250,10 @@ function createSession(backend: Backend, sessionId: string, settings: Settings):
   return {
     sessionId,
     writer,
-    conflictPolicy: settings.conflictPolicy,
+    conflictPolicy: policy,
+    sessionConflictPolicy,
+    policyOverride,
+    handle,
     backend,
 
     async write(key, content) {
@@ -252,9 +300,18 @@ function createSession(backend: Backend, sessionId: string, settings: Settings):
 
     async handoff(summary) {
       const envelope = buildHandoffEnvelope(sessionId, writer, summary, settings.clock())
-      await backend.put(handoffKey(sessionId), new TextEncoder().encode(JSON.stringify(envelope)), {
-        writer,
-      })
+      await guardedPut(
+        {
+          backend,
+          sessionId,
+          key: HANDOFF_KEY,
+          storageKey: handoffKey(sessionId),
+          writer,
+          policy,
+          onConflict: settings.onConflict,
+        },
+        new TextEncoder().encode(JSON.stringify(envelope)),
+      )
       return envelope
     },
 

@@ -2,12 +2,16 @@ import { z } from 'zod'
 import { auditEntrySchema } from './audit.js'
 import { canonicalJson, checksumOf, jsonValueSchema } from './canonical-json.js'
 import { runtimeError } from './errors.js'
-import { suspensionSchema } from './suspension.js'
+import { resumeConditionsSchema } from './resume-conditions.js'
+import { conditionFlags, suspensionSchema } from './suspension.js'
 
 /** The format name every worker snapshot carries. */
 export const SNAPSHOT_FORMAT = 'agent-state/worker-snapshot'
-/** The snapshot schema version this runtime writes and the only one it reads. */
-export const SNAPSHOT_SCHEMA_VERSION = 1
+/**
+ * The snapshot schema version this runtime writes. It also reads version 1
+ * (which kept condition payloads in the Suspension) and migrates it on load.
+ */
+export const SNAPSHOT_SCHEMA_VERSION = 2
 
 /** The lifecycle states (seed 000). */
 export const WORKER_STATUSES = ['running', 'suspended', 'done', 'closed'] as const
@@ -37,6 +41,15 @@ export const snapshotBodySchema = z.strictObject({
   /** The final result once done. */
   result: jsonValueSchema,
   suspension: suspensionSchema.nullable(),
+  /** The suspension's resume conditions with their payloads (never in the Suspension envelope). */
+  conditions: resumeConditionsSchema.nullable(),
+  /**
+   * Transcripts set aside by `continueTranscript: false` resumes, oldest
+   * first: the worker continues without them, but they are never destroyed.
+   */
+  transcriptArchive: z.array(
+    z.strictObject({ archivedAt: z.iso.datetime(), events: z.array(jsonValueSchema) }),
+  ),
   /** The latest resume, while running after one. */
   resume: z
     .strictObject({
@@ -109,11 +122,12 @@ export function decodeSnapshot(bytes: Uint8Array, workerId: string): SnapshotBod
       },
     )
   }
-  const { schemaVersion, checksum, body } = envelope.data
-  if (schemaVersion !== SNAPSHOT_SCHEMA_VERSION) {
+  const { schemaVersion, checksum } = envelope.data
+  let { body } = envelope.data
+  if (schemaVersion !== SNAPSHOT_SCHEMA_VERSION && schemaVersion !== 1) {
     throw runtimeError(
       'SNAPSHOT_INCOMPATIBLE',
-      `The snapshot of worker ${workerId} has schema version ${schemaVersion}; this runtime reads ${SNAPSHOT_SCHEMA_VERSION}`,
+      `The snapshot of worker ${workerId} has schema version ${schemaVersion}; this runtime reads 1 to ${SNAPSHOT_SCHEMA_VERSION}`,
       { ...context, schemaVersion, supported: SNAPSHOT_SCHEMA_VERSION },
     )
   }
@@ -129,6 +143,7 @@ export function decodeSnapshot(bytes: Uint8Array, workerId: string): SnapshotBod
       },
     )
   }
+  if (schemaVersion === 1) body = migrateV1(body)
   const parsed = snapshotBodySchema.safeParse(body)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -149,4 +164,26 @@ export function decodeSnapshot(bytes: Uint8Array, workerId: string): SnapshotBod
     )
   }
   return parsed.data
+}
+
+/**
+ * Version 1 kept the conditions' payloads inside the Suspension and had no
+ * transcript archive: move the payloads into the body, leave flags behind.
+ * Anything unexpected is left as is, for the schema check to reject.
+ */
+function migrateV1(body: unknown): unknown {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body
+  const old = body as Record<string, unknown>
+  const suspension = old.suspension as Record<string, unknown> | null | undefined
+  const conditions = resumeConditionsSchema.nullable().safeParse(suspension?.conditions ?? null)
+  if (!conditions.success) return body
+  return {
+    ...old,
+    suspension:
+      suspension === null || suspension === undefined
+        ? suspension
+        : { ...suspension, conditions: conditionFlags(conditions.data) },
+    conditions: conditions.data,
+    transcriptArchive: [],
+  }
 }

@@ -1,10 +1,38 @@
 import { z } from 'zod'
-import { resumeConditionsSchema } from './resume-conditions.js'
+import type { ResumeBy } from './resume-by.js'
+import type { ResumeConditions } from './resume-conditions.js'
 
 /** Who asked a worker to park (seed 000). */
 export const SUSPEND_INITIATORS = ['self', 'parent', 'operator', 'triggered'] as const
 /** Who asked a worker to park. */
 export type SuspendInitiator = (typeof SUSPEND_INITIATORS)[number]
+
+/**
+ * What the Suspension says about its resume conditions: presence flags and
+ * ids only. Trigger configuration can hold secrets (tokens, webhook URLs), so
+ * the payloads stay in the worker snapshot (`SnapshotBody.conditions`).
+ */
+export const conditionFlagsSchema = z.strictObject({
+  hasTrigger: z.boolean(),
+  hasTimeout: z.boolean(),
+  hasOnEvent: z.boolean(),
+  /** The trigger's own id (`conditions.trigger.id`), when it names one. */
+  triggerId: z.string().nullable(),
+})
+
+/** See {@link conditionFlagsSchema}. */
+export type ConditionFlags = z.infer<typeof conditionFlagsSchema>
+
+/** The presence flags and ids of `conditions`, or `null` when the worker is parked open. */
+export function conditionFlags(conditions: ResumeConditions | null): ConditionFlags | null {
+  if (conditions === null) return null
+  return {
+    hasTrigger: conditions.trigger !== undefined,
+    hasTimeout: conditions.timeout !== undefined,
+    hasOnEvent: conditions.onEvent !== undefined,
+    triggerId: conditions.trigger?.id ?? null,
+  }
+}
 
 /**
  * The Suspension envelope (seed 000): what a parked worker returns to its
@@ -18,7 +46,8 @@ export const suspensionSchema = z.strictObject({
   handle: z.strictObject({ workerId: z.string(), snapshotKey: z.string() }),
   reason: z.string().min(1),
   initiator: z.enum(SUSPEND_INITIATORS),
-  conditions: resumeConditionsSchema.nullable(),
+  /** Which conditions may wake the worker (flags and ids), or `null`: parked open. */
+  conditions: conditionFlagsSchema.nullable(),
   /** Completed loop turns. */
   iterationsCompleted: z.int().nonnegative(),
   /** RFC 3339. */
@@ -27,9 +56,9 @@ export const suspensionSchema = z.strictObject({
   suspendedAtTurn: z.int().nonnegative().nullable(),
   /** The key of the persisted snapshot in the backend. */
   snapshotKey: z.string(),
-  /** Who owns the resume, for example `"ResumeBy.parent_llm"`. */
+  /** Who owns the resume, as the `resumeBy` dispatch decided: for example `"ResumeBy.parent_llm"`. */
   resumeByMechanism: z.string().nullable(),
-  /** A registered trigger id that will resume the worker. */
+  /** The trigger id the resume owner registered, when it registered one. */
   autoResumeTrigger: z.string().nullable(),
 })
 
@@ -40,12 +69,15 @@ export type Suspension = z.infer<typeof suspensionSchema>
 export interface SuspendRequest {
   /** Why the worker parks; trimmed, must not be empty. */
   readonly reason: string
-  /** Default `self`. */
+  /** Default `self` (`operator` for `suspendWorker`); anything else is `INVALID_INITIATOR`. */
   readonly initiator?: SuspendInitiator
-  /** What may wake it; validated (`INVALID_RESUME_CONDITIONS`). */
+  /** What may wake it; validated (`INVALID_RESUME_CONDITIONS`, `UNSUPPORTED_TIMEOUT_ACTION`). */
   readonly conditions?: unknown
   /** The loop turn index, when known. */
   readonly suspendedAtTurn?: number
-  readonly resumeByMechanism?: string
-  readonly autoResumeTrigger?: string
+  /**
+   * Who owns the resume (seed 000's `resume_by`); default
+   * `defaultResumeBy`. Overrides the handle's `resumeBy` option.
+   */
+  readonly resumeBy?: ResumeBy
 }

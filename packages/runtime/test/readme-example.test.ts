@@ -44,6 +44,8 @@ describe('the README example: suspend in one process, resume in another', () => 
         })
         expect(stored.audit.map((entry) => entry.event)).toEqual([
           'worker_started',
+          'resume_by_declined',
+          'resume_by_dispatched',
           'worker_suspended',
           'worker_resumed',
           'worker_completed',

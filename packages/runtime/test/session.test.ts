@@ -10,6 +10,14 @@ import {
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 
+/** A writer identity with the seed's defaults filled in. */
+const identity = (writerId: string, sessionId: string) => ({
+  writerId,
+  stageId: writerId,
+  workerId: writerId,
+  sessionId,
+})
+
 describe.each(BACKENDS)('sessions on $name', (factory) => {
   let fixture: BackendFixture
   beforeEach(() => {
@@ -25,7 +33,13 @@ describe.each(BACKENDS)('sessions on $name', (factory) => {
     expect(session.sessionId).toMatch(
       /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
     )
-    expect(session.writer).toEqual({ writerId: 'planner', sessionId: session.sessionId })
+    // Seed 004: stageId and workerId default to the writer id.
+    expect(session.writer).toEqual({
+      writerId: 'planner',
+      stageId: 'planner',
+      workerId: 'planner',
+      sessionId: session.sessionId,
+    })
     await session.write('plan.md', '# Plan')
     const again = await openSession(fixture.create(), {
       sessionId: session.sessionId,
@@ -251,10 +265,7 @@ describe.each(BACKENDS)('sessions on $name', (factory) => {
       await a.write('k', 'from a')
       await b.write('k', 'from b')
       expect(await a.read('k')).toBe('from b')
-      expect((await backend.head('sessions/s/data/k'))?.writer).toEqual({
-        writerId: 'b',
-        sessionId: 's',
-      })
+      expect((await backend.head('sessions/s/data/k'))?.writer).toEqual(identity('b', 's'))
     })
 
     it('warn writes and reports through the hook', async () => {
@@ -277,8 +288,8 @@ describe.each(BACKENDS)('sessions on $name', (factory) => {
           sessionId: 's',
           key: 'k',
           operation: 'write',
-          previousWriter: { writerId: 'a', sessionId: 's' },
-          writer: { writerId: 'b', sessionId: 's' },
+          previousWriter: identity('a', 's'),
+          writer: identity('b', 's'),
         },
       ])
     })

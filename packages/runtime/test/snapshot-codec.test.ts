@@ -11,6 +11,8 @@ const body: SnapshotBody = {
   summary: null,
   result: null,
   suspension: null,
+  conditions: null,
+  transcriptArchive: [],
   resume: null,
   owner: { holder: 'h', token: 3 },
   createdAt: '2026-01-01T00:00:00.000Z',
@@ -36,7 +38,7 @@ describe('snapshot codec', () => {
   it('round-trips with a schema version and a checksum', () => {
     const encoded = encodeSnapshot(body)
     const envelope = JSON.parse(text(encoded))
-    expect(envelope).toMatchObject({ format: 'agent-state/worker-snapshot', schemaVersion: 1 })
+    expect(envelope).toMatchObject({ format: 'agent-state/worker-snapshot', schemaVersion: 2 })
     expect(envelope.checksum).toBe(checksumOf(body))
     expect(decodeSnapshot(encoded, 'w1')).toEqual(body)
   })
@@ -71,11 +73,59 @@ describe('snapshot codec', () => {
 
   it('rejects another schema version as SNAPSHOT_INCOMPATIBLE', () => {
     const envelope = JSON.parse(text(encodeSnapshot(body)))
-    for (const schemaVersion of [2, 99]) {
+    for (const schemaVersion of [3, 99]) {
       expect(codeOf(() => decodeSnapshot(bytes({ ...envelope, schemaVersion }), 'w1'))).toBe(
         'SNAPSHOT_INCOMPATIBLE',
       )
     }
+  })
+
+  it('reads a version 1 snapshot, moving condition payloads out of the Suspension', () => {
+    const suspension = {
+      status: 'suspended',
+      handle: { workerId: 'w1', snapshotKey: 'workers/w1/snapshot.json' },
+      reason: 'wait',
+      initiator: 'self',
+      conditions: {
+        trigger: { provider: 'github', id: 't-1', config: { token: 'ghp_secret' } },
+        timeout: { durationMinutes: 5, onTimeout: 'fail' },
+      },
+      iterationsCompleted: 2,
+      suspendedAt: '2026-01-01T00:00:00.000Z',
+      suspendedAtTurn: null,
+      snapshotKey: 'workers/w1/snapshot.json',
+      resumeByMechanism: null,
+      autoResumeTrigger: null,
+    }
+    const {
+      conditions: _c,
+      transcriptArchive: _t,
+      ...v1Body
+    } = {
+      ...body,
+      status: 'suspended' as const,
+      owner: null,
+      suspension,
+    }
+    const v1 = {
+      format: 'agent-state/worker-snapshot',
+      schemaVersion: 1,
+      checksum: checksumOf(v1Body),
+      body: v1Body,
+    }
+    const decoded = decodeSnapshot(bytes(v1), 'w1')
+    expect(decoded.conditions).toEqual(suspension.conditions)
+    expect(decoded.suspension?.conditions).toEqual({
+      hasTrigger: true,
+      hasTimeout: true,
+      hasOnEvent: false,
+      triggerId: 't-1',
+    })
+    expect(JSON.stringify(decoded.suspension)).not.toContain('ghp_secret')
+    expect(decoded.transcriptArchive).toEqual([])
+    // The v1 checksum still guards the v1 bytes.
+    const tampered = { ...v1, body: { ...v1Body, iterationsCompleted: 9 } }
+    expect(codeOf(() => decodeSnapshot(bytes(tampered), 'w1'))).toBe('SNAPSHOT_CORRUPT')
   })
 
   it('refuses to encode a snapshot that breaks its own schema', () => {

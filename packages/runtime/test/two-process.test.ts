@@ -19,7 +19,7 @@ describe.each(MULTI_PROCESS_BACKENDS)(
       rmSync(dir, { recursive: true, force: true })
     })
 
-    it('exactly one process resumes; the other gets CONCURRENT_RESUME or WORKER_NOT_SUSPENDED', async () => {
+    it('exactly one process resumes; the other gets CONCURRENT_RESUME', async () => {
       const backend = await target.open('race')
       try {
         for (let round = 0; round < 3; round++) {
@@ -43,7 +43,8 @@ describe.each(MULTI_PROCESS_BACKENDS)(
           const winners = results.filter((r) => r.outcome === 'won')
           expect(winners, JSON.stringify(results)).toHaveLength(1)
           const loser = results.find((r) => r.outcome !== 'won')
-          expect(['CONCURRENT_RESUME', 'WORKER_NOT_SUSPENDED']).toContain(loser?.outcome)
+          // Deterministic whether the loser looked before or after the winner flipped the state.
+          expect(loser?.outcome, JSON.stringify(results)).toBe('CONCURRENT_RESUME')
           const stored = await inspectWorker(backend, workerId)
           const resumes = stored.audit.filter((entry) => entry.event === 'worker_resumed')
           expect(resumes).toHaveLength(1)

@@ -13,6 +13,7 @@ import {
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { withFailingPuts } from './failing-backend.js'
+import { withRecording, withSkewedLeaseClock } from './recording-backend.js'
 
 describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
   let fixture: BackendFixture
@@ -48,8 +49,9 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
       handle: { workerId: 'w1', snapshotKey: workerSnapshotKey('w1') },
       reason: 'waiting for review',
       initiator: 'self',
-      conditions: { timeout: { durationMinutes: 30, onTimeout: 'resume_with_summary' } },
+      conditions: { hasTrigger: false, hasTimeout: true, hasOnEvent: false, triggerId: null },
       iterationsCompleted: 2,
+      resumeByMechanism: 'ResumeBy.parent_llm',
     })
     expect(JSON.stringify(suspension)).not.toContain('secret transcript text')
 
@@ -73,11 +75,15 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     })
     expect(final.audit.map((entry) => entry.event)).toEqual([
       'worker_started',
+      'resume_by_declined',
+      'resume_by_dispatched',
       'worker_suspended',
       'worker_resumed',
       'worker_completed',
     ])
     expect(final.audit.map((entry) => entry.holder)).toEqual([
+      'host-a',
+      'host-a',
       'host-a',
       'host-a',
       'host-b',
@@ -121,7 +127,8 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     await closeWorker(fixture.create(), 'running')
     await closeWorker(fixture.create(), 'running')
     expect(await codeOf(resumeWorker(fixture.create(), 'running'))).toBe('WORKER_CLOSED')
-    expect(await codeOf(running.suspend({ reason: 'y' }))).toBe('resolved')
+    // The state on storage decides, not the handle's cached Suspension (HARN-SUS-001).
+    expect(await codeOf(running.suspend({ reason: 'y' }))).toBe('WORKER_NOT_RUNNING')
     expect((await inspectWorker(backend, 'running')).status).toBe('closed')
 
     expect(await codeOf(resumeWorker(backend, 'nobody'))).toBe('SNAPSHOT_MISSING')
@@ -136,7 +143,6 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     const bad = [
       [{ timeout: { durationMinutes: 0 } }, 'timeout.durationMinutes'],
       [{ timeout: { durationMinutes: 1.5 } }, 'timeout.durationMinutes'],
-      [{ timeout: { durationMinutes: 5, onTimeout: 'explode' } }, 'timeout.onTimeout'],
       [{ onEvent: '  ' }, 'onEvent'],
       [{ trigger: { provider: 'GitHub!' } }, 'trigger.provider'],
       [{ surprise: true }, 'surprise'],
@@ -146,6 +152,18 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
       expect(isAgentStateError(error, 'INVALID_RESUME_CONDITIONS')).toBe(true)
       expect((error as { context: { path: string } }).context.path).toBe(path)
     }
+    const unsupported = await worker
+      .suspend({
+        reason: 'r',
+        conditions: { timeout: { durationMinutes: 5, onTimeout: 'explode' } },
+      })
+      .catch((e: unknown) => e)
+    expect(isAgentStateError(unsupported, 'UNSUPPORTED_TIMEOUT_ACTION')).toBe(true)
+    expect((unsupported as { context: { path: string } }).context.path).toBe('timeout.onTimeout')
+    expect(await codeOf(worker.suspend({ reason: 'r', initiator: 'boss' as 'self' }))).toBe(
+      'INVALID_INITIATOR',
+    )
+    expect(await codeOf(worker.complete({ at: new Date() } as never))).toBe('INVALID_WORKER_RESULT')
     expect(worker.status).toBe('running')
     await worker.suspend({
       reason: 'wait',
@@ -209,16 +227,20 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     )
     const winners = outcomes.filter((o) => o.startsWith('won:'))
     expect(winners).toHaveLength(1)
-    for (const loser of outcomes.filter((o) => !o.startsWith('won:'))) {
-      expect(['CONCURRENT_RESUME', 'WORKER_NOT_SUSPENDED']).toContain(loser)
-    }
-    expect(outcomes.filter((o) => o === 'CONCURRENT_RESUME').length).toBeGreaterThan(0)
+    // Deterministic: every loser gets CONCURRENT_RESUME (HARN-SUS-006), never WORKER_NOT_SUSPENDED.
+    expect(outcomes.filter((o) => !o.startsWith('won:'))).toEqual(
+      Array.from({ length: 5 }, () => 'CONCURRENT_RESUME'),
+    )
+    // A latecomer that looks only after the winner flipped the state gets the same code.
+    expect(await codeOf(resumeWorker(fixture.create(), 'w1', { holder: 'late' }))).toBe(
+      'CONCURRENT_RESUME',
+    )
     const stored = await inspectWorker(fixture.create(), 'w1')
     expect(stored.owner?.holder).toBe(winners[0]?.slice(4))
   })
 
   it('fences a stale owner: its writes after a takeover fail with LEASE_LOST', async () => {
-    const backend = fixture.create()
+    const backend = withRecording(fixture.create())
     const stale = await startWorker(backend, {
       workerId: 'w1',
       holder: 'old',
@@ -230,8 +252,16 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     const takeover = await fixture
       .create()
       .acquireLease(workerSnapshotKey('w1'), { holder: 'new', ttlMs: 60_000 })
+    const staleToken = stale.lease?.token ?? 0
+    backend.calls.length = 0
     expect(await codeOf(stale.checkpoint({ state: 'stale write' }))).toBe('LEASE_LOST')
     expect(await codeOf(stale.suspend({ reason: 'late' }))).toBe('LEASE_LOST')
+    // The refusal comes from the fenced write itself, not from a renewal before it.
+    const snapshotWrites = { op: 'put', key: workerSnapshotKey('w1'), token: staleToken }
+    expect(backend.calls).toEqual([
+      { ...snapshotWrites, outcome: 'LEASE_LOST' },
+      { ...snapshotWrites, outcome: 'LEASE_LOST' },
+    ])
     expect(stale.status).toBe('running')
     expect((await inspectWorker(backend, 'w1')).state).toBe('old')
     expect(takeover.token).toBeGreaterThan(stale.lease?.token ?? Number.POSITIVE_INFINITY)
@@ -253,6 +283,25 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     await worker.suspend({ reason: 'pause' })
     expect(await codeOf(worker.heartbeat())).toBe('WORKER_NOT_RUNNING')
   })
+
+  it('renews on the lease clock: a skewed server clock neither stops nor forces renewals', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    // Server an hour ahead: comparing its expiresAt with Date.now() would never renew.
+    const ahead = withSkewedLeaseClock(fixture.create(), 3_600_000)
+    const worker = await startWorker(ahead, { workerId: 'ahead', leaseTtlMs: 3000 })
+    // Server an hour behind: that comparison would renew on every write.
+    const behind = withSkewedLeaseClock(fixture.create(), -3_600_000)
+    const other = await startWorker(behind, { workerId: 'behind', leaseTtlMs: 3000 })
+    await other.checkpoint({ state: 'fresh lease' })
+    expect(behind.renewals).toBe(0)
+    await sleep(1700)
+    await worker.checkpoint({ state: 1 }) // past half the TTL: renews
+    expect(ahead.renewals).toBe(1)
+    await sleep(1700)
+    // Past the first expiry: only the renewal above keeps this write ours.
+    await worker.checkpoint({ state: 2 })
+    expect((await inspectWorker(fixture.create(), 'ahead')).state).toBe(2)
+  }, 60_000)
 
   it('a resumed owner supersedes the previous handle of the same worker', async () => {
     const first = await startWorker(fixture.create(), { workerId: 'w1', holder: 'a' })
@@ -290,6 +339,15 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     expect(fresh.summary).toBe('so far')
     expect(fresh.resumeInput).toBe('new plan')
     expect(fresh.takeResumeReminder()).toBeNull()
+    // Starting over does not destroy the stored transcript: it is archived in the snapshot.
+    const archived = await inspectWorker(fixture.create(), 'w1')
+    expect(archived.transcript).toEqual([])
+    expect(archived.transcriptArchive.map((entry) => entry.events)).toEqual([['t1', 't2']])
+    await fresh.checkpoint({ transcript: ['n1'] })
+    await fresh.suspend({ reason: 'third' })
+    const third = await resumeWorker(backend, 'w1', { continueTranscript: false })
+    expect(third.transcript).toEqual([])
+    expect(third.transcriptArchive.map((entry) => entry.events)).toEqual([['t1', 't2'], ['n1']])
   })
 
   it('pre-hooks can deny, with an audit entry; hook payloads hold no transcript or input', async () => {
@@ -323,6 +381,8 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     expect(stored.audit.map((entry) => entry.event)).toEqual([
       'worker_started',
       'pre_suspend_denied',
+      'resume_by_declined',
+      'resume_by_dispatched',
       'worker_suspended',
       'pre_resume_denied',
     ])
@@ -356,7 +416,7 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_CORRUPT')
     await put(text.slice(0, text.length / 2))
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_CORRUPT')
-    await put(text.replace('"schemaVersion":1', '"schemaVersion":2'))
+    await put(text.replace('"schemaVersion":2', '"schemaVersion":3'))
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_INCOMPATIBLE')
     expect(await codeOf(inspectWorker(backend, 'w1'))).toBe('SNAPSHOT_INCOMPATIBLE')
     await backend.put(key, original)
