@@ -157,10 +157,12 @@ export async function resumeWorker(
         denial: denied.reason,
       })
     }
+    // A request still pending on a parked worker is a leftover (its run did park). Dropped before
+    // the flip: until then a by-id suspend sees the worker parked and stores nothing, so a request
+    // made for the new run cannot be lost here. A recovered run keeps its request: it never parked.
+    if (body.status === 'suspended') await clearSuspendRequest(backend, workerId)
     const next = resumedBody(body, lease, settings.clock, { input, continueTranscript, cause })
     const meta = await storeSnapshot(backend, next, lease, { ifMatch: loaded.version })
-    // A request made while the previous run was live targeted that run.
-    await clearSuspendRequest(backend, workerId)
     const worker = new Worker({
       backend,
       body: next,

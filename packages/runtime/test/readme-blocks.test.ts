@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RUNTIME_ERROR_CODES } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
@@ -72,6 +73,30 @@ describe('the runtime README', () => {
     },
     60_000,
   )
+
+  it('ts blocks type-check under the strict repository settings', () => {
+    const files = tsBlocks.map((code, index) => {
+      const file = join(codeDir, `typed-${index}.ts`)
+      writeFileSync(file, code)
+      return file
+    })
+    const configPath = join(PACKAGE_DIR, 'tsconfig.json')
+    const config = ts.parseJsonConfigFileContent(
+      ts.readConfigFile(configPath, ts.sys.readFile).config,
+      ts.sys,
+      PACKAGE_DIR,
+    )
+    const program = ts.createProgram(files, { ...config.options, noEmit: true })
+    const problems = ts
+      .getPreEmitDiagnostics(program)
+      .filter((d) => d.file === undefined || files.includes(d.file.fileName))
+      .map((d) => {
+        const where = d.file?.getLineAndCharacterOfPosition(d.start ?? 0)
+        const text = ts.flattenDiagnosticMessageText(d.messageText, '\n')
+        return `${d.file?.fileName ?? ''}:${(where?.line ?? 0) + 1}: ${text}`
+      })
+    expect(problems).toEqual([])
+  }, 120_000)
 
   it('the example commands work as written, right after install', async () => {
     const [sh] = blocks('sh')
