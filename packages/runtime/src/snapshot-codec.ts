@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { auditEntrySchema } from './audit.js'
 import { canonicalJson, checksumOf, jsonValueSchema } from './canonical-json.js'
 import { runtimeError } from './errors.js'
+import { workerSnapshotKey } from './layout.js'
 import { resumeConditionsSchema } from './resume-conditions.js'
 import { conditionFlags, suspensionSchema } from './suspension.js'
 
@@ -96,10 +97,12 @@ export function encodeSnapshot(body: SnapshotBody): Uint8Array {
  * Parses and verifies a stored snapshot: JSON, envelope, schema version,
  * checksum (sha256 of the body's canonical JSON), body schema, worker id.
  *
- * @throws `SNAPSHOT_CORRUPT` or `SNAPSHOT_INCOMPATIBLE`; never returns a partial body.
+ * @throws `SNAPSHOT_CORRUPT` or `SNAPSHOT_INCOMPATIBLE` (with `context.key`: where the
+ *   snapshot is; retire it with `quarantineWorkerSnapshot`); never returns a partial body.
  */
 export function decodeSnapshot(bytes: Uint8Array, workerId: string): SnapshotBody {
-  const context = { workerId }
+  // Every failure names where the damaged snapshot is, so an operator can quarantine it.
+  const context = { workerId, key: workerSnapshotKey(workerId) }
   let raw: unknown
   try {
     raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))

@@ -414,6 +414,9 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
 
     await put(text.replace('"balance":10', '"balance":99'))
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_CORRUPT')
+    // The error names where the damaged snapshot is.
+    const corrupt = await closeWorker(backend, 'w1').catch((error: unknown) => error)
+    expect((corrupt as { context: { key: string } }).context.key).toBe(key)
     await put(text.slice(0, text.length / 2))
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_CORRUPT')
     await put(text.replace('"schemaVersion":2', '"schemaVersion":3'))
