@@ -58,6 +58,28 @@ describe.each(MULTI_PROCESS_BACKENDS)(
       }
     }, 120_000)
 
+    it('a session opened with error keeps it when another process reopens it', async () => {
+      const backend = await target.open('race')
+      try {
+        const first = await openSession(backend, {
+          sessionId: 'policy',
+          writer: 'stage-a',
+          conflictPolicy: 'error',
+        })
+        await first.write('plan.md', 'by stage-a')
+        const out = await runTs(
+          'test/fixtures/session-resume-child.ts',
+          [target.url, 'policy', 'stage-b', 'plan.md'],
+          60_000,
+          target.env,
+        )
+        expect(JSON.parse(out.trim())).toEqual({ policy: 'error', outcome: 'WRITER_CONFLICT' })
+        expect(await first.read('plan.md')).toBe('by stage-a')
+      } finally {
+        await backend.close()
+      }
+    }, 60_000)
+
     it('three processes writing one key under the error policy: exactly one succeeds', async () => {
       const startAt = String(Date.now() + 2500)
       const writers = ['proc-a', 'proc-b', 'proc-c']
