@@ -22,13 +22,21 @@ export const ENTRIES_TABLE = 'agent_state_entries'
 export const META_TABLE = 'agent_state_meta'
 /** Partial covering index of the keys that hold a value, in byte order: listings read only it. */
 export const LIVE_INDEX = 'agent_state_entries_live'
+/**
+ * Partial index of the deleted keys (version 2). With it, a listing checks
+ * that the live keys it read plus the deleted keys equal all keys the primary
+ * key has in the same range: three b-trees must agree, so damage that makes
+ * one of them skip entries is noticed.
+ */
+export const DEAD_INDEX = 'agent_state_entries_dead'
 
 const V1_COLUMNS =
   'namespace, key, version, revision, writer, updated_at, size, value, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence'
 
 /**
  * Version 1 to 2: adds the integrity checks and computes them for every
- * existing row, then rebuilds the listing index with `list_check`. Runs in
+ * existing row, then rebuilds the listing index with `list_check` and adds
+ * the index of deleted keys. Runs in
  * the migration's IMMEDIATE transaction, so other processes wait and then see
  * either the old schema (and refuse nothing: they are old too) or the new one
  * with every row checked. Rows are read in rowid pages: better-sqlite3 cannot
@@ -72,7 +80,8 @@ function addChecks(db: Database.Database): void {
   }
   db.exec(
     `CREATE INDEX ${LIVE_INDEX} ON ${ENTRIES_TABLE} (namespace, key, version, size, updated_at, list_check)
-       WHERE version IS NOT NULL;`,
+       WHERE version IS NOT NULL;
+     CREATE INDEX ${DEAD_INDEX} ON ${ENTRIES_TABLE} (namespace, key) WHERE version IS NULL;`,
   )
 }
 

@@ -1,3 +1,4 @@
+import { AgentStateError } from '@agent-state/core'
 import type Database from 'better-sqlite3'
 import type { KeyRange } from './key-range.js'
 import {
@@ -7,7 +8,7 @@ import {
   STATE_COLUMNS,
   type ValueParams,
 } from './row-codec.js'
-import { ENTRIES_TABLE, LIVE_INDEX } from './schema.js'
+import { DEAD_INDEX, ENTRIES_TABLE, LIVE_INDEX } from './schema.js'
 
 /**
  * The prepared statements of one connection, bound to one namespace. Each
@@ -33,7 +34,13 @@ export interface Statements {
   writeValue(rowid: number, params: ValueParams): void
   /** Replaces the lease columns and fence of a row, leaving the value (and the listing index) alone. */
   writeLease(rowid: number, params: LeaseParams): void
-  /** Listing: `key, version, size, updated_at, list_check` of the live keys in `range`, in byte order. */
+  /**
+   * Listing: `key, version, size, updated_at, list_check` of the live keys in
+   * `range`, in byte order, from the listing index. In one read transaction,
+   * it also counts every key of the range the rows cover through the primary
+   * key and the deleted keys through their own index: when the live rows plus
+   * the deleted keys are not all keys, an index skipped entries (`CORRUPT`).
+   */
   scan(range: KeyRange, limit: number): RawRow[]
   destroy(): void
 }
@@ -82,6 +89,71 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
   )
   const destroy = db.prepare(`DELETE FROM ${ENTRIES_TABLE} WHERE namespace = ?`)
   const scans = new Map<string, Database.Statement>()
+  const counts = new Map<string, Database.Statement>()
+
+  /** `count(*)` of all keys (primary key) or deleted keys (their index) from `from` up to `upper`. */
+  function countStatement(
+    dead: boolean,
+    inclusive: boolean,
+    upper: 'none' | 'le' | 'lt',
+  ): Database.Statement {
+    const shape = `${dead ? 'dead' : 'all'}-${inclusive ? 'ge' : 'gt'}-${upper}`
+    let statement = counts.get(shape)
+    if (statement === undefined) {
+      const bound = upper === 'none' ? '' : `AND key ${upper === 'le' ? '<=' : '<'} ?`
+      statement = db
+        .prepare(
+          `SELECT count(*) FROM ${ENTRIES_TABLE} ${dead ? `INDEXED BY ${DEAD_INDEX}` : ''}
+           WHERE namespace = ? ${dead ? 'AND version IS NULL' : ''}
+             AND key ${inclusive ? '>=' : '>'} ? ${bound}`,
+        )
+        .pluck()
+      counts.set(shape, statement)
+    }
+    return statement
+  }
+
+  function count(
+    dead: boolean,
+    range: KeyRange,
+    upper: { key: string; inclusive: boolean } | undefined,
+  ) {
+    const shape = upper === undefined ? 'none' : upper.inclusive ? 'le' : 'lt'
+    const statement = countStatement(dead, range.inclusive, shape)
+    const value =
+      upper === undefined
+        ? statement.get(namespace, range.from)
+        : statement.get(namespace, range.from, upper.key)
+    return value as number
+  }
+
+  const scanChecked = db.transaction((range: KeyRange, limit: number): RawRow[] => {
+    const statement = scanStatement(range.inclusive, range.to !== undefined)
+    const rows = (
+      range.to === undefined
+        ? statement.all(namespace, range.from, limit)
+        : statement.all(namespace, range.from, range.to, limit)
+    ) as RawRow[]
+    const lastKey = rows.length === limit ? rows[rows.length - 1]?.[0] : undefined
+    // A key that is not text is damage the row decoding reports; nothing to bound a count by.
+    if (rows.length === limit && typeof lastKey !== 'string') return rows
+    const upper =
+      typeof lastKey === 'string'
+        ? { key: lastKey, inclusive: true }
+        : range.to === undefined
+          ? undefined
+          : { key: range.to, inclusive: false }
+    const all = count(false, range, upper)
+    const dead = count(true, range, upper)
+    if (all !== rows.length + dead) {
+      throw new AgentStateError(
+        'CORRUPT',
+        `The SQLite listing indexes disagree: ${rows.length} live and ${dead} deleted keys, but ${all} keys in the range; an index is damaged (PRAGMA integrity_check shows where)`,
+        { context: { live: rows.length, deleted: dead, all, after: range.from } },
+      )
+    }
+    return rows
+  })
 
   function scanStatement(inclusive: boolean, bounded: boolean): Database.Statement {
     const shape = `${inclusive ? 'ge' : 'gt'}${bounded ? '-to' : ''}`
@@ -107,14 +179,8 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
     writeLease: (rowid, params) => {
       writeLease.run(...params, rowid)
     },
-    scan(range, limit) {
-      const statement = scanStatement(range.inclusive, range.to !== undefined)
-      const rows =
-        range.to === undefined
-          ? statement.all(namespace, range.from, limit)
-          : statement.all(namespace, range.from, range.to, limit)
-      return rows as RawRow[]
-    },
+    // Deferred: a read-only transaction takes no lock in WAL mode, just a consistent snapshot.
+    scan: (range, limit) => scanChecked.deferred(range, limit),
     destroy: () => {
       destroy.run(namespace)
     },
