@@ -60,8 +60,6 @@ async function startStaller(target: URL): Promise<Staller> {
       lines.length = 0
       child.stdin?.write(`${mode}\n`)
       await waitFor(`mode ${mode}`)
-      // Let the client see its pooled connections close, so no attempt lands on a dead one.
-      await new Promise((resolve) => setTimeout(resolve, 200))
     },
   }
 }
@@ -103,17 +101,27 @@ afterAll(async () => {
   staller.child.kill()
 })
 
-/** A backend through the stalling server, with its start-up probe done while it still forwards. */
-async function throughStaller(): Promise<Backend> {
+/**
+ * Switches the stalling server to `mode` and returns a backend through it
+ * whose start-up probe (cached per endpoint and bucket) was done while the
+ * server still forwarded. The returned backend is a fresh one: it has no
+ * pooled connection from the forwarding phase that an attempt could land on.
+ */
+async function throughStaller(mode: Mode): Promise<Backend> {
   await staller.setMode('pass')
-  const backend = openTestBackend(freshNamespace('hang'), {
+  const namespace = freshNamespace('hang')
+  const options = {
     endpoint: staller.endpoint,
     requestTimeoutMs: TIMEOUT_MS,
     readAttempts: READ_ATTEMPTS,
     writeAttempts: WRITE_ATTEMPTS,
-  })
+  }
+  const warm = openTestBackend(namespace, options)
+  opened.push(warm)
+  await warm.put('warm-up', bytes('probe done'))
+  await staller.setMode(mode)
+  const backend = openTestBackend(namespace, options)
   opened.push(backend)
-  await backend.put('warm-up', bytes('probe done'))
   return backend
 }
 
@@ -134,8 +142,7 @@ describe.each([
   ['answers the headers, then stalls the body', 'stall'],
 ] as const)('s3 backend against a server that %s', (_label, mode) => {
   it('fails a read with UNAVAILABLE within readAttempts × requestTimeoutMs', async () => {
-    const backend = await throughStaller()
-    await staller.setMode(mode)
+    const backend = await throughStaller(mode)
     const bound = READ_ATTEMPTS * TIMEOUT_MS + SLACK_MS
     const { error, elapsed, hung } = await settle(() => backend.get('warm-up'), bound)
     expect(hung).toBe(false)
@@ -148,8 +155,7 @@ describe.each([
   })
 
   it('fails a listing with UNAVAILABLE within readAttempts × requestTimeoutMs', async () => {
-    const backend = await throughStaller()
-    await staller.setMode(mode)
+    const backend = await throughStaller(mode)
     const bound = READ_ATTEMPTS * TIMEOUT_MS + SLACK_MS
     const { error, hung } = await settle(() => backend.list({ prefix: '' }), bound)
     expect(hung).toBe(false)
@@ -159,8 +165,7 @@ describe.each([
   })
 
   it('fails a write with INDETERMINATE within (writeAttempts + readAttempts) × requestTimeoutMs', async () => {
-    const backend = await throughStaller()
-    await staller.setMode(mode)
+    const backend = await throughStaller(mode)
     // writeAttempts PutObjects, then a read-back of readAttempts GetObjects.
     const bound = (WRITE_ATTEMPTS + READ_ATTEMPTS) * TIMEOUT_MS + SLACK_MS
     // Create-only goes straight to PutObject (a plain put of an unseen key reads it first).
