@@ -17,8 +17,12 @@ type Arg = string | Buffer
  *   command in flight when the connection drops is rejected (`INDETERMINATE`)
  *   instead of being silently re-sent after reconnecting;
  * - `commandTimeout`: a command without a reply fails (`INDETERMINATE`).
- * ioredis keeps reconnecting in the background; an operation issued while it
- * is not ready waits up to `connectTimeoutMs` for it, then fails `UNAVAILABLE`.
+ * An operation issued while the client is not ready waits up to
+ * `connectTimeoutMs` for it, then fails `UNAVAILABLE`. A wait that fails
+ * (refused, wrong password, timeout) also disconnects and drops the client:
+ * ioredis would otherwise reconnect in the background forever, keeping the
+ * process alive and, after a refused password, re-sending it several times a
+ * second. The next operation opens a fresh client (one attempt per call).
  */
 export interface RedisConnection {
   /** Runs a script by SHA, loading it with EVAL on `NOSCRIPT`. String replies. */
@@ -92,13 +96,32 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     return created
   }
 
+  /**
+   * Stops a client that failed to become ready: no reconnect timer, no socket.
+   * Waiters still on it see its 'end' and fail with its last error.
+   */
+  function abandon(c: Client): void {
+    if (client === c) client = undefined
+    c.disconnect()
+  }
+
   /** Resolves the client once ready; rejects `UNAVAILABLE` (or `CLOSED`). */
   async function ready(operation: string): Promise<Client> {
     if (closed) throw new AgentStateError('CLOSED', 'The redis backend is closed')
     const c = open()
     if (c.status === 'ready') return c
     if (c.status === 'wait') c.connect().catch(() => {})
-    await new Promise<void>((resolve, reject) => {
+    try {
+      await waitUntilReady(c, operation)
+    } catch (error) {
+      abandon(c)
+      throw error
+    }
+    return c
+  }
+
+  function waitUntilReady(c: Client, operation: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const cleanup = () => {
         clearTimeout(timer)
         c.off('ready', onReady)
@@ -143,7 +166,6 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       if (c.status === 'ready') onReady()
       else if (c.status === 'end') onEnd()
     })
-    return c
   }
 
   async function evalScript(

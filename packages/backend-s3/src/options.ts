@@ -47,11 +47,14 @@ export const s3OptionsSchema = z.object({
     .optional(),
   /** Longest object key the server accepts, in UTF-8 bytes. Default 1024 (AWS S3). */
   maxObjectKeyBytes: z.number().int().min(64).optional(),
-  /** Abort a request with no response after this many ms (the write then is ambiguous). Default 30 000. */
+  /**
+   * Deadline of each request in ms, covering status, headers and the whole
+   * body; a timed-out write is ambiguous. Default 30 000.
+   */
   requestTimeoutMs: z.number().int().positive().optional(),
   /** Give up connecting after this many ms (nothing was sent). Default 5000. */
   connectTimeoutMs: z.number().int().positive().optional(),
-  /** SDK attempts for reads and listings (they are idempotent). Default 3. */
+  /** Attempts of each read, listing page and namespace delete (they are idempotent). Default 3. */
   readAttempts: z.number().int().min(1).max(10).optional(),
   /**
    * How often one conditional write is sent when the outcome is ambiguous
@@ -97,11 +100,15 @@ export interface S3BackendOptions {
   readonly maxValueBytes?: number
   /** Longest object key the server accepts, in UTF-8 bytes. Default 1024 (AWS S3). */
   readonly maxObjectKeyBytes?: number
-  /** Abort a request with no response after this many ms (a write then is ambiguous). Default 30 000. */
+  /**
+   * Deadline of each request in ms, covering status, headers and the whole
+   * body; a timed-out read is `UNAVAILABLE`, a timed-out write ambiguous
+   * (resent, read back, else `INDETERMINATE`). Default 30 000.
+   */
   readonly requestTimeoutMs?: number
   /** Give up connecting after this many ms (nothing was sent). Default 5000. */
   readonly connectTimeoutMs?: number
-  /** SDK attempts for reads and listings (they are idempotent). Default 3. */
+  /** Attempts of each read, listing page and namespace delete (they are idempotent). Default 3. */
   readonly readAttempts?: number
   /**
    * How often one conditional write is sent when its outcome is ambiguous

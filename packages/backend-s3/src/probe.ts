@@ -1,4 +1,5 @@
 import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3'
+import { withinDeadline } from './request-deadline.js'
 import { classify, toAgentStateError } from './s3-errors.js'
 
 /**
@@ -22,20 +23,25 @@ type Attempt = { readonly ok: true; readonly etag: string } | { readonly ok: fal
  * refuses a second `If-None-Match: *` PutObject and an `If-Match` PutObject
  * with a wrong ETag, and accepts `If-Match` with the current one (bare, as
  * RGW needs it, or else quoted). Costs four or five PutObjects and one
- * DeleteObject. Throws a mapped error when the server cannot be reached.
+ * DeleteObject, each under a `timeoutMs` deadline (body included). Throws a
+ * mapped error when the server cannot be reached or does not answer in time.
  */
 export async function probeConditionalWrites(
   client: S3Client,
   bucket: string,
   probeKey: string,
+  timeoutMs = 30_000,
 ): Promise<ProbeResult> {
   const put = async (
     body: string,
     condition: { IfNoneMatch: '*' } | { IfMatch: string },
   ): Promise<Attempt> => {
     try {
-      const output = await client.send(
-        new PutObjectCommand({ Bucket: bucket, Key: probeKey, Body: body, ...condition }),
+      const output = await withinDeadline(timeoutMs, (abortSignal) =>
+        client.send(
+          new PutObjectCommand({ Bucket: bucket, Key: probeKey, Body: body, ...condition }),
+          { abortSignal },
+        ),
       )
       return { ok: true, etag: bareEtag(output.ETag) }
     } catch (error) {
@@ -75,6 +81,8 @@ export async function probeConditionalWrites(
       problem: "refuses If-Match on PutObject with the object's current ETag, quoted or not",
     }
   } finally {
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: probeKey })).catch(() => {})
+    await withinDeadline(timeoutMs, (abortSignal) =>
+      client.send(new DeleteObjectCommand({ Bucket: bucket, Key: probeKey }), { abortSignal }),
+    ).catch(() => {})
   }
 }

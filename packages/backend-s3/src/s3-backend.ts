@@ -11,6 +11,7 @@ import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/clien
 import { createObjectNaming } from './object-keys.js'
 import { type S3BackendOptions, s3OptionsSchema } from './options.js'
 import { type ProbeResult, probeConditionalWrites } from './probe.js'
+import { type ReadPolicy, runRead } from './read-requests.js'
 import { codeOf, statusOf, toAgentStateError } from './s3-errors.js'
 import { createS3RecordStore } from './s3-record-store.js'
 
@@ -67,6 +68,8 @@ export function createS3Backend(options: S3BackendOptions): Backend {
     )
   }
   const bucket = options.bucket
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000
+  const reads = { attempts: options.readAttempts ?? 3, timeoutMs: requestTimeoutMs }
   const clientConfig = {
     region: options.region ?? 'us-east-1',
     forcePathStyle: options.forcePathStyle ?? false,
@@ -74,20 +77,24 @@ export function createS3Backend(options: S3BackendOptions): Backend {
     requestChecksumCalculation: 'WHEN_REQUIRED' as const,
     responseChecksumValidation: 'WHEN_REQUIRED' as const,
     requestHandler: {
-      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      // Belt and braces: every request also runs under withinDeadline, which covers the body.
+      requestTimeout: requestTimeoutMs,
+      // Without it the SDK only logs a warning and the request waits forever.
+      throwOnRequestTimeout: true,
       connectionTimeout: options.connectTimeoutMs ?? 5000,
     },
     ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
   }
-  const reader = new S3Client({ ...clientConfig, maxAttempts: options.readAttempts ?? 3 })
+  // Reads are retried by runRead, each attempt under a deadline that covers the body.
+  const reader = new S3Client({ ...clientConfig, maxAttempts: 1 })
   // One attempt: the SDK's retries (and its retry quota) would blur conditional outcomes.
   const writer = new S3Client({ ...clientConfig, maxAttempts: 1 })
 
   let prepared: Promise<void> | undefined
   const prepare = (): Promise<void> => {
     if (options.createBucket !== true) return Promise.resolve()
-    prepared ??= ensureBucket(reader, bucket).catch((error: unknown) => {
+    prepared ??= ensureBucket(reader, bucket, reads).catch((error: unknown) => {
       prepared = undefined
       throw error
     })
@@ -102,6 +109,7 @@ export function createS3Backend(options: S3BackendOptions): Backend {
         writer,
         bucket,
         `${base}${RESERVED_SEGMENT_PREFIX}probe/${randomUUID()}`,
+        requestTimeoutMs,
       )
       probes.set(probeKey, result)
       result.catch(() => probes.delete(probeKey))
@@ -123,6 +131,8 @@ export function createS3Backend(options: S3BackendOptions): Backend {
       maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
     },
     writeAttempts: options.writeAttempts ?? 3,
+    requestTimeoutMs,
+    reads,
     listConcurrency: options.listConcurrency ?? 16,
     probe,
     prepare,
@@ -130,15 +140,19 @@ export function createS3Backend(options: S3BackendOptions): Backend {
   return createRecordBackend(store, options.clock === undefined ? {} : { clock: options.clock })
 }
 
-async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
+async function ensureBucket(client: S3Client, bucket: string, reads: ReadPolicy): Promise<void> {
   try {
-    await client.send(new HeadBucketCommand({ Bucket: bucket }))
+    await runRead(reads, (abortSignal) =>
+      client.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal }),
+    )
     return
   } catch (error) {
     if (statusOf(error) !== 404) throw toAgentStateError(error, 'Checking the bucket')
   }
   try {
-    await client.send(new CreateBucketCommand({ Bucket: bucket }))
+    await runRead(reads, (abortSignal) =>
+      client.send(new CreateBucketCommand({ Bucket: bucket }), { abortSignal }),
+    )
   } catch (error) {
     const code = codeOf(error)
     if (code !== 'BucketAlreadyOwnedByYou' && code !== 'BucketAlreadyExists') {

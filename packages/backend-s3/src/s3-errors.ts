@@ -1,4 +1,5 @@
 import { AgentStateError } from '@agent-state/core'
+import { RequestDeadlineError } from './request-deadline.js'
 
 /**
  * How an S3 request ended, as far as its effect is concerned:
@@ -39,6 +40,8 @@ export function codeOf(error: unknown): string {
 export function classify(error: unknown, conditional: boolean): RequestOutcome {
   const status = statusOf(error)
   const code = codeOf(error)
+  // Signing failed before anything was sent, and retrying will not find credentials.
+  if (isMissingCredentials(error)) return 'fatal'
   if (status === undefined || status === 0) {
     if (UNSENT_CODES.has(code)) return 'unsent'
     const message = String((error as SdkErrorShape | null)?.message ?? '')
@@ -49,6 +52,15 @@ export function classify(error: unknown, conditional: boolean): RequestOutcome {
   if (status === 404 && conditional && code !== 'NoSuchBucket') return 'conflict'
   if (status >= 500 || status === 408 || status === 429) return 'ambiguous'
   return 'fatal'
+}
+
+/**
+ * Whether the SDK found no credentials to sign with (none given and none in
+ * its default provider chain: environment, profile, container or instance
+ * metadata). The request was never sent.
+ */
+export function isMissingCredentials(error: unknown): boolean {
+  return (error as SdkErrorShape | null)?.name === 'CredentialsProviderError'
 }
 
 /**
@@ -77,6 +89,20 @@ export function toAgentStateError(error: unknown, what: string, key?: string): A
   if (status !== undefined) context.httpStatus = status
   if (key !== undefined) context.key = key
   const cause = sanitizeCause(error)
+  if (isMissingCredentials(error)) {
+    return new AgentStateError(
+      'UNAVAILABLE',
+      `${what}: no S3 credentials: pass the credentials option, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or an AWS profile); nothing was sent`,
+      { context: { ...context, reason: 'credentials-missing' }, cause, retryable: false },
+    )
+  }
+  if (error instanceof RequestDeadlineError) {
+    return new AgentStateError(
+      'UNAVAILABLE',
+      `${what}: the S3 server gave no complete answer within requestTimeoutMs (${error.timeoutMs} ms)`,
+      { context: { ...context, reason: 'timeout', timeoutMs: error.timeoutMs }, cause },
+    )
+  }
   if (code === 'NoSuchBucket') {
     return new AgentStateError('UNAVAILABLE', `${what}: the bucket does not exist`, {
       context,
@@ -111,8 +137,9 @@ export function toAgentStateError(error: unknown, what: string, key?: string): A
       retryable: false,
     })
   }
-  return new AgentStateError('UNAVAILABLE', `${what}: the S3 server is unreachable (${code})`, {
-    context,
-    cause,
-  })
+  const problem =
+    status === undefined || status === 0
+      ? `the S3 server is unreachable (${code})`
+      : `the S3 server failed the request (${code}, HTTP ${status})`
+  return new AgentStateError('UNAVAILABLE', `${what}: ${problem}`, { context, cause })
 }

@@ -20,6 +20,8 @@ import {
 import { decodeEnvelope, encodeEnvelope, newWriteId } from './envelope.js'
 import type { ObjectNaming } from './object-keys.js'
 import { bareEtag, type ProbeResult } from './probe.js'
+import { type ReadPolicy, runRead } from './read-requests.js'
+import { readBody, withinDeadline } from './request-deadline.js'
 import { classify, codeOf, type RequestOutcome, statusOf, toAgentStateError } from './s3-errors.js'
 
 /** What {@link createS3RecordStore} needs; built by `createS3Backend`. */
@@ -36,6 +38,10 @@ export interface S3RecordStoreConfig {
   readonly capabilities: Omit<Capabilities, 'leaseClock'>
   /** How often an ambiguous conditional write is sent before it is resolved by read-back. */
   readonly writeAttempts: number
+  /** Deadline of each write request, body included. */
+  readonly requestTimeoutMs: number
+  /** Attempts and deadline of reads, listings and deletes of the whole namespace. */
+  readonly reads: ReadPolicy
   /** GetObject requests in flight at once while scanning. */
   readonly listConcurrency: number
   /** Resolves once the server is known to enforce conditional writes (cached). */
@@ -138,9 +144,14 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     let body: Uint8Array
     let etag: string
     try {
-      const output = await reader.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey }))
-      etag = bareEtag(output.ETag)
-      body = (await output.Body?.transformToByteArray()) ?? new Uint8Array(0)
+      const got = await runRead(config.reads, async (abortSignal) => {
+        const output = await reader.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey }), {
+          abortSignal,
+        })
+        return { etag: bareEtag(output.ETag), body: await readBody(output.Body, abortSignal) }
+      })
+      etag = got.etag
+      body = got.body
     } catch (error) {
       if (statusOf(error) === 404 && codeOf(error) !== 'NoSuchBucket') throw NOT_FOUND
       throw toAgentStateError(error, `Reading ${JSON.stringify(key)}`, key)
@@ -173,8 +184,11 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
         ? { IfNoneMatch: '*' }
         : { IfMatch: quote ? `"${condition.version}"` : condition.version }
     try {
-      const output = await writer.send(
-        new PutObjectCommand({ Bucket: bucket, Key: objectKey, Body: body, ...header }),
+      const output = await withinDeadline(config.requestTimeoutMs, (abortSignal) =>
+        writer.send(
+          new PutObjectCommand({ Bucket: bucket, Key: objectKey, Body: body, ...header }),
+          { abortSignal },
+        ),
       )
       return { ok: true, etag: bareEtag(output.ETag) }
     } catch (error) {
@@ -278,14 +292,17 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     token?: string,
   ) {
     try {
-      return await reader.send(
-        new ListObjectsV2Command({
-          Bucket: bucket,
-          Prefix: base + prefix,
-          MaxKeys: limit,
-          ...(startAfter === undefined ? {} : { StartAfter: base + startAfter }),
-          ...(token === undefined ? {} : { ContinuationToken: token }),
-        }),
+      return await runRead(config.reads, (abortSignal) =>
+        reader.send(
+          new ListObjectsV2Command({
+            Bucket: bucket,
+            Prefix: base + prefix,
+            MaxKeys: limit,
+            ...(startAfter === undefined ? {} : { StartAfter: base + startAfter }),
+            ...(token === undefined ? {} : { ContinuationToken: token }),
+          }),
+          { abortSignal },
+        ),
       )
     } catch (error) {
       throw toAgentStateError(error, 'Listing')
@@ -389,8 +406,12 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       )
       if (objects.length === 0) break
       try {
-        await reader.send(
-          new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }),
+        // Deleting the same objects twice is harmless, so it is retried like a read.
+        await runRead(config.reads, (abortSignal) =>
+          reader.send(
+            new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }),
+            { abortSignal },
+          ),
         )
       } catch (error) {
         throw toAgentStateError(error, 'Destroying the namespace')

@@ -97,6 +97,48 @@ describe('configuration', () => {
     }
   })
 
+  it('says the credentials are missing, not that the server is unreachable, when there are none', async () => {
+    // An environment where the SDK's default chain finds nothing, without waiting on instance metadata.
+    for (const name of [
+      'AWS_ACCESS_KEY_ID',
+      'AWS_SECRET_ACCESS_KEY',
+      'AWS_SESSION_TOKEN',
+      'AWS_PROFILE',
+      'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+      'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+      'AWS_WEB_IDENTITY_TOKEN_FILE',
+    ]) {
+      vi.stubEnv(name, undefined)
+    }
+    vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', '/nonexistent/agent-state/credentials')
+    vi.stubEnv('AWS_CONFIG_FILE', '/nonexistent/agent-state/config')
+    vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true')
+    const { credentials: _omitted, ...withoutCredentials } = s3Config()
+    const backend = createS3Backend({ ...withoutCredentials, namespace: freshNamespace('nocred') })
+    try {
+      for (const operation of [
+        () => backend.get('k'),
+        () => backend.put('k', value, { ifNoneMatch: '*' }),
+        () => backend.list(),
+      ]) {
+        const error = await caught(operation())
+        expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+        const { message, retryable, context } = error as {
+          message: string
+          retryable: boolean
+          context: Record<string, unknown>
+        }
+        expect(context.reason).toBe('credentials-missing')
+        expect(retryable).toBe(false)
+        expect(message).toMatch(/no S3 credentials/)
+        expect(message).not.toMatch(/unreachable/)
+      }
+    } finally {
+      await backend.close()
+      vi.unstubAllEnvs()
+    }
+  })
+
   it('rejects bad URLs and options with INVALID_ARGUMENT, never echoing credentials', () => {
     const secret = 'SuperSecretValue123'
     for (const url of [

@@ -28,7 +28,9 @@ export interface SqliteBackendOptions {
   /**
    * The database file. Relative paths resolve against the current working
    * directory. A missing file is created with mode `0600` (SQLite gives its
-   * `-wal` and `-shm` files the same mode); the directory must exist.
+   * `-wal` and `-shm` files the same mode); the directory must exist. An
+   * existing file must be an agent-state database: an empty file or another
+   * application's database is refused (`INCOMPATIBLE_SCHEMA`), untouched.
    * `":memory:"` selects an in-process database that every `:memory:`
    * instance of the process shares: not durable, one process only, for tests.
    */

@@ -8,17 +8,27 @@ import {
   type WriterIdentity,
 } from '@agent-state/core'
 
+import { listCheck, ROW_CHECK_CELLS, ROW_CHECK_COLUMNS, rowCheck, valueCrc } from './row-checks.js'
+
 /**
  * Decoding the rows of the entries table. Statements return raw rows (arrays,
  * better-sqlite3's `.raw(true)`): cheaper than one object per row on the hot
  * paths. Each operation selects only the columns it needs, so each decoder
  * takes the cells of one statement, in that statement's column order (see
  * `statements.ts`). Cells are `unknown` on purpose: a row is checked before it
- * is trusted, and one that does not decode is `CORRUPT`, never treated as empty.
+ * is trusted, and one that does not decode, or whose integrity check (see
+ * `row-checks.ts`) does not match, is `CORRUPT`, never treated as empty.
+ *
+ * Every state read selects the same cells first ({@link STATE_COLUMNS}):
+ * `version, revision, writer, updated_at, size, value_crc, lease_holder,
+ * lease_token, lease_ttl_ms, lease_expires_at, fence, row_check`.
  */
 
 /** One raw row: its cells in the selecting statement's column order. */
 export type RawRow = readonly unknown[]
+
+/** The cells every state read selects first, in this order. */
+export const STATE_COLUMNS = `${ROW_CHECK_COLUMNS}, row_check`
 
 /** A key's state as read for a write, with what the write needs to update the row in place. */
 export interface LoadedState {
@@ -28,6 +38,10 @@ export interface LoadedState {
   readonly state: KeyState
   /** The stored value's size in bytes (0 for a deleted key). */
   readonly size: number
+  /** The stored `value_crc`: a write that keeps the value keeps it. */
+  readonly valueCrc: number
+  /** The stored writer text, exactly as the row check covers it. */
+  readonly writerText: string | null
 }
 
 /** The value columns of a row, in the order the INSERT and the value UPDATE bind them. */
@@ -38,19 +52,30 @@ export type ValueParams = [
   updatedAt: number,
   size: number,
   value: Uint8Array | null,
+  valueCrc: number,
+  listCheck: number,
+  rowCheck: number,
 ]
 
-/** The lease columns and fence of a row, in the order the INSERT and the lease UPDATE bind them. */
+/** The lease columns and fence of a row, then its row check, as the lease UPDATE binds them. */
 export type LeaseParams = [
   leaseHolder: string | null,
   leaseToken: number | null,
   leaseTtlMs: number | null,
   leaseExpiresAt: number | null,
   fence: number,
+  rowCheck: number,
 ]
 
 /** The bound parameters of an insert, in the order of the INSERT's columns after namespace and key. */
-export type EntryParams = [...ValueParams, ...LeaseParams]
+export type EntryParams = [
+  ...ValueParams,
+  leaseHolder: string | null,
+  leaseToken: number | null,
+  leaseTtlMs: number | null,
+  leaseExpiresAt: number | null,
+  fence: number,
+]
 
 const EMPTY: Uint8Array = new Uint8Array(0)
 
@@ -108,42 +133,6 @@ function encodeWriter(writer: WriterIdentity | null): string | null {
   return writer === null ? null : JSON.stringify(writer)
 }
 
-function decodeMeta(
-  key: string,
-  version: unknown,
-  writer: unknown,
-  updatedAt: unknown,
-  size: unknown,
-): ValueMeta {
-  if (typeof version !== 'string' || version.length === 0) throw corrupt(key, 'version is not text')
-  if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')
-  if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
-  return { key, version, size, writer: decodeWriter(key, writer), updatedAt }
-}
-
-/**
- * Decodes a `get` row (`version, writer, updated_at, size, value`): the value
- * and its meta, or `null` for a deleted key.
- */
-export function decodeValueRow(key: string, row: RawRow): StoredValue | null {
-  const value = row[4]
-  if (row[0] === null) {
-    if (value !== null) throw corrupt(key, 'a deleted key holds a value')
-    return null
-  }
-  const meta = decodeMeta(key, row[0], row[1], row[2], row[3])
-  if (!(value instanceof Uint8Array)) throw corrupt(key, 'value is not a blob')
-  if (value.byteLength !== meta.size) throw corrupt(key, 'value length differs from its size')
-  // A plain Uint8Array view of better-sqlite3's Buffer: callers compare it with Uint8Arrays.
-  return { value: new Uint8Array(value.buffer, value.byteOffset, value.byteLength), meta }
-}
-
-/** Decodes a `head` row (`version, writer, updated_at, size`): the meta, or `null` for a deleted key. */
-export function decodeMetaRow(key: string, row: RawRow): ValueMeta | null {
-  if (row[0] === null) return null
-  return decodeMeta(key, row[0], row[1], row[2], row[3])
-}
-
 function decodeLease(
   key: string,
   holder: unknown,
@@ -172,60 +161,109 @@ function decodeFence(key: string, fence: unknown): number {
 }
 
 /**
- * Decodes a `getLease` row (`lease_holder, lease_token, lease_ttl_ms,
- * lease_expires_at, fence`): the stored lease, live or not, or `null`.
+ * Checks the row check of the {@link STATE_COLUMNS} cells at `offset` in
+ * `row`, before anything in them is trusted.
  */
-export function decodeLeaseRow(key: string, row: RawRow): StoredLease | null {
-  const fence = decodeFence(key, row[4])
-  return decodeLease(key, row[0], row[1], row[2], row[3], fence)
+function verifyRow(namespace: string, key: string, row: RawRow, offset: number): void {
+  const cells = row.slice(offset, offset + ROW_CHECK_CELLS)
+  const stored = row[offset + ROW_CHECK_CELLS]
+  if (stored !== rowCheck(namespace, key, cells)) {
+    throw corrupt(key, 'the row does not match its integrity check')
+  }
 }
 
-/**
- * Decodes the row a write reads (`rowid, version, revision, writer,
- * updated_at, size, lease_holder, lease_token, lease_ttl_ms,
- * lease_expires_at, fence`): every column but the value.
- */
-export function decodeStateRow(key: string, row: RawRow): LoadedState {
-  const [rowid, version, revision, writer, updatedAt, size] = row
-  if (!isInteger(rowid)) throw corrupt(key, 'rowid is not an integer')
+/** Decodes verified {@link STATE_COLUMNS} cells at `offset` into a state without its value. */
+function decodeState(key: string, row: RawRow, offset: number) {
+  const version = row[offset]
+  const revision = row[offset + 1]
+  const writerText = row[offset + 2]
+  const updatedAt = row[offset + 3]
+  const size = row[offset + 4]
+  const crc = row[offset + 5]
   if (!(version === null || (typeof version === 'string' && version.length > 0))) {
     throw corrupt(key, 'version is not text')
   }
   if (!isInteger(revision) || revision < 0) throw corrupt(key, 'revision is not an integer')
   if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')
   if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
-  const fence = decodeFence(key, row[10])
-  const lease = decodeLease(key, row[6], row[7], row[8], row[9], fence)
+  if (!isInteger(crc) || crc < 0) throw corrupt(key, 'value_crc is not an integer')
+  if (writerText !== null && typeof writerText !== 'string')
+    throw corrupt(key, 'writer is not text')
+  const fence = decodeFence(key, row[offset + 10])
+  const lease = decodeLease(
+    key,
+    row[offset + 6],
+    row[offset + 7],
+    row[offset + 8],
+    row[offset + 9],
+    fence,
+  )
+  const state: KeyState = {
+    version,
+    revision,
+    writer: decodeWriter(key, writerText),
+    updatedAt,
+    value: EMPTY,
+    lease,
+    fence,
+  }
+  return { state, size, valueCrc: crc, writerText }
+}
+
+function metaOfState(key: string, state: KeyState, size: number): ValueMeta {
   return {
-    rowid,
-    state: {
-      version,
-      revision,
-      writer: decodeWriter(key, writer),
-      updatedAt,
-      value: EMPTY,
-      lease,
-      fence,
-    },
+    key,
+    version: state.version as string,
     size,
+    writer: state.writer,
+    updatedAt: state.updatedAt,
   }
 }
 
-/** The value columns that store `state`'s value (a deleted key's are `null` and 0). */
-export function valueParams(state: KeyState): ValueParams {
-  const live = state.version !== null
-  return [
-    state.version,
-    state.revision,
-    encodeWriter(state.writer),
-    state.updatedAt,
-    live ? state.value.byteLength : 0,
-    live ? state.value : null,
-  ]
+/**
+ * Decodes a `get` row ({@link STATE_COLUMNS}, then `value`): the value and
+ * its meta, or `null` for a deleted key. The value must match `value_crc`.
+ */
+export function decodeValueRow(namespace: string, key: string, row: RawRow): StoredValue | null {
+  verifyRow(namespace, key, row, 0)
+  const { state, size, valueCrc: crc } = decodeState(key, row, 0)
+  const value = row[ROW_CHECK_CELLS + 1]
+  if (state.version === null) {
+    if (value !== null) throw corrupt(key, 'a deleted key holds a value')
+    return null
+  }
+  if (!(value instanceof Uint8Array)) throw corrupt(key, 'value is not a blob')
+  if (value.byteLength !== size) throw corrupt(key, 'value length differs from its size')
+  if (valueCrc(value) !== crc) throw corrupt(key, 'the value does not match its checksum')
+  // A plain Uint8Array view of better-sqlite3's Buffer: callers compare it with Uint8Arrays.
+  return {
+    value: new Uint8Array(value.buffer, value.byteOffset, value.byteLength),
+    meta: metaOfState(key, state, size),
+  }
 }
 
-/** The lease columns and fence that store `state`'s lease. */
-export function leaseParams(state: KeyState): LeaseParams {
+/** Decodes a `head` row ({@link STATE_COLUMNS}): the meta, or `null` for a deleted key. */
+export function decodeMetaRow(namespace: string, key: string, row: RawRow): ValueMeta | null {
+  verifyRow(namespace, key, row, 0)
+  const { state, size } = decodeState(key, row, 0)
+  return state.version === null ? null : metaOfState(key, state, size)
+}
+
+/** Decodes a `getLease` row ({@link STATE_COLUMNS}): the stored lease, live or not, or `null`. */
+export function decodeLeaseRow(namespace: string, key: string, row: RawRow): StoredLease | null {
+  verifyRow(namespace, key, row, 0)
+  return decodeState(key, row, 0).state.lease
+}
+
+/** Decodes the row a write reads (`rowid`, then {@link STATE_COLUMNS}): every column but the value. */
+export function decodeStateRow(namespace: string, key: string, row: RawRow): LoadedState {
+  const rowid = row[0]
+  if (!isInteger(rowid)) throw corrupt(key, 'rowid is not an integer')
+  verifyRow(namespace, key, row, 1)
+  return { rowid, ...decodeState(key, row, 1) }
+}
+
+function leaseCells(state: KeyState) {
   const lease = state.lease
   return [
     lease?.holder ?? null,
@@ -233,18 +271,72 @@ export function leaseParams(state: KeyState): LeaseParams {
     lease?.ttlMs ?? null,
     lease?.expiresAt ?? null,
     state.fence,
+  ] as const
+}
+
+/**
+ * The value columns and checks that store `state`'s value (a deleted key's
+ * are `null` and 0), computed from the value in `state`.
+ */
+export function valueParams(namespace: string, key: string, state: KeyState): ValueParams {
+  const live = state.version !== null
+  const value = live ? state.value : null
+  const size = live ? state.value.byteLength : 0
+  const writer = encodeWriter(state.writer)
+  const crc = valueCrc(value)
+  const cells = [state.version, state.revision, writer, state.updatedAt, size, crc]
+  return [
+    state.version,
+    state.revision,
+    writer,
+    state.updatedAt,
+    size,
+    value,
+    crc,
+    listCheck(namespace, key, state.version, size, state.updatedAt),
+    rowCheck(namespace, key, [...cells, ...leaseCells(state)]),
   ]
 }
 
-/** The insert parameters that store `state` in a new row. */
-export function encodeState(state: KeyState): EntryParams {
-  return [...valueParams(state), ...leaseParams(state)]
+/**
+ * The lease columns, fence and row check that store `state`'s lease. The
+ * value columns are those of `value`: the row's stored ones when the value is
+ * not rewritten, else the `valueParams` written in the same transaction.
+ */
+export function leaseParams(
+  namespace: string,
+  key: string,
+  state: KeyState,
+  value: { readonly size: number; readonly valueCrc: number; readonly writerText: string | null },
+): LeaseParams {
+  const lease = leaseCells(state)
+  const cells = [
+    state.version,
+    state.revision,
+    value.writerText,
+    state.updatedAt,
+    value.size,
+    value.valueCrc,
+    ...lease,
+  ]
+  return [...lease, rowCheck(namespace, key, cells)]
 }
 
-/** Decodes one listing row (`key, version, size, updated_at`) from the covering index. */
-export function decodeListedRow(row: RawRow): ListEntry {
-  const [key, version, size, updatedAt] = row
+/** The insert parameters that store `state` in a new row. */
+export function encodeState(namespace: string, key: string, state: KeyState): EntryParams {
+  return [...valueParams(namespace, key, state), ...leaseCells(state)]
+}
+
+/**
+ * Decodes one listing row (`key, version, size, updated_at, list_check`)
+ * from the covering index, checking it against its `list_check`.
+ */
+export function decodeListedRow(namespace: string, row: RawRow): ListEntry {
+  const [key, version, size, updatedAt, check] = row
   if (typeof key !== 'string') throw corrupt(String(key), 'key is not text')
+  if (check !== listCheck(namespace, key, version, size, updatedAt)) {
+    throw corrupt(key, 'the listing index entry does not match its integrity check')
+  }
   if (typeof version !== 'string' || version.length === 0) throw corrupt(key, 'version is not text')
   if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
   if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')

@@ -1,5 +1,6 @@
 import { AgentStateError } from '@agent-state/core'
 import type Database from 'better-sqlite3'
+import { listCheck, rowCheck, valueCrc } from './row-checks.js'
 
 /**
  * The database layout and its migrations. The schema version lives in our own
@@ -8,8 +9,12 @@ import type Database from 'better-sqlite3'
  * same file.
  */
 
-/** The schema version this package writes and reads. */
-export const SCHEMA_VERSION = 1
+/**
+ * The schema version this package writes and reads. 2 added the integrity
+ * checks of every row (`value_crc`, `row_check`, `list_check`; see
+ * `row-checks.ts`).
+ */
+export const SCHEMA_VERSION = 2
 
 /** Table of one row per (namespace, key): value, writer, lease and fencing counter together. */
 export const ENTRIES_TABLE = 'agent_state_entries'
@@ -17,12 +22,74 @@ export const ENTRIES_TABLE = 'agent_state_entries'
 export const META_TABLE = 'agent_state_meta'
 /** Partial covering index of the keys that hold a value, in byte order: listings read only it. */
 export const LIVE_INDEX = 'agent_state_entries_live'
+/**
+ * Partial index of the deleted keys (version 2). With it, a listing checks
+ * that the live keys it read plus the deleted keys equal all keys the primary
+ * key has in the same range: three b-trees must agree, so damage that makes
+ * one of them skip entries is noticed.
+ */
+export const DEAD_INDEX = 'agent_state_entries_dead'
+
+const V1_COLUMNS =
+  'namespace, key, version, revision, writer, updated_at, size, value, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence'
+
+/**
+ * Version 1 to 2: adds the integrity checks and computes them for every
+ * existing row, then rebuilds the listing index with `list_check` and adds
+ * the index of deleted keys. Runs in
+ * the migration's IMMEDIATE transaction, so other processes wait and then see
+ * either the old schema (and refuse nothing: they are old too) or the new one
+ * with every row checked. Rows are read in rowid pages: better-sqlite3 cannot
+ * update while a query iterates. A v1 row that was already damaged gets a
+ * check over its damaged cells; the row decoding still refuses what does not
+ * decode.
+ */
+function addChecks(db: Database.Database): void {
+  db.exec(
+    `ALTER TABLE ${ENTRIES_TABLE} ADD COLUMN value_crc INTEGER;
+     ALTER TABLE ${ENTRIES_TABLE} ADD COLUMN list_check INTEGER;
+     ALTER TABLE ${ENTRIES_TABLE} ADD COLUMN row_check INTEGER;
+     DROP INDEX ${LIVE_INDEX};`,
+  )
+  const page = db
+    .prepare(
+      `SELECT rowid, ${V1_COLUMNS} FROM ${ENTRIES_TABLE} WHERE rowid > ? ORDER BY rowid LIMIT 256`,
+    )
+    .raw(true)
+  const update = db.prepare(
+    `UPDATE ${ENTRIES_TABLE} SET value_crc = ?, list_check = ?, row_check = ? WHERE rowid = ?`,
+  )
+  for (let after = 0; ; ) {
+    const rows = page.all(after) as unknown[][]
+    for (const row of rows) {
+      const [rowid, namespace, key, version, revision, writer, updatedAt, size, value] = row
+      const ns = String(namespace)
+      const name = String(key)
+      const crc = valueCrc(value instanceof Uint8Array ? value : null)
+      const cells = [version, revision, writer, updatedAt, size, crc, ...row.slice(9, 14)]
+      update.run(
+        crc,
+        listCheck(ns, name, version, size, updatedAt),
+        rowCheck(ns, name, cells),
+        rowid,
+      )
+    }
+    const last = rows[rows.length - 1]
+    if (last === undefined) break
+    after = last[0] as number
+  }
+  db.exec(
+    `CREATE INDEX ${LIVE_INDEX} ON ${ENTRIES_TABLE} (namespace, key, version, size, updated_at, list_check)
+       WHERE version IS NOT NULL;
+     CREATE INDEX ${DEAD_INDEX} ON ${ENTRIES_TABLE} (namespace, key) WHERE version IS NULL;`,
+  )
+}
 
 /**
  * Migrations by the version they produce: `MIGRATIONS[n - 1]` turns version
  * `n - 1` into `n`. Append only; never edit a released one.
  */
-const MIGRATIONS: readonly string[] = [
+const MIGRATIONS: readonly (string | ((db: Database.Database) => void))[] = [
   // 1: the first layout. A rowid table (faster listing than WITHOUT ROWID for
   // 1 KiB values at the default page size), STRICT so a wrongly typed cell
   // cannot be written, and BINARY collation on UTF-8 text, which is byte order.
@@ -48,6 +115,8 @@ const MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE INDEX ${LIVE_INDEX} ON ${ENTRIES_TABLE} (namespace, key, version, size, updated_at)
      WHERE version IS NOT NULL;`,
+  // 2: integrity checks on every row.
+  addChecks,
 ]
 
 function tableExists(db: Database.Database, name: string): boolean {
@@ -107,7 +176,9 @@ export function migrate(db: Database.Database): void {
       )
     }
     for (let next = version + 1; next <= SCHEMA_VERSION; next++) {
-      db.exec(MIGRATIONS[next - 1] as string)
+      const step = MIGRATIONS[next - 1]
+      if (typeof step === 'string') db.exec(step)
+      else step?.(db)
     }
     db.prepare(
       `INSERT INTO ${META_TABLE} (name, value) VALUES ('schema_version', ?)

@@ -87,9 +87,13 @@ function withStoredSize(error: unknown, loaded: LoadedState | undefined): unknow
  * Opening is synchronous and may block up to `busyTimeoutMs` while another
  * process holds the lock.
  *
+ * Every row carries CRC-32 checks verified on every read (see
+ * `row-checks.ts`): damage is `CORRUPT`, never a wrong value.
+ *
  * @throws `INVALID_ARGUMENT` for bad options, `CORRUPT` when the file is not a
- *   valid database, `INCOMPATIBLE_SCHEMA` when a newer release wrote it
- *   (the file is left untouched), `UNAVAILABLE` when it cannot be opened.
+ *   valid database, `INCOMPATIBLE_SCHEMA` when a newer release wrote it or it
+ *   exists but is not an agent-state database (empty, foreign; the file is
+ *   left untouched), `UNAVAILABLE` when it cannot be opened. Each names the file.
  *
  * @example
  * ```ts
@@ -197,16 +201,34 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
   /** Writes what changed between the loaded state and `next`: a new row, the value columns, the lease columns. */
   function store(key: string, loaded: LoadedState | undefined, next: KeyState): void {
     if (loaded === undefined) {
-      statements.insert(key, encodeState(next))
+      statements.insert(key, encodeState(namespace, key, next))
       return
     }
     const previous = loaded.state
+    let stored: { size: number; valueCrc: number; writerText: string | null } = loaded
     if (next.version !== previous.version || next.revision !== previous.revision) {
-      statements.writeValue(loaded.rowid, valueParams(next))
+      const params = valueParams(namespace, key, next)
+      statements.writeValue(loaded.rowid, params)
+      stored = { size: params[4], valueCrc: params[6], writerText: params[2] }
     }
     if (next.lease !== previous.lease || next.fence !== previous.fence) {
-      statements.writeLease(loaded.rowid, leaseParams(next))
+      statements.writeLease(loaded.rowid, leaseParams(namespace, key, next, stored))
     }
+  }
+
+  /**
+   * `null` for a key the primary key does not find, unless the listing index
+   * says it is live: then the primary index is damaged (`CORRUPT`).
+   */
+  function absent(key: string): null {
+    if (statements.listedAsLive(key)) {
+      throw new AgentStateError(
+        'CORRUPT',
+        `Row of key ${JSON.stringify(key)} is corrupt: the listing index has it but the primary key finds no row`,
+        { context: { key, problem: 'missing from the primary index' } },
+      )
+    }
+    return null
   }
 
   /**
@@ -222,7 +244,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
   ): Promise<T> {
     return run(operation, true, () => {
       const row = statements.readState(key)
-      const loaded = row === undefined ? undefined : decodeStateRow(key, row)
+      if (row === undefined) absent(key)
+      const loaded = row === undefined ? undefined : decodeStateRow(namespace, key, row)
       let outcome: { next: KeyState | undefined; result: T }
       try {
         outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
@@ -245,7 +268,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () =>
           run('get', false, () => {
             const row = statements.readValue(key)
-            return row === undefined ? null : decodeValueRow(key, row)
+            return row === undefined ? absent(key) : decodeValueRow(namespace, key, row)
           }),
       )
     },
@@ -256,7 +279,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () =>
           run('head', false, () => {
             const row = statements.readMeta(key)
-            return row === undefined ? null : decodeMetaRow(key, row)
+            return row === undefined ? absent(key) : decodeMetaRow(namespace, key, row)
           }),
       )
     },
@@ -301,7 +324,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
             if (scanRange === null) return { entries: [], done: true }
             const rows = await run('list', false, () => statements.scan(scanRange, max))
             const entries: ListEntry[] = new Array(rows.length)
-            for (let i = 0; i < rows.length; i++) entries[i] = decodeListedRow(rows[i] as RawRow)
+            for (let i = 0; i < rows.length; i++)
+              entries[i] = decodeListedRow(namespace, rows[i] as RawRow)
             return { entries, done: rows.length < max }
           })
         },
@@ -352,9 +376,9 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
           run('getLease', false, () => {
-            const row = statements.readLease(key)
-            if (row === undefined) return null
-            const lease = decodeLeaseRow(key, row)
+            const row = statements.readMeta(key)
+            if (row === undefined) return absent(key)
+            const lease = decodeLeaseRow(namespace, key, row)
             return lease === null ? null : liveLease(key, { ...ABSENT_STATE, lease }, clock())
           }),
       )

@@ -2,8 +2,9 @@ import { AgentStateError, isAgentStateError } from '@agent-state/core'
 
 /**
  * Maps better-sqlite3's errors to contract codes. Raw `SqliteError`s never
- * escape; they stay as `cause`. The database path is not put in messages:
- * it may name a user's home directory, and the caller knows it anyway.
+ * escape; they stay as `cause`. Errors of an operation do not repeat the
+ * database path (the caller knows it); errors of opening the file name it
+ * (`connection.ts`), since that is where a wrong path shows.
  */
 
 /** The extended result code of a better-sqlite3 error (`"SQLITE_BUSY_SNAPSHOT"`), if it has one. */

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { createManualClock, openBackend } from '@agent-state/core'
 import Database from 'better-sqlite3'
@@ -151,10 +151,24 @@ describe('sqlite backend on a real file', () => {
     ).toBe('INVALID_ARGUMENT')
   })
 
-  it('fails with UNAVAILABLE when the directory does not exist', () => {
-    expect(thrown(() => createSqliteBackend({ path: join(db.path, 'nope', 'x.db') })).code).toBe(
-      'UNAVAILABLE',
-    )
+  it('fails with UNAVAILABLE naming the path when the directory does not exist', async () => {
+    const missing = join(db.dir, 'nope', 'x.db')
+    const error = thrown(() => createSqliteBackend({ path: missing }))
+    expect(error.code).toBe('UNAVAILABLE')
+    expect(error.message).toContain(missing)
+    expect(error.message).toMatch(/directory does not exist/)
+    expect(error.context).toMatchObject({ path: missing })
+    // The same through a relative URL: the message names the resolved path.
+    const cwd = process.cwd()
+    process.chdir(db.dir)
+    try {
+      const viaUrl = await rejection(openBackend('sqlite:./nodir/x.db'))
+      expect(viaUrl.code).toBe('UNAVAILABLE')
+      expect(viaUrl.message).toContain(join(db.dir, 'nodir', 'x.db'))
+    } finally {
+      process.chdir(cwd)
+    }
+    expect(existsSync(join(db.dir, 'nodir'))).toBe(false)
   })
 
   it('opens from URLs through openBackend, relative and absolute, with query options', async () => {

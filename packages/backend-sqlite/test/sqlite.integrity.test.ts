@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -54,18 +54,54 @@ describe('schema versions and corruption', () => {
     expect(existsSync(`${path}-wal`)).toBe(false)
   })
 
-  it('refuses a foreign table of the same name with INCOMPATIBLE_SCHEMA, and shares a file with other tables', async () => {
+  it('refuses an existing empty file with INCOMPATIBLE_SCHEMA and leaves it empty', () => {
+    writeFileSync(path, '', { mode: 0o600 })
+    const error = thrown(() => createSqliteBackend({ path }))
+    expect(error.code).toBe('INCOMPATIBLE_SCHEMA')
+    expect(error.context).toMatchObject({ reason: 'empty', path })
+    expect(error.message).toContain(path)
+    expect(readFileSync(path).byteLength).toBe(0)
+    expect(existsSync(`${path}-wal`)).toBe(false)
+  })
+
+  it("refuses another application's SQLite database with INCOMPATIBLE_SCHEMA, byte-for-byte untouched", () => {
     const raw = new Database(path)
-    raw.exec('CREATE TABLE app_data (x INTEGER); PRAGMA user_version = 7')
+    raw.exec(
+      'CREATE TABLE app_data (x INTEGER); INSERT INTO app_data VALUES (1); PRAGMA user_version = 7',
+    )
     raw.close()
+    const before = sha256(path)
+    const error = thrown(() => createSqliteBackend({ path }))
+    expect(error.code).toBe('INCOMPATIBLE_SCHEMA')
+    expect(error.context).toMatchObject({ reason: 'foreign', path })
+    expect(sha256(path)).toBe(before)
+    expect(existsSync(`${path}-wal`)).toBe(false)
+  })
+
+  it('shares its file with tables an application adds later, and refuses it without its version table', async () => {
     const backend = createSqliteBackend({ path })
     await backend.put('k', new Uint8Array([1]))
     await backend.close()
+    const app = new Database(path)
+    app.exec('CREATE TABLE app_data (x INTEGER); PRAGMA user_version = 7')
+    app.close()
+    const reopened = createSqliteBackend({ path })
+    expect((await reopened.get('k'))?.value).toEqual(new Uint8Array([1]))
+    await reopened.close()
     const check = new Database(path)
     expect(check.pragma('user_version', { simple: true })).toBe(7)
     check.exec('DROP TABLE agent_state_meta')
     check.close()
     expect(thrown(() => createSqliteBackend({ path })).code).toBe('INCOMPATIBLE_SCHEMA')
+  })
+
+  it('creates a new file complete, leaving no temporary file beside it', async () => {
+    const backend = createSqliteBackend({ path })
+    await backend.close()
+    expect(readdirSync(dir.dir).filter((name) => name.includes('.creating'))).toEqual([])
+    const raw = new Database(path, { readonly: true })
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
+    raw.close()
   })
 
   it('maps a file that is not a database (SQLITE_NOTADB) to CORRUPT and does not overwrite it', () => {

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -47,6 +47,24 @@ describe('several processes on one file', () => {
     expect(new TextDecoder().decode(counter?.value)).toBe(String(PROCESSES * INCREMENTS))
     // The race really happened: some writers lost a compare-and-set at least once.
     expect(conflicts).toBeGreaterThan(0)
+  }, 120_000)
+
+  it(`lets ${PROCESSES} processes create the same new file at once, each using the one complete database`, async () => {
+    // No file yet: every child may find it missing and create it; exactly one link wins.
+    for (let i = 0; i < PROCESSES; i++) {
+      children.push(startFixture('cas-worker.ts', [path, 'create', 'counter', '10']))
+    }
+    await Promise.all(children.map((child) => child.waitFor(/^ready$/m)))
+    writeFileSync(`${path}.go`, '')
+    for (const result of await Promise.all(children.map((child) => child.done))) {
+      expect(result.stderr).toBe('')
+      expect(result.code).toBe(0)
+    }
+    const backend = createSqliteBackend({ path, namespace: 'create' })
+    const counter = await backend.get('counter')
+    await backend.close()
+    expect(new TextDecoder().decode(counter?.value)).toBe(String(PROCESSES * 10))
+    expect(readdirSync(dir.dir).filter((name) => name.includes('.creating'))).toEqual([])
   }, 120_000)
 
   it('passes PRAGMA integrity_check and keeps every acknowledged write after SIGKILLed writers', async () => {

@@ -57,6 +57,7 @@ export {
   isValidKey,
   keyProblem,
   MAX_KEY_BYTES,
+  quoteForMessage,
   RESERVED_SEGMENT_PREFIX,
   utf8ByteLength,
 } from './keys.js'

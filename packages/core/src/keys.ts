@@ -96,13 +96,36 @@ function segmentProblemOf(key: string, start: number, end: number): string | und
 }
 
 /**
+ * Characters `JSON.stringify` leaves raw that must not reach a terminal or a
+ * log line: DEL and the C1 controls (U+007F–U+009F), the line and paragraph
+ * separators, and the bidirectional formatting characters (which can make a
+ * message read differently from what it says), plus U+FEFF.
+ */
+const UNSAFE_IN_MESSAGES = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]/g
+
+/**
+ * Quotes `text` for an error message or log: `JSON.stringify` (which escapes
+ * U+0000–U+001F, quotes, backslashes and unpaired surrogates), then every
+ * other control or bidirectional formatting character as `\uXXXX`. The
+ * result is printable ASCII plus ordinary printable characters, whatever the
+ * input, and shows exactly which code units it holds.
+ */
+export function quoteForMessage(text: string): string {
+  return JSON.stringify(text).replace(
+    UNSAFE_IN_MESSAGES,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
+}
+
+/**
  * Throws `INVALID_KEY` unless `key` is valid (see {@link keyProblem}).
- * The message quotes the key with `JSON.stringify` so control characters are visible.
+ * The message quotes the key with {@link quoteForMessage}, so control
+ * characters are visible as escapes and never printed raw.
  */
 export function assertValidKey(key: unknown, maxKeyBytes = MAX_KEY_BYTES): asserts key is string {
   const problem = keyProblem(key, maxKeyBytes)
   if (problem !== undefined) {
-    const shown = typeof key === 'string' ? JSON.stringify(key.slice(0, 200)) : typeof key
+    const shown = typeof key === 'string' ? quoteForMessage(key.slice(0, 200)) : typeof key
     throw new AgentStateError('INVALID_KEY', `Invalid key ${shown}: ${problem}`, {
       context: { problem },
     })

@@ -5,6 +5,7 @@ import {
   isAgentStateError,
   keyProblem,
   MAX_KEY_BYTES,
+  quoteForMessage,
   RESERVED_SEGMENT_PREFIX,
 } from '../src/index.js'
 
@@ -181,5 +182,60 @@ describe('keyProblem matches the previous implementation', () => {
       ),
       { numRuns: 20_000 },
     )
+  })
+})
+
+describe('invalid keys in error messages', () => {
+  /** Raw characters that must never be printed: controls, separators, bidirectional formatting. */
+  const UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]/
+  const hasRawUnsafe = (text: string): boolean =>
+    UNSAFE.test(text) || [...text].some((char) => char.charCodeAt(0) < 0x20)
+
+  function messageOf(key: unknown): string {
+    try {
+      assertValidKey(key)
+    } catch (error) {
+      if (isAgentStateError(error, 'INVALID_KEY')) return error.message
+      throw error
+    }
+    throw new Error(`expected ${JSON.stringify(key)} to be refused`)
+  }
+
+  it('escapes U+007F instead of printing it raw', () => {
+    const message = messageOf('a\u007fb')
+    expect(message).toContain('"a\\u007fb"')
+    expect(hasRawUnsafe(message)).toBe(false)
+  })
+
+  it('escapes C0, C1 and bidirectional controls next to an invalid part', () => {
+    const message = messageOf('x\u0085\u202e\u0007/../y\u2028')
+    expect(message).toContain('"x\\u0085\\u202e\\u0007/../y\\u2028"')
+    expect(hasRawUnsafe(message)).toBe(false)
+  })
+
+  // Random Unicode rarely hits these ranges: mix them in on purpose.
+  const unsafeKeys = fc
+    .array(
+      fc.oneof(
+        fc.constantFrom('\u0000', '\u001b', '\u007f', '\u0085', '\u009f', '\u202e', '\u2028'),
+        fc.constantFrom('\u2066', '\ufeff', '/', '.', '..', '\\', 'a'),
+        fc.string({ unit: 'binary', maxLength: 4 }),
+      ),
+      { maxLength: 40 },
+    )
+    .map((parts) => parts.join(''))
+
+  it('never prints a raw control character, whatever the key', () => {
+    fc.assert(
+      fc.property(unsafeKeys, (key) => {
+        if (keyProblem(key) === undefined) return
+        expect(hasRawUnsafe(messageOf(key))).toBe(false)
+      }),
+      { numRuns: 5_000 },
+    )
+  })
+
+  it('quoteForMessage keeps ordinary text as JSON.stringify does', () => {
+    expect(quoteForMessage('notes/été 🎉 "q"')).toBe(JSON.stringify('notes/été 🎉 "q"'))
   })
 })
