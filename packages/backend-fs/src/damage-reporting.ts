@@ -62,8 +62,17 @@ export interface FsBackend extends Backend {
   list(options?: ListOptions): Promise<FsListPage>
 }
 
+/** `message`, naming `file` unless it already does. */
+function withPath(message: string, file: string): string {
+  return message.includes(file) ? message : `${message} (record file ${file})`
+}
+
 function infoOf(error: AgentStateError, file: string): DamagedRecordInfo {
-  return { code: error.code as DamagedRecordInfo['code'], file, message: error.message }
+  return {
+    code: error.code as DamagedRecordInfo['code'],
+    file,
+    message: withPath(error.message, file),
+  }
 }
 
 function entryOf(item: ScannedItem): FsListEntry | null {
@@ -91,7 +100,7 @@ export function withDamageReporting(backend: Backend, store: FsRecordStore): FsB
   function named(error: unknown, key: string): unknown {
     if (!isDamage(error) || typeof error.context.file === 'string') return error
     const file = join(recordsDir, fileNameOf(key))
-    return new AgentStateError(error.code, `${error.message} (record file ${file})`, {
+    return new AgentStateError(error.code, withPath(error.message, file), {
       context: { ...error.context, file },
       cause: error,
       retryable: error.retryable,
