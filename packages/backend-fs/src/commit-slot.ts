@@ -147,11 +147,38 @@ function breakSlot(tempPath: string): void {
   }
 }
 
+/** What a walker found at an existing slot. */
+type Judged =
+  | { readonly kind: 'gone' } // removed in between: try the same number again
+  | { readonly kind: 'finished' } // held by nobody, finished or just broken: try the next number
+  | { readonly kind: 'busy'; readonly holder: ProcessIdentity }
+  | { readonly kind: 'breakable'; readonly holder: ProcessIdentity; readonly tempPath: string }
+
+/** Judges the existing slot at `path` (see the rules above); updates `watch`. */
+function judge(path: string, recordsDir: string, watch: SlotWatch, breakMs: number): Judged {
+  const target = slotTarget(path)
+  if (target === undefined) return { kind: 'gone' }
+  const owner = ownerOfTemp(target)
+  const tempPath = join(recordsDir, target)
+  if (owner === undefined || !exists(tempPath)) return { kind: 'finished' }
+  if (ownerAlive(owner)) {
+    const now = performance.now()
+    if (watch.path !== path || watch.target !== target) {
+      watch.path = path
+      watch.target = target
+      watch.since = now
+    }
+    if (now - watch.since < breakMs) return { kind: 'busy', holder: owner }
+  }
+  return { kind: 'breakable', holder: owner, tempPath }
+}
+
 /**
  * Tries once, without waiting, to take a slot of the chain `base` in
- * `locksDir` for the temp file `tempName` of `recordsDir`. Synchronous: a
- * write holds a slot only inside one synchronous section, which is what lets
- * `ownerAlive` treat the calling thread's own leftover slots as abandoned.
+ * `locksDir` for the temp file `tempName` of `recordsDir`, breaking what may
+ * be broken. Synchronous: a write holds a slot only inside one synchronous
+ * section, which is what lets `ownerAlive` treat the calling thread's own
+ * leftover slots as abandoned.
  */
 export function takeSlot(
   locksDir: string,
@@ -171,28 +198,40 @@ export function takeSlot(
     } catch (error) {
       if (errnoOf(error) !== 'EEXIST') throw error
     }
-    const target = slotTarget(path)
-    if (target === undefined) continue // removed in between (its state is gone): try it again
-    const owner = ownerOfTemp(target)
-    const tempPath = join(recordsDir, target)
-    if (owner === undefined || !exists(tempPath)) {
-      slot++ // held by nobody, or its holder is finished
-      continue
+    const judged = judge(path, recordsDir, watch, breakMs)
+    if (judged.kind === 'gone') continue
+    if (judged.kind === 'busy') return { held: false, holder: judged.holder }
+    if (judged.kind === 'breakable') {
+      holder = judged.holder
+      breakSlot(judged.tempPath)
     }
-    if (ownerAlive(owner)) {
-      const now = performance.now()
-      if (watch.path !== path || watch.target !== target) {
-        watch.path = path
-        watch.target = target
-        watch.since = now
-      }
-      if (now - watch.since < breakMs) return { held: false, holder: owner }
-    }
-    holder = owner
-    breakSlot(tempPath)
     slot++
   }
   return { held: false, holder }
+}
+
+/**
+ * Whether the chain `base` is busy with a holder that may not be broken yet,
+ * looking only (nothing created or broken): lets a write that found the slot
+ * busy wait without writing and fsyncing a new temp file for every try.
+ */
+export function slotBusy(
+  locksDir: string,
+  recordsDir: string,
+  base: string,
+  watch: SlotWatch,
+  breakMs: number,
+): ProcessIdentity | undefined {
+  let slot = 1
+  for (let spin = 0; spin < MAX_SPINS; spin++) {
+    const path = join(locksDir, `${base}.${slot}`)
+    if (!exists(path)) return undefined
+    const judged = judge(path, recordsDir, watch, breakMs)
+    if (judged.kind === 'busy') return judged.holder
+    if (judged.kind === 'breakable') return undefined
+    if (judged.kind === 'finished') slot++
+  }
+  return undefined
 }
 
 /**

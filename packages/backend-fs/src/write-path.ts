@@ -11,7 +11,14 @@ import {
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { AgentStateError, type RecordCondition } from '@agent-state/core'
-import { newSlotWatch, removeChain, type SlotWatch, slotBase, takeSlot } from './commit-slot.js'
+import {
+  newSlotWatch,
+  removeChain,
+  type SlotWatch,
+  slotBase,
+  slotBusy,
+  takeSlot,
+} from './commit-slot.js'
 import { errnoOf, fsError } from './fs-errors.js'
 import { fileNameOf, TEMP_PREFIX } from './key-paths.js'
 import type { NamespaceDirs } from './namespace-dirs.js'
@@ -164,14 +171,31 @@ export function createWritePath(
     }
   }
 
+  /** The holder of the key's busy slot, if it may not be broken yet; any doubt goes to a real try. */
+  function stillBusy(key: string, condition: RecordCondition, watch: SlotWatch) {
+    try {
+      const base = slotBase(fileNameOf(key), condition)
+      return slotBusy(locksDir, recordsDir, base, watch, options.lockBreakMs)
+    } catch {
+      return undefined // the try reports the error properly
+    }
+  }
+
   return {
     async write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string> {
       dirs.ensureReady()
       const deadline = performance.now() + options.lockTimeoutMs
       const watch = newSlotWatch()
       let pause = 1
+      let retry = false
       for (;;) {
-        const attempt = tryOnce(key, data, condition, watch)
+        // A retry first looks whether the slot is still busy, so waiting costs no temp file and fsync.
+        const busyHolder = retry ? stillBusy(key, condition, watch) : undefined
+        const attempt: WriteAttempt =
+          busyHolder === undefined
+            ? tryOnce(key, data, condition, watch)
+            : { busy: true, holder: busyHolder.pid }
+        retry = true
         if ('version' in attempt) return attempt.version
         if (isClosed()) throw new AgentStateError('CLOSED', 'Backend fs is closed')
         if (performance.now() >= deadline) {
