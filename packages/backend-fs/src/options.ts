@@ -40,7 +40,8 @@ export const fsOptionsSchema = z.object({
    * gone; see the README), it only retries. A holder takes a slot only for
    * one version check and one rename, so this bounds how long a frozen
    * writer (SIGSTOP, a paused container) delays the others. Slots of dead
-   * processes are broken at once. Default 250.
+   * processes are broken at once. At or above `lockTimeoutMs`, a stuck
+   * holder makes the others fail with `UNAVAILABLE` instead. Default 250.
    */
   lockBreakMs: z.number().int().min(0).max(60_000).default(250),
   /**
