@@ -1,7 +1,9 @@
 import { resolve } from 'node:path'
-import { AgentStateError, type Backend, createRecordBackend } from '@agent-state/core'
+import { AgentStateError, createRecordBackend } from '@agent-state/core'
+import { type FsBackend, withDamageReporting } from './damage-reporting.js'
 import { createFsRecordStore } from './fs-record-store.js'
 import { type FsBackendOptions, fsOptionsSchema } from './options.js'
+import type { WriteHooks } from './write-path.js'
 
 /**
  * Creates the filesystem backend: durable (with `fsync`, the default),
@@ -9,7 +11,8 @@ import { type FsBackendOptions, fsOptionsSchema } from './options.js'
  *
  * It is core's `createRecordBackend` over a filesystem `RecordStore` (one
  * record file per key holding value, writer, lease and fencing counter), so
- * a lease check and the write it guards are one atomic step.
+ * a lease check and the write it guards are one atomic step. Its listings
+ * report damaged records instead of failing on them (see `FsListPage`).
  *
  * @example
  * ```ts
@@ -18,7 +21,12 @@ import { type FsBackendOptions, fsOptionsSchema } from './options.js'
  * ```
  * @throws `INVALID_ARGUMENT` for invalid options.
  */
-export function createFsBackend(options: FsBackendOptions): Backend {
+export function createFsBackend(options: FsBackendOptions): FsBackend {
+  return createFsBackendWithHooks(options)
+}
+
+/** {@link createFsBackend} with the write path's test seam (`hooks`); not exported from the package. */
+export function createFsBackendWithHooks(options: FsBackendOptions, hooks?: WriteHooks): FsBackend {
   const parsed = fsOptionsSchema.safeParse(options)
   if (!parsed.success) {
     throw new AgentStateError(
@@ -28,6 +36,10 @@ export function createFsBackend(options: FsBackendOptions): Backend {
     )
   }
   const resolved = parsed.data
-  const store = createFsRecordStore(resolve(resolved.root), resolved)
-  return createRecordBackend(store, resolved.clock === undefined ? {} : { clock: resolved.clock })
+  const store = createFsRecordStore(resolve(resolved.root), resolved, hooks)
+  const backend = createRecordBackend(
+    store,
+    resolved.clock === undefined ? {} : { clock: resolved.clock },
+  )
+  return withDamageReporting(backend, store)
 }

@@ -1,5 +1,14 @@
+// Frozen writers and damaged records (issues 17 and 21).
+export type {
+  DamagedRecordInfo,
+  FsBackend,
+  FsListEntry,
+  FsListPage,
+} from './damage-reporting.js'
 export { createBackendFromUrl, rootFromFileUrl } from './from-url.js'
 export { createFsBackend } from './fs-backend.js'
-export { createFsRecordStore, type FsLayout, layoutOf } from './fs-record-store.js'
+export { createFsRecordStore, type FsRecordStore } from './fs-record-store.js'
 export { fileNameOf, MAX_HEX_KEY_BYTES } from './key-paths.js'
+export { type FsLayout, layoutOf } from './namespace-dirs.js'
 export { type FsBackendOptions, fsOptionsSchema, type ResolvedFsOptions } from './options.js'
+export type { WriteHooks, WriteStep } from './write-path.js'

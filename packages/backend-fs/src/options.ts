@@ -26,15 +26,27 @@ export const fsOptionsSchema = z.object({
    */
   fsync: z.boolean().default(true),
   /**
-   * How long a write waits for a key's lock held by another live process
-   * before failing with `UNAVAILABLE` (nothing written, retryable), in
-   * milliseconds. Locks of dead processes are broken at once, not after this.
-   * Default 10 000.
+   * The longest a write keeps trying for a key's commit slot before failing
+   * with `UNAVAILABLE` (nothing written, retryable), in milliseconds. A slot
+   * is normally held for a few microseconds and a stuck holder is broken
+   * after `lockBreakMs`, so this is only reached when writers keep getting
+   * stuck one after another. Default 10 000.
    */
   lockTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
   /**
-   * Longest pause between two tries of a busy lock, in milliseconds; pauses
-   * start at 1 ms and double. Default 20.
+   * How long a waiting write lets another live process hold a key's commit
+   * slot without progress before it breaks the slot, in milliseconds. Safe at
+   * any value: a broken holder can never commit afterwards (its temp file is
+   * gone; see the README), it only retries. A holder takes a slot only for
+   * one version check and one rename, so this bounds how long a frozen
+   * writer (SIGSTOP, a paused container) delays the others. Slots of dead
+   * processes are broken at once. At or above `lockTimeoutMs`, a stuck
+   * holder makes the others fail with `UNAVAILABLE` instead. Default 250.
+   */
+  lockBreakMs: z.number().int().min(0).max(60_000).default(250),
+  /**
+   * Longest pause between two tries of a busy commit slot, in milliseconds;
+   * pauses start at 1 ms and double. Default 20.
    */
   lockPollMs: z.number().int().min(1).max(1000).default(20),
   /**

@@ -1,4 +1,5 @@
 import type { BigIntStats } from 'node:fs'
+import type { AgentStateError } from '@agent-state/core'
 import { classifyName } from './key-paths.js'
 
 /**
@@ -41,10 +42,20 @@ export interface IndexedName {
   readonly key?: string
 }
 
+/** A hashed-name record file whose key cannot be read (its envelope is damaged). */
+export interface UnreadableName {
+  /** The file name. */
+  readonly name: string
+  /** The `CORRUPT` or `INCOMPATIBLE_SCHEMA` error reading it gave. */
+  readonly problem: AgentStateError
+}
+
 /** The sorted names of the records directory and whether temp files were seen. */
 export interface NameListing {
   readonly entries: readonly IndexedName[]
   readonly temps: boolean
+  /** Hashed-name files whose key could not be read: they have no place in key order. */
+  readonly unreadable?: readonly UnreadableName[]
 }
 
 /** The directory state a cached listing was read in. */

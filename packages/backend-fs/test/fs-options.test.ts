@@ -60,13 +60,20 @@ describe('fs backend options and URLs', () => {
 
   it('validates options with INVALID_ARGUMENT and applies defaults', () => {
     const parsed = fsOptionsSchema.parse({ root: '/x' })
-    expect(parsed).toMatchObject({ namespace: 'default', fsync: true, lockTimeoutMs: 10_000 })
+    expect(parsed).toMatchObject({
+      namespace: 'default',
+      fsync: true,
+      lockTimeoutMs: 10_000,
+      lockBreakMs: 250,
+    })
     for (const bad of [
       { root: '' },
       { root: '/x', namespace: '.hidden' },
       { root: '/x', namespace: 'a/b' },
       { root: '/x', fsync: 'yes' },
       { root: '/x', lockTimeoutMs: -1 },
+      { root: '/x', lockBreakMs: -1 },
+      { root: '/x', lockBreakMs: 1.5 },
       { root: '/x', clock: 5 },
     ]) {
       expect(() => createFsBackend(bad as never), JSON.stringify(bad)).toThrow(

@@ -1,9 +1,28 @@
-import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { createFsBackend, fileNameOf, layoutOf } from '../src/index.js'
+import { createFsBackend, layoutOf } from '../src/index.js'
 import { TEMP_PREFIX } from '../src/key-paths.js'
-import { exitOf, expectCode, startChild, tempRoot, text, untext, waitForLine } from './helpers.js'
+import { exitOf, startChild, tempRoot, text, untext, waitForLine } from './helpers.js'
+
+async function headOf(root: string, namespace: string, key: string): Promise<string> {
+  const backend = createFsBackend({ root, namespace })
+  const meta = await backend.head(key)
+  await backend.close()
+  if (meta === null) throw new Error(`${key} is missing`)
+  return meta.version
+}
+
+/** Resolves once `pid` is stopped (state T in /proc). */
+async function waitStopped(pid: number): Promise<void> {
+  for (let i = 0; i < 5000; i++) {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    if (/^[Tt]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3))) return
+    await sleep(1)
+  }
+  throw new Error(`process ${pid} did not stop`)
+}
 
 /** A namespace whose directories exist, for fixtures that work below the backend. */
 async function preparedLayout(root: string, namespace: string) {
@@ -34,21 +53,29 @@ describe('fs backend across processes', () => {
     await backend.close()
   }, 60_000)
 
-  it('a lock held by a live process blocks writers until lockTimeoutMs', async () => {
+  it('a writer stopped in its commit slot delays a rival by lockBreakMs, then loses its compare-and-set', async () => {
     const root = tempRoot()
-    const { locksDir, recordsDir } = await preparedLayout(root, 'held')
-    const child = startChild('hold-lock.ts', [locksDir, recordsDir, fileNameOf('k')])
+    const { locksDir, recordsDir } = await preparedLayout(root, 'stopped')
+    const before = await headOf(root, 'stopped', 'warm-up')
+    const child = startChild('stop-in-write.ts', [root, 'stopped', 'warm-up', 'checked'])
     try {
-      await waitForLine(child, 'locked')
-      const backend = createFsBackend({ root, namespace: 'held', lockTimeoutMs: 300 })
+      await waitForLine(child, 'stopping')
+      await waitStopped(child.pid as number)
+      const backend = createFsBackend({ root, namespace: 'stopped', lockBreakMs: 300 })
       const started = performance.now()
-      const error = await expectCode(backend.put('k', text('x')), 'UNAVAILABLE')
-      expect(error.retryable).toBe(true)
-      expect(error.context.holderPid).toBe(child.pid)
-      expect(performance.now() - started).toBeGreaterThanOrEqual(290)
-      expect(await backend.get('k')).toBeNull()
-      // Other keys are not affected.
-      await backend.put('other', text('y'))
+      // The same compare-and-set as the stopped child's, which already passed its version check.
+      const mine = await backend.put('warm-up', text('parent'), { ifMatch: before })
+      const waited = performance.now() - started
+      expect(waited).toBeGreaterThanOrEqual(290)
+      expect(waited).toBeLessThan(5000)
+      child.kill('SIGCONT')
+      expect(await waitForLine(child, 'outcome ')).toBe('outcome PRECONDITION_FAILED')
+      expect(await exitOf(child)).toBe(0)
+      const after = await backend.get('warm-up')
+      expect(untext(after?.value ?? new Uint8Array())).toBe('parent')
+      expect(after?.meta.version).toBe(mine.version)
+      expect(readdirSync(locksDir)).toEqual([])
+      expect(readdirSync(recordsDir).filter((name) => name.startsWith(TEMP_PREFIX))).toEqual([])
       await backend.close()
     } finally {
       child.kill('SIGKILL')
@@ -56,23 +83,23 @@ describe('fs backend across processes', () => {
     }
   }, 30_000)
 
-  it('a lock left by a SIGKILLed process does not wedge the others', async () => {
+  it('a commit slot left by a SIGKILLed writer is broken at once', async () => {
     const root = tempRoot()
     const { locksDir, recordsDir } = await preparedLayout(root, 'crash')
-    const child = startChild('hold-lock.ts', [locksDir, recordsDir, fileNameOf('k')])
-    await waitForLine(child, 'locked')
+    const child = startChild('stop-in-write.ts', [root, 'crash', 'k', 'checked'])
+    await waitForLine(child, 'stopping')
     child.kill('SIGKILL')
     expect(await exitOf(child)).toBe('SIGKILL')
-    const backend = createFsBackend({ root, namespace: 'crash', lockTimeoutMs: 5000 })
+    expect(readdirSync(locksDir)).toHaveLength(1)
+    // A live holder would be waited for a minute: a dead one is not waited for at all.
+    const backend = createFsBackend({ root, namespace: 'crash', lockBreakMs: 60_000 })
     const started = performance.now()
-    await backend.put('k', text('after crash'))
+    await backend.put('k', text('after crash'), { ifNoneMatch: '*' })
     expect(performance.now() - started).toBeLessThan(1000)
     expect(untext((await backend.get('k'))?.value ?? new Uint8Array())).toBe('after crash')
-    // The dead generation stays (it is what makes breaking it exclusive); ours is released.
-    expect(readdirSync(locksDir).filter((name) => name.startsWith(fileNameOf('k')))).toEqual([
-      `${fileNameOf('k')}.1`,
-    ])
-    await backend.put('k', text('again'))
+    // The dead writer's slot and temp file are gone with the chain it was in.
+    expect(readdirSync(locksDir)).toEqual([])
+    expect(readdirSync(recordsDir).filter((name) => name.startsWith(TEMP_PREFIX))).toEqual([])
     await backend.close()
   }, 30_000)
 

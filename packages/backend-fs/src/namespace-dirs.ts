@@ -1,0 +1,192 @@
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  unlinkSync,
+} from 'node:fs'
+import { dirname, join } from 'node:path'
+import { AgentStateError } from '@agent-state/core'
+import { errnoOf, fsError } from './fs-errors.js'
+import { TEMP_PREFIX } from './key-paths.js'
+import { IDENTITY_FIELDS, ownerAlive, parseIdentity } from './process-identity.js'
+
+/** Where a namespace lives on disk. */
+export interface FsLayout {
+  /** `<root>/<namespace>` */
+  readonly namespaceDir: string
+  /** `<root>/<namespace>/records`: one file per key, and the temp files of writes in progress. */
+  readonly recordsDir: string
+  /** `<root>/<namespace>/locks`: the commit slots of writes in progress (see `commit-slot.ts`). */
+  readonly locksDir: string
+}
+
+/** The on-disk layout of `namespace` under the absolute `root`. */
+export function layoutOf(root: string, namespace: string): FsLayout {
+  const namespaceDir = join(root, namespace)
+  return {
+    namespaceDir,
+    recordsDir: join(namespaceDir, 'records'),
+    locksDir: join(namespaceDir, 'locks'),
+  }
+}
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0
+const O_DIRECTORY = constants.O_DIRECTORY ?? 0
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The error for a store directory that something other than a real directory replaced. */
+export function notADirectory(path: string): AgentStateError {
+  return new AgentStateError(
+    'UNAVAILABLE',
+    `fs backend path ${path} is not a directory (a symlink or file was put in its place)`,
+    { context: { path }, retryable: false },
+  )
+}
+
+/** Creates `dir` (0700) unless it exists; refuses anything but a real directory. Returns whether it was created. */
+function ensureRealDir(dir: string): boolean {
+  try {
+    mkdirSync(dir, { mode: 0o700 })
+    return true
+  } catch (error) {
+    if (errnoOf(error) !== 'EEXIST') throw error
+  }
+  const stat = lstatSync(dir)
+  if (!stat.isDirectory()) throw notADirectory(dir)
+  return false
+}
+
+/** The lifecycle of one instance's namespace directories. */
+export interface NamespaceDirs {
+  readonly layout: FsLayout
+  /** Creates the directories on first use (and after another instance's `destroy`); sweeps temps. */
+  ensureReady(): void
+  /** Forgets that the directories exist, so the next `ensureReady` checks and recreates them. */
+  invalidate(): void
+  /** fsyncs `records/` after a rename landed in it. */
+  fsyncRecordsDir(): void
+  /** Removes temp files left by dead processes (or, unidentifiable, old ones) among `names`. */
+  sweepTemps(names: readonly string[]): void
+  /** Removes the whole namespace. */
+  destroy(): void
+  /** Closes the kept directory descriptor. */
+  close(): void
+}
+
+/** The directory lifecycle of `namespace` under the absolute `root`. */
+export function namespaceDirs(
+  root: string,
+  namespace: string,
+  options: { readonly fsync: boolean; readonly staleTempMs: number },
+): NamespaceDirs {
+  const layout = layoutOf(root, namespace)
+  const { namespaceDir, recordsDir, locksDir } = layout
+  let ready = false
+  /** The records directory, kept open for its fsync after every write. */
+  let recordsDirFd: number | undefined
+
+  function closeRecordsDir(): void {
+    if (recordsDirFd === undefined) return
+    const fd = recordsDirFd
+    recordsDirFd = undefined
+    try {
+      closeSync(fd)
+    } catch {
+      // Nothing to do: the descriptor is gone either way.
+    }
+  }
+
+  function sweepTemps(names: readonly string[]): void {
+    const now = Date.now()
+    for (const name of names) {
+      if (!name.startsWith(TEMP_PREFIX)) continue
+      const owner = parseIdentity(
+        name.slice(TEMP_PREFIX.length).split('.').slice(0, IDENTITY_FIELDS).join('.'),
+      )
+      const path = join(recordsDir, name)
+      try {
+        // Removing a temp file is always safe, even one named by a commit slot:
+        // a writer whose temp file is gone can no longer commit (see commit-slot.ts).
+        if (
+          owner !== undefined
+            ? !ownerAlive(owner)
+            : now - lstatSync(path).mtimeMs > options.staleTempMs
+        ) {
+          unlinkSync(path)
+        }
+      } catch {
+        // Gone already, or removed by another process.
+      }
+    }
+  }
+
+  return {
+    layout,
+    ensureReady(): void {
+      if (ready) return
+      try {
+        const firstCreated = mkdirSync(root, { recursive: true, mode: 0o700 })
+        const created = [namespaceDir, recordsDir, locksDir].map(ensureRealDir)
+        if (options.fsync && firstCreated !== undefined) {
+          // Make the new directories' entries durable, up to the first existing parent.
+          for (let dir = root; dir !== dirname(firstCreated); dir = dirname(dir))
+            fsyncDir(dirname(dir))
+        }
+        if (options.fsync && created.some(Boolean)) {
+          fsyncDir(root)
+          fsyncDir(namespaceDir)
+        }
+        sweepTemps(readdirSync(recordsDir))
+      } catch (error) {
+        throw fsError(error, 'open its directory', { path: namespaceDir })
+      }
+      ready = true
+    },
+    invalidate(): void {
+      ready = false
+    },
+    /**
+     * Through a descriptor kept open (an open and a close less per write). The
+     * descriptor follows the directory, not the path: if another instance's
+     * `destroy` removed the directory and it was recreated, the rename just
+     * landed in the new one. Directories here are only ever removed, never
+     * moved, so a descriptor whose directory still has links is the directory
+     * at that path; a removed one has none, and then the path is opened afresh.
+     */
+    fsyncRecordsDir(): void {
+      if (recordsDirFd !== undefined && fstatSync(recordsDirFd).nlink === 0) closeRecordsDir()
+      recordsDirFd ??= openSync(recordsDir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+      fsyncSync(recordsDirFd)
+    },
+    sweepTemps,
+    destroy(): void {
+      try {
+        if (lstatSync(namespaceDir, { throwIfNoEntry: false }) !== undefined) {
+          rmSync(namespaceDir, { recursive: true, force: true })
+          if (options.fsync) fsyncDir(root)
+        }
+      } catch (error) {
+        throw fsError(error, 'remove its namespace', { path: namespaceDir })
+      }
+      closeRecordsDir()
+      ready = false
+    },
+    close(): void {
+      closeRecordsDir()
+    },
+  }
+}
