@@ -6,7 +6,26 @@ export {
   type ConflictWarning,
   processWarningListener,
 } from './conflict-policy.js'
-export { RUNTIME_ERROR_CODES, type RuntimeErrorCode } from './errors.js'
+// --- Daemon queues (issue 14) ---
+export {
+  assertDaemonId,
+  createDaemonQueue,
+  DaemonQueue,
+  openDaemonQueue,
+  type QueueCounts,
+} from './daemon-queue.js'
+export {
+  DEFAULT_VISIBILITY_TIMEOUT_MS,
+  Delivery,
+  type DeliveryOptions,
+  deliveryOptionsSchema,
+} from './delivery.js'
+export {
+  DAEMON_ERROR_CODES,
+  type DaemonErrorCode,
+  RUNTIME_ERROR_CODES,
+  type RuntimeErrorCode,
+} from './errors.js'
 export {
   HANDOFF_VERSION,
   type HandoffArtifact,
@@ -23,6 +42,11 @@ export type {
 } from './hooks.js'
 export { assertSessionId, assertWorkerId, ID_PATTERN, isValidId, uuidv7 } from './ids.js'
 export {
+  DAEMONS_PREFIX,
+  daemonConfigKey,
+  daemonEventKey,
+  daemonHeadKey,
+  daemonTailKey,
   handoffKey,
   SESSIONS_PREFIX,
   sessionDataPrefix,
@@ -30,6 +54,17 @@ export {
   WORKERS_PREFIX,
   workerSnapshotKey,
 } from './layout.js'
+export {
+  type DaemonQueueOptions,
+  DEFAULT_MAX_EVENT_BYTES,
+  DEFAULT_QUEUE_CAPACITY,
+  daemonQueueOptionsSchema,
+  type EventRecord,
+  eventRecordSchema,
+  MAX_EVENT_BYTES_LIMIT,
+  MAX_QUEUE_CAPACITY,
+  type QueueConfig,
+} from './queue-records.js'
 export {
   parseResumeConditions,
   type ResumeConditions,
