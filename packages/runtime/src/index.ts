@@ -6,6 +6,14 @@ export {
   type ConflictWarning,
   processWarningListener,
 } from './conflict-policy.js'
+export {
+  Daemon,
+  type DaemonFields,
+  type ResumeDaemonOptions,
+  resumeDaemon,
+  type SpawnDaemonOptions,
+  spawnDaemon,
+} from './daemon.js'
 // --- Daemon queues (issue 14) ---
 export {
   assertDaemonId,
@@ -14,6 +22,14 @@ export {
   openDaemonQueue,
   type QueueCounts,
 } from './daemon-queue.js'
+export {
+  DAEMON_STATES,
+  type DaemonSnapshot,
+  type DaemonSnapshotOptions,
+  type DaemonState,
+  daemonSnapshot,
+  type InflightEvent,
+} from './daemon-snapshot.js'
 export {
   DEFAULT_VISIBILITY_TIMEOUT_MS,
   Delivery,
@@ -93,6 +109,7 @@ export {
   type Suspension,
   suspensionSchema,
 } from './suspension.js'
+export { type WaitForIdleOptions, waitForIdle, waitForIdleOptionsSchema } from './wait-idle.js'
 export { Worker, type WorkerUpdate } from './worker.js'
 export {
   closeWorker,
