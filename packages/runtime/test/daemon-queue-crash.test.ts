@@ -2,8 +2,9 @@ import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { isAgentStateError } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createDaemonQueue, openDaemonQueue } from '../src/index.js'
+import { createDaemonQueue, type Daemon, openDaemonQueue, resumeDaemon } from '../src/index.js'
 import { claimEventually, exited, sleep, spawnTs, waitForLine } from './queue-helpers.js'
 import { MULTI_PROCESS_BACKENDS, type UrlTarget } from './url-targets.js'
 
@@ -251,6 +252,52 @@ describe.each(MULTI_PROCESS_BACKENDS)(
         expect([next.seq, next.attempt, next.event]).toEqual([1, 1, { p: 0, i: 1 }])
       } finally {
         frozen.kill('SIGKILL')
+        await backend.close()
+      }
+    }, 120_000)
+
+    it('a daemon killed mid-turn is recovered in another process, the interrupted event first', async () => {
+      const child = spawnTs(
+        'test/fixtures/daemon-crash-child.ts',
+        [target.url, 'killed'],
+        target.env,
+      )
+      const backend = await target.open('queues')
+      try {
+        expect(await waitForLine(child, /^claimed /)).toBe('claimed 0 1')
+        child.kill('SIGKILL')
+        await exited(child)
+        let daemon: Daemon | null = null
+        const deadline = Date.now() + 30_000
+        while (daemon === null) {
+          try {
+            daemon = await resumeDaemon(backend, 'killed', {
+              recoverRunning: true,
+              holder: 'rescuer',
+            })
+          } catch (error) {
+            // The dead owner's worker lease runs out after 1 s (longer on an observer clock).
+            if (!isAgentStateError(error, 'CONCURRENT_RESUME') || Date.now() > deadline) throw error
+            await sleep(100)
+          }
+        }
+        let turn = null
+        while (turn === null) {
+          try {
+            turn = await daemon.next()
+          } catch (error) {
+            if (!isAgentStateError(error, 'DELIVERY_IN_FLIGHT') || Date.now() > deadline)
+              throw error
+            await sleep(100)
+          }
+        }
+        expect([turn.seq, turn.attempt, turn.event]).toEqual([0, 2, { n: 0 }])
+        await daemon.ack(turn)
+        const second = await daemon.next()
+        expect([second?.seq, second?.attempt]).toEqual([1, 1])
+        expect(daemon.worker.audit.map((entry) => entry.event)).toContain('worker_recovered')
+      } finally {
+        child.kill('SIGKILL')
         await backend.close()
       }
     }, 120_000)
