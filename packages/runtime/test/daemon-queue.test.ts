@@ -46,6 +46,13 @@ describe.each(BACKENDS)('daemon queue on $name', (factory) => {
     expect(await queue.counts()).toMatchObject({ head: 6, next: 6, queuedCount: 0, iterations: 6 })
     const left = await backend.list({ prefix: 'daemons/fifo/events/' })
     expect(left.entries).toEqual([])
+    // What an ack that crashed between its head write and its cleanup leaves: the next claim removes it.
+    await backend.put(daemonEventKey('fifo', 5), new TextEncoder().encode('{"left":"over"}'))
+    await queue.trigger({ kind: 'file_changed', i: 6 })
+    const sixth = await consumer.claim()
+    expect(sixth?.seq).toBe(6)
+    expect(await backend.head(daemonEventKey('fifo', 5))).toBeNull()
+    await sixth?.ack()
   })
 
   it('is bounded: QUEUE_FULL at capacity (pending plus in flight) stores nothing', async () => {
