@@ -6,7 +6,11 @@
  *   pnpm bench:queue                                  # from benchmarks/
  *   QUEUE_BENCH_BACKENDS=memory,sqlite QUEUE_BENCH_SIZES=1000,10000 pnpm bench:queue
  *
- * Knobs: `QUEUE_BENCH_BACKENDS` (default all five), `QUEUE_BENCH_SIZES`
+ * Peers (`queue-peers.ts`): BullMQ on the same redis-server and plainjob on
+ * SQLite; `sqlite-normal` is our SQLite backend with plainjob's
+ * `synchronous = NORMAL`.
+ *
+ * Knobs: `QUEUE_BENCH_BACKENDS` (default all five, sqlite-normal and the peers), `QUEUE_BENCH_SIZES`
  * (default 1000,10000,100000), `QUEUE_BENCH_OPS` (timed operations per cell,
  * default 300), `QUEUE_BENCH_S3_MAX` (largest size on S3, default 10000:
  * filling RGW with 100k objects takes longer than the rest of the run).
@@ -33,6 +37,7 @@ import {
   daemonTailKey,
 } from '../../packages/runtime/src/index.js'
 import { type EventRecord, encodeRecord } from '../../packages/runtime/src/queue-records.js'
+import { measureBullmq, measurePlainjob, type PeerSamples } from './queue-peers.js'
 
 interface Pair {
   /** The instance measured (default options). */
@@ -51,7 +56,9 @@ interface Row {
   p99Ms: number
 }
 
-const backends = (process.env.QUEUE_BENCH_BACKENDS ?? 'memory,sqlite,fs,redis,s3').split(',')
+const backends = (
+  process.env.QUEUE_BENCH_BACKENDS ?? 'memory,sqlite,sqlite-normal,fs,redis,s3,bullmq,plainjob'
+).split(',')
 const sizes = (process.env.QUEUE_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
 const timedOps = Number(process.env.QUEUE_BENCH_OPS ?? 300)
 const s3Max = Number(process.env.QUEUE_BENCH_S3_MAX ?? 10_000)
@@ -72,10 +79,13 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
           filler: createMemoryBackend({ store, namespace }),
         }
       }
-      case 'sqlite': {
+      case 'sqlite':
+      case 'sqlite-normal': {
         const path = join(root, `${cell}.db`)
+        // sqlite-normal: synchronous = NORMAL, what plainjob sets, for a like-for-like row.
+        const synchronous = name === 'sqlite' ? 'FULL' : 'NORMAL'
         return {
-          measured: createSqliteBackend({ path, namespace }),
+          measured: createSqliteBackend({ path, namespace, synchronous }),
           filler: createSqliteBackend({ path, namespace, synchronous: 'NORMAL' }),
         }
       }
@@ -207,12 +217,30 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
   }
 }
 
+async function measurePeer(name: 'bullmq' | 'plainjob', pending: number): Promise<Row[]> {
+  let samples: PeerSamples
+  if (name === 'bullmq') {
+    redis ??= startRedisServer()
+    const { host, port } = await redis
+    samples = await measureBullmq(host, port, pending, timedOps)
+  } else {
+    samples = await measurePlainjob(root, pending, timedOps)
+  }
+  return [
+    summarise(name, pending, 'trigger', samples.trigger, samples.triggerMs),
+    summarise(name, pending, 'claim+ack', samples.claimAck, samples.claimAckMs),
+  ]
+}
+
 const rows: Row[] = []
 try {
   for (const name of backends) {
     for (const pending of sizes) {
       if (name === 's3' && pending > s3Max) continue
-      const cellRows = await measureCell(name, pending)
+      const cellRows =
+        name === 'bullmq' || name === 'plainjob'
+          ? await measurePeer(name, pending)
+          : await measureCell(name, pending)
       for (const row of cellRows) process.stderr.write(`${JSON.stringify(row)}\n`)
       rows.push(...cellRows)
     }
