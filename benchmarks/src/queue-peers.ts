@@ -16,20 +16,36 @@ import { better, defineQueue } from 'plainjob'
 
 /** One measured peer cell: the latencies (ms) of each timed operation. */
 export interface PeerSamples {
-  readonly trigger: number[]
-  readonly claimAck: number[]
-  readonly triggerMs: number
-  readonly claimAckMs: number
+  readonly trigger: Timed
+  readonly claimAck: Timed
+  /** The same operations with 16 concurrent callers. */
+  readonly trigger16: Timed
+  readonly claimAck16: Timed
 }
 
-async function timed(count: number, op: (i: number) => Promise<unknown> | unknown) {
+/** Latencies (ms) of each operation and the wall time of the whole loop. */
+export interface Timed {
+  readonly samples: number[]
+  readonly totalMs: number
+}
+
+/** Runs `count` operations from `concurrency` closed-loop callers; operation `i` gets its index. */
+export async function timed(
+  count: number,
+  op: (i: number) => Promise<unknown> | unknown,
+  concurrency = 1,
+): Promise<Timed> {
   const samples: number[] = []
+  let next = 0
   const start = performance.now()
-  for (let i = 0; i < count; i++) {
-    const t0 = performance.now()
-    await op(i)
-    samples.push(performance.now() - t0)
+  const caller = async () => {
+    for (let i = next++; i < count; i = next++) {
+      const t0 = performance.now()
+      await op(i)
+      samples.push(performance.now() - t0)
+    }
   }
+  await Promise.all(Array.from({ length: concurrency }, caller))
   return { samples, totalMs: performance.now() - start }
 }
 
@@ -56,18 +72,22 @@ export async function measureBullmq(
     }
     for (let i = 0; i < 10; i++) await queue.add('event', { warm: i })
     const trigger = await timed(ops, (i) => queue.add('event', payload(i)))
-    const token = 'bench-worker'
-    const claimAck = await timed(ops, async () => {
-      const job = await worker.getNextJob(token, { block: false })
+    const claimAckAs = (token: (i: number) => string) => async (i: number) => {
+      const job = await worker.getNextJob(token(i), { block: false })
       if (job === undefined || job === null) throw new Error('BullMQ queue drained early')
-      await job.moveToCompleted('ok', token, false)
-    })
-    return {
-      trigger: trigger.samples,
-      claimAck: claimAck.samples,
-      triggerMs: trigger.totalMs,
-      claimAckMs: claimAck.totalMs,
+      await job.moveToCompleted('ok', token(i), false)
     }
+    const claimAck = await timed(
+      ops,
+      claimAckAs(() => 'bench-worker'),
+    )
+    const trigger16 = await timed(ops, (i) => queue.add('event', payload(i)), 16)
+    const claimAck16 = await timed(
+      ops,
+      claimAckAs((i) => `bench-worker-${i}`),
+      16,
+    )
+    return { trigger, claimAck, trigger16, claimAck16 }
   } finally {
     await worker.close()
     await queue.obliterate({ force: true })
@@ -92,18 +112,18 @@ export async function measurePlainjob(
       queue.addMany('event', batch)
     }
     for (let i = 0; i < 10; i++) queue.add('event', { warm: i })
-    const trigger = await timed(ops, (i) => queue.add('event', payload(i)))
-    const claimAck = await timed(ops, () => {
+    const add = (i: number) => queue.add('event', payload(i))
+    const claimAckOne = () => {
       const job = queue.getAndMarkJobAsProcessing('event')
       if (job === undefined) throw new Error('plainjob queue drained early')
       queue.markJobAsDone(job.id)
-    })
-    return {
-      trigger: trigger.samples,
-      claimAck: claimAck.samples,
-      triggerMs: trigger.totalMs,
-      claimAckMs: claimAck.totalMs,
     }
+    // plainjob is synchronous: 16 callers in one process run one after the other.
+    const trigger = await timed(ops, add)
+    const claimAck = await timed(ops, claimAckOne)
+    const trigger16 = await timed(ops, add, 16)
+    const claimAck16 = await timed(ops, claimAckOne, 16)
+    return { trigger, claimAck, trigger16, claimAck16 }
   } finally {
     queue.close()
     database.close()
