@@ -74,3 +74,51 @@ export function runtimeError(
     ...(cause === undefined ? {} : { cause }),
   })
 }
+
+// --- Daemon queues (issue 14) ---
+
+/**
+ * The daemon queues' error codes (seed 003). Kept in their own list beside
+ * {@link RUNTIME_ERROR_CODES}; every one is an `AgentStateError` code.
+ */
+export const DAEMON_ERROR_CODES = [
+  /** `trigger` on a queue holding `capacity` events (pending plus in flight); nothing was stored. */
+  'QUEUE_FULL',
+  /** A trigger event that is not plain JSON (undefined, a function, NaN, a cycle...). */
+  'INVALID_EVENT',
+  /** A trigger event whose JSON is larger than the queue's `maxEventBytes`. */
+  'EVENT_TOO_LARGE',
+  /** A queue capacity that is not an integer from 1 to `MAX_QUEUE_CAPACITY`, or bad queue options. */
+  'INVALID_QUEUE_OPTIONS',
+  /** A daemon id that does not match `ID_PATTERN`. */
+  'INVALID_DAEMON_ID',
+  /** No daemon queue is stored under that id. */
+  'DAEMON_NOT_FOUND',
+  /** `spawnDaemon` / `createDaemonQueue` with an id that is taken. */
+  'DAEMON_EXISTS',
+  /** `claim` while another consumer's delivery is live (retryable: it acks, releases or expires). */
+  'DELIVERY_IN_FLIGHT',
+  /** A queue record that is not valid JSON, fails its schema, or breaks the queue's invariants. */
+  'QUEUE_CORRUPT',
+  /** The daemon was stopped (or finished) while a caller waited for it to become idle. */
+  'DAEMON_STOPPED',
+  /** `waitForIdle` did not see the daemon idle, empty and at the iteration count in time. */
+  'WAIT_TIMEOUT',
+] as const
+
+/** A code of the daemon queues. */
+export type DaemonErrorCode = (typeof DAEMON_ERROR_CODES)[number]
+
+/** Builds a daemon-queue error with log-safe context (never event contents). */
+export function daemonError(
+  code: DaemonErrorCode,
+  message: string,
+  context: Record<string, unknown> = {},
+  cause?: unknown,
+): AgentStateError {
+  return new AgentStateError(code, message, {
+    retryable: code === 'DELIVERY_IN_FLIGHT' || code === 'QUEUE_FULL' || code === 'WAIT_TIMEOUT',
+    context,
+    ...(cause === undefined ? {} : { cause }),
+  })
+}

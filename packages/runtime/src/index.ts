@@ -6,7 +6,42 @@ export {
   type ConflictWarning,
   processWarningListener,
 } from './conflict-policy.js'
-export { RUNTIME_ERROR_CODES, type RuntimeErrorCode } from './errors.js'
+export {
+  Daemon,
+  type DaemonFields,
+  type ResumeDaemonOptions,
+  resumeDaemon,
+  type SpawnDaemonOptions,
+  spawnDaemon,
+} from './daemon.js'
+// --- Daemon queues (issue 14) ---
+export {
+  assertDaemonId,
+  createDaemonQueue,
+  DaemonQueue,
+  openDaemonQueue,
+  type QueueCounts,
+} from './daemon-queue.js'
+export {
+  DAEMON_STATES,
+  type DaemonSnapshot,
+  type DaemonSnapshotOptions,
+  type DaemonState,
+  daemonSnapshot,
+  type InflightEvent,
+} from './daemon-snapshot.js'
+export {
+  DEFAULT_VISIBILITY_TIMEOUT_MS,
+  Delivery,
+  type DeliveryOptions,
+  deliveryOptionsSchema,
+} from './delivery.js'
+export {
+  DAEMON_ERROR_CODES,
+  type DaemonErrorCode,
+  RUNTIME_ERROR_CODES,
+  type RuntimeErrorCode,
+} from './errors.js'
 export {
   HANDOFF_KEY,
   HANDOFF_VERSION,
@@ -24,6 +59,11 @@ export type {
 } from './hooks.js'
 export { assertSessionId, assertWorkerId, ID_PATTERN, isValidId, uuidv7 } from './ids.js'
 export {
+  DAEMONS_PREFIX,
+  daemonConfigKey,
+  daemonEventKey,
+  daemonHeadKey,
+  daemonTailKey,
   handoffKey,
   QUARANTINE_PREFIX,
   SESSIONS_PREFIX,
@@ -42,6 +82,17 @@ export {
   quarantineReportSchema,
   quarantineWorkerSnapshot,
 } from './quarantine.js'
+export {
+  type DaemonQueueOptions,
+  DEFAULT_MAX_EVENT_BYTES,
+  DEFAULT_QUEUE_CAPACITY,
+  daemonQueueOptionsSchema,
+  type EventRecord,
+  eventRecordSchema,
+  MAX_EVENT_BYTES_LIMIT,
+  MAX_QUEUE_CAPACITY,
+  type QueueConfig,
+} from './queue-records.js'
 // --- seeds 000/004 conformance (runtime-seeds) ---
 export {
   type CloudSession,
@@ -102,6 +153,7 @@ export {
   type Suspension,
   suspensionSchema,
 } from './suspension.js'
+export { type WaitForIdleOptions, waitForIdle, waitForIdleOptionsSchema } from './wait-idle.js'
 export { Worker, type WorkerUpdate } from './worker.js'
 export {
   createWorkerEvents,

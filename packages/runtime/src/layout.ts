@@ -41,3 +41,27 @@ export function workerSuspendRequestKey(workerId: string): string {
 
 /** Prefix of quarantined records: `quarantine/<id>/record` (the bytes) and `quarantine/<id>/report.json`. */
 export const QUARANTINE_PREFIX = 'quarantine/'
+// --- Daemon queues (issue 14) ---
+
+/** Prefix of every daemon queue's records. */
+export const DAEMONS_PREFIX = 'daemons/'
+
+/** The daemon's immutable configuration (capacity, limits, wake settings); it says the daemon exists. */
+export function daemonConfigKey(daemonId: string): string {
+  return `${DAEMONS_PREFIX}${daemonId}/daemon.json`
+}
+
+/** The consumer side: head sequence, attempts, iterations. Its lease is the delivery lease. */
+export function daemonHeadKey(daemonId: string): string {
+  return `${DAEMONS_PREFIX}${daemonId}/head.json`
+}
+
+/** The producer side: next sequence number and the newest event. */
+export function daemonTailKey(daemonId: string): string {
+  return `${DAEMONS_PREFIX}${daemonId}/tail.json`
+}
+
+/** One queued event; sequence numbers are zero-padded to 16 digits so keys sort in queue order. */
+export function daemonEventKey(daemonId: string, seq: number): string {
+  return `${DAEMONS_PREFIX}${daemonId}/events/${String(seq).padStart(16, '0')}`
+}

@@ -1,0 +1,262 @@
+/**
+ * Daemon queue benchmark (issue 14): trigger and claim+ack throughput and
+ * p50 per backend with 1k, 10k and 100k events already pending, to show
+ * that the cost per operation does not grow with the queue.
+ *
+ *   pnpm bench:queue                                  # from benchmarks/
+ *   QUEUE_BENCH_BACKENDS=memory,sqlite QUEUE_BENCH_SIZES=1000,10000 pnpm bench:queue
+ *
+ * Peers (`queue-peers.ts`): BullMQ on the same redis-server and plainjob on
+ * SQLite; `sqlite-normal` is our SQLite backend with plainjob's
+ * `synchronous = NORMAL`.
+ *
+ * Knobs: `QUEUE_BENCH_BACKENDS` (default all five, sqlite-normal and the peers), `QUEUE_BENCH_SIZES`
+ * (default 1000,10000,100000), `QUEUE_BENCH_OPS` (timed operations per cell,
+ * default 300), `QUEUE_BENCH_S3_MAX` (largest size on S3, default 10000:
+ * filling RGW with 100k objects takes longer than the rest of the run).
+ * Closed loop at concurrency 1 (one producer, then one consumer: the queue
+ * allows one delivery in flight), then triggers from 16 concurrent callers
+ * (and, for the peers, claim+ack from 16 concurrent consumers, which a
+ * daemon queue does not allow by design). The backlog is written straight into the
+ * queue's records (untimed, through a second backend instance without fsync
+ * where the backend has that option), in exactly the layout `trigger` leaves.
+ * Results: stdout (a markdown table) and `results/queue-latest.json`.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Backend } from '@agent-state/core'
+import { createFsBackend } from '@agent-state/fs'
+import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { createRedisBackend } from '@agent-state/redis'
+import { createS3Backend } from '@agent-state/s3'
+import { createSqliteBackend } from '@agent-state/sqlite'
+import { startRedisServer, startRgw } from '@agent-state/test-services'
+// The runtime is not a dependency of this package; its sources are imported directly.
+import {
+  createDaemonQueue,
+  daemonEventKey,
+  daemonTailKey,
+} from '../../packages/runtime/src/index.js'
+import { type EventRecord, encodeRecord } from '../../packages/runtime/src/queue-records.js'
+import {
+  measureBullmq,
+  measurePlainjob,
+  type PeerSamples,
+  type Timed,
+  timed,
+} from './queue-peers.js'
+
+interface Pair {
+  /** The instance measured (default options). */
+  readonly measured: Backend
+  /** An instance on the same storage used to fill the backlog fast. */
+  readonly filler: Backend
+}
+
+interface Row {
+  backend: string
+  pending: number
+  operation: 'trigger' | 'claim+ack' | 'trigger c=16' | 'claim+ack c=16'
+  ops: number
+  opsPerSec: number
+  p50Ms: number
+  p99Ms: number
+}
+
+const backends = (
+  process.env.QUEUE_BENCH_BACKENDS ?? 'memory,sqlite,sqlite-normal,fs,redis,s3,bullmq,plainjob'
+).split(',')
+const sizes = (process.env.QUEUE_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
+const timedOps = Number(process.env.QUEUE_BENCH_OPS ?? 300)
+const s3Max = Number(process.env.QUEUE_BENCH_S3_MAX ?? 10_000)
+const root = mkdtempSync(join(tmpdir(), 'agent-state-queue-bench-'))
+
+async function pairFor(name: string, cell: string): Promise<Pair & { close(): Promise<void> }> {
+  const closeBoth = (pair: Pair) => async () => {
+    await pair.measured.close()
+    await pair.filler.close()
+  }
+  const make = async (): Promise<Pair> => {
+    const namespace = `queue-${cell}`
+    switch (name) {
+      case 'memory': {
+        const store = createMemoryStore()
+        return {
+          measured: createMemoryBackend({ store, namespace }),
+          filler: createMemoryBackend({ store, namespace }),
+        }
+      }
+      case 'sqlite':
+      case 'sqlite-normal': {
+        const path = join(root, `${cell}.db`)
+        // sqlite-normal: synchronous = NORMAL, what plainjob sets, for a like-for-like row.
+        const synchronous = name === 'sqlite' ? 'FULL' : 'NORMAL'
+        return {
+          measured: createSqliteBackend({ path, namespace, synchronous }),
+          filler: createSqliteBackend({ path, namespace, synchronous: 'NORMAL' }),
+        }
+      }
+      case 'fs': {
+        const dir = join(root, cell)
+        mkdirSync(dir, { recursive: true, mode: 0o700 })
+        return {
+          measured: createFsBackend({ root: dir, namespace }),
+          filler: createFsBackend({ root: dir, namespace, fsync: false }),
+        }
+      }
+      case 'redis': {
+        redis ??= startRedisServer()
+        const { host, port } = await redis
+        return {
+          measured: createRedisBackend({ host, port, namespace }),
+          filler: createRedisBackend({ host, port, namespace }),
+        }
+      }
+      case 's3': {
+        rgw ??= startRgw({ memstoreBytes: 4 * 1024 ** 3 })
+        const target = await rgw
+        const options = {
+          bucket: 'queue-bench',
+          namespace,
+          endpoint: target.endpoint,
+          region: target.region,
+          forcePathStyle: true,
+          createBucket: true,
+          credentials: { accessKeyId: target.accessKeyId, secretAccessKey: target.secretAccessKey },
+        }
+        return { measured: createS3Backend(options), filler: createS3Backend(options) }
+      }
+      default:
+        throw new Error(`unknown backend ${name}`)
+    }
+  }
+  const pair = await make()
+  return { ...pair, close: closeBoth(pair) }
+}
+
+let redis: ReturnType<typeof startRedisServer> | undefined
+let rgw: ReturnType<typeof startRgw> | undefined
+
+/** Writes `count` pending events in the layout `trigger` leaves: events/0..count-2 plus the tail. */
+async function fillBacklog(filler: Backend, daemonId: string, count: number): Promise<void> {
+  const record = (seq: number): EventRecord => ({
+    format: 'agent-state/daemon-event',
+    seq,
+    eventId: `fill-${seq}`,
+    event: { kind: 'file_changed', path: `src/file-${seq}.ts` },
+    triggeredAt: new Date().toISOString(),
+  })
+  let next = 0
+  const worker = async () => {
+    for (let seq = next++; seq < count - 1; seq = next++) {
+      await filler.put(daemonEventKey(daemonId, seq), encodeRecord(record(seq)))
+    }
+  }
+  await Promise.all(Array.from({ length: 32 }, worker))
+  await filler.put(
+    daemonTailKey(daemonId),
+    encodeRecord({ format: 'agent-state/daemon-tail', next: count, last: record(count - 1) }),
+  )
+}
+
+function summarise(backend: string, pending: number, operation: Row['operation'], run: Timed): Row {
+  const sorted = [...run.samples].sort((a, b) => a - b)
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN
+  return {
+    backend,
+    pending,
+    operation,
+    ops: sorted.length,
+    opsPerSec: Math.round((sorted.length / run.totalMs) * 1000),
+    p50Ms: Number(at(0.5).toFixed(3)),
+    p99Ms: Number(at(0.99).toFixed(3)),
+  }
+}
+
+async function measureCell(name: string, pending: number): Promise<Row[]> {
+  const cell = `${name}-${pending}`
+  const pair = await pairFor(name, cell)
+  try {
+    const daemonId = 'bench'
+    const queue = await createDaemonQueue(pair.measured, daemonId, {
+      capacity: pending + 2 * timedOps + 10,
+    })
+    const fillStart = Date.now()
+    await fillBacklog(pair.filler, daemonId, pending)
+    const fillMs = Date.now() - fillStart
+    // Warm-up outside the timed loops.
+    for (let i = 0; i < 10; i++) await queue.trigger({ warm: i })
+    const event = (i: number) => ({ kind: 'file_changed', path: `src/new-${i}.ts` })
+    const trigger = await timed(timedOps, (i) => queue.trigger(event(i)))
+    const claimAck = await timed(timedOps, async () => {
+      const delivery = await queue.claim()
+      if (delivery === null) throw new Error('queue drained early')
+      await delivery.ack()
+    })
+    const counts = await queue.counts()
+    if (counts.queuedCount !== pending + 10)
+      throw new Error(`unexpected count ${counts.queuedCount}`)
+    // 16 producers on one queue: every trigger is a compare-and-set on the same tail record.
+    const trigger16 = await timed(timedOps, (i) => queue.trigger(event(i)), 16)
+    process.stderr.write(`${cell}: backlog filled in ${fillMs} ms\n`)
+    return [
+      summarise(name, pending, 'trigger', trigger),
+      summarise(name, pending, 'claim+ack', claimAck),
+      summarise(name, pending, 'trigger c=16', trigger16),
+    ]
+  } finally {
+    await pair.close()
+  }
+}
+
+async function measurePeer(name: 'bullmq' | 'plainjob', pending: number): Promise<Row[]> {
+  let samples: PeerSamples
+  if (name === 'bullmq') {
+    redis ??= startRedisServer()
+    const { host, port } = await redis
+    samples = await measureBullmq(host, port, pending, timedOps)
+  } else {
+    samples = await measurePlainjob(root, pending, timedOps)
+  }
+  return [
+    summarise(name, pending, 'trigger', samples.trigger),
+    summarise(name, pending, 'claim+ack', samples.claimAck),
+    summarise(name, pending, 'trigger c=16', samples.trigger16),
+    summarise(name, pending, 'claim+ack c=16', samples.claimAck16),
+  ]
+}
+
+const rows: Row[] = []
+try {
+  for (const name of backends) {
+    for (const pending of sizes) {
+      if (name === 's3' && pending > s3Max) continue
+      const cellRows =
+        name === 'bullmq' || name === 'plainjob'
+          ? await measurePeer(name, pending)
+          : await measureCell(name, pending)
+      for (const row of cellRows) process.stderr.write(`${JSON.stringify(row)}\n`)
+      rows.push(...cellRows)
+    }
+  }
+} finally {
+  await Promise.all([redis?.then((server) => server.stop()), rgw?.then((server) => server.stop())])
+  rmSync(root, { recursive: true, force: true })
+}
+
+const table = [
+  '| backend | pending | operation | ops/s | p50 ms | p99 ms |',
+  '|---|---:|---|---:|---:|---:|',
+  ...rows.map(
+    (row) =>
+      `| ${row.backend} | ${row.pending} | ${row.operation} | ${row.opsPerSec} | ${row.p50Ms} | ${row.p99Ms} |`,
+  ),
+].join('\n')
+console.log(table)
+mkdirSync(new URL('../results/', import.meta.url), { recursive: true })
+writeFileSync(
+  new URL('../results/queue-latest.json', import.meta.url),
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, timedOps, rows }, null, 2)}\n`,
+)
