@@ -6,6 +6,14 @@ export {
   type ConflictWarning,
   processWarningListener,
 } from './conflict-policy.js'
+// --- Runs and the effect ledger (seed 002) ---
+export {
+  type EffectCall,
+  type EffectHandler,
+  effectRejected,
+  idempotencyKeyOf,
+  type ReconcileAnswer,
+} from './effect.js'
 export { RUNTIME_ERROR_CODES, type RuntimeErrorCode } from './errors.js'
 export {
   HANDOFF_VERSION,
@@ -24,12 +32,20 @@ export type {
 export { assertSessionId, assertWorkerId, ID_PATTERN, isValidId, uuidv7 } from './ids.js'
 export {
   handoffKey,
+  RUNS_PREFIX,
+  runEffectKey,
+  runHeadKey,
+  runOpenMarkerKey,
+  runOpenPrefix,
+  runStepKey,
+  runStepsPrefix,
   SESSIONS_PREFIX,
   sessionDataPrefix,
   sessionMarkerKey,
   WORKERS_PREFIX,
   workerSnapshotKey,
 } from './layout.js'
+export { RECOVERY_OUTCOMES, type RecoveryDecision } from './reconcile.js'
 export {
   parseResumeConditions,
   type ResumeConditions,
@@ -37,6 +53,40 @@ export {
   resumeConditionsSchema,
   TIMEOUT_ACTIONS,
 } from './resume-conditions.js'
+export { type CommitStepOptions, type EffectHandlers, Run } from './run.js'
+export { DEFAULT_RUN_LEASE_TTL_MS, type RunOwnerOptions } from './run-attempt.js'
+export {
+  RUN_RECORD_FORMAT,
+  RUN_RECORD_KINDS,
+  RUN_RECORD_SCHEMA_VERSION,
+  type RunRecordKind,
+} from './run-codec.js'
+export {
+  type OpenRunOptions,
+  openRun,
+  type RevalidationCheck,
+  type RevalidationContext,
+  resumeRun,
+} from './run-open.js'
+export {
+  type EffectResolution,
+  inspectRun,
+  type RunView,
+  readEffect,
+  resolveEffect,
+} from './run-operator.js'
+export {
+  type Attempt,
+  type ContextRef,
+  EFFECT_STATES,
+  type EffectError,
+  type EffectRecord,
+  type EffectState,
+  RUN_AUDIT_EVENTS,
+  type RunAuditEntry,
+  type RunHead,
+  type StepRecord,
+} from './run-records.js'
 export { openSession, resumeSession, type Session, type SessionOptions } from './session.js'
 export { type ListSessionsOptions, listSessions, type SessionPage } from './session-list.js'
 export {

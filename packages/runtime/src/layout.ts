@@ -31,3 +31,38 @@ export function sessionDataPrefix(sessionId: string): string {
 export function workerSnapshotKey(workerId: string): string {
   return `${WORKERS_PREFIX}${workerId}/snapshot.json`
 }
+
+// --- Runs and the effect ledger ---
+
+/** Prefix of every run's records. */
+export const RUNS_PREFIX = 'runs/'
+
+/** The run's head record (attempt, status, audit); its lease is the run's ownership lease. */
+export function runHeadKey(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/run.json`
+}
+
+/** One record per effect, whatever its state. */
+export function runEffectKey(runId: string, effectId: string): string {
+  return `${RUNS_PREFIX}${runId}/effects/${effectId}.json`
+}
+
+/** The prefix of the run's incomplete-effect markers (empty records, one per effect not yet final). */
+export function runOpenPrefix(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/open/`
+}
+
+/** The marker saying `effectId` may be incomplete; listing these finds incomplete effects by key alone. */
+export function runOpenMarkerKey(runId: string, effectId: string): string {
+  return `${runOpenPrefix(runId)}${effectId}`
+}
+
+/** The prefix of the run's committed steps. */
+export function runStepsPrefix(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/steps/`
+}
+
+/** One record per committed step; the zero-padded sequence keeps them in commit order. */
+export function runStepKey(runId: string, seq: number): string {
+  return `${runStepsPrefix(runId)}${String(seq).padStart(10, '0')}.json`
+}
