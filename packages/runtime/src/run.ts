@@ -159,7 +159,7 @@ export class Run {
     const { decision } = recovered
     if (decision.outcome === 'confirmed') return recovered.loaded.record.result
     if (decision.outcome === 'redispatch')
-      return dispatchEffect(ctx, recovered.loaded, handler, decision.rule)
+      return dispatchEffect(ctx, recovered.loaded, handler, `redispatch:${decision.rule}`)
     throw needsAttention(this.runId, [
       { effectId, kind, state: recovered.loaded.record.state, rule: decision.rule },
     ])
