@@ -1,5 +1,5 @@
 import { type Backend, type Clock, isAgentStateError } from '@agent-state/core'
-import { checksumOf, type JsonValue } from './canonical-json.js'
+import { checksumOf, type JsonValue, jsonValueSchema } from './canonical-json.js'
 import { type EffectCall, type EffectHandler, idempotencyKeyOf, isRejection } from './effect.js'
 import { runtimeError } from './errors.js'
 import { runEffectKey, runOpenMarkerKey } from './layout.js'
@@ -218,7 +218,11 @@ async function callWithTimeout(
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       controller.abort()
-      reject(runtimeError('EFFECT_UNKNOWN', `The dispatch did not answer within ${timeoutMs} ms`))
+      reject(
+        runtimeError('EFFECT_UNKNOWN', `The dispatch did not answer within ${timeoutMs} ms`, {
+          reason: 'timeout',
+        }),
+      )
     }, timeoutMs)
   })
   try {
@@ -248,14 +252,28 @@ export async function dispatchEffect(
   )
   let result: JsonValue
   try {
-    result = await callWithTimeout(handler, (signal) => effectCall(ctx, submitted.record, signal))
+    const answer = await callWithTimeout(handler, (signal) =>
+      effectCall(ctx, submitted.record, signal),
+    )
+    const checked = jsonValueSchema.safeParse(answer)
+    if (!checked.success) {
+      // Applied at the target, but the result cannot be stored: reconciliation must supply it.
+      throw runtimeError(
+        'EFFECT_UNKNOWN',
+        'The dispatch resolved with a result that is not plain JSON',
+        {
+          reason: 'result_not_json',
+        },
+      )
+    }
+    result = checked.data
   } catch (error) {
     const rejected = isRejection(error)
     const state = rejected ? 'failed' : 'unknown'
     const why = rejected
       ? 'rejected'
       : isAgentStateError(error, 'EFFECT_UNKNOWN')
-        ? 'timeout'
+        ? String(error.context.reason ?? 'timeout')
         : 'dispatch_error'
     try {
       await storeEffect(

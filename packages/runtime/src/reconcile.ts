@@ -1,5 +1,5 @@
 import { type Backend, isAgentStateError } from '@agent-state/core'
-import type { JsonValue } from './canonical-json.js'
+import { type JsonValue, jsonValueSchema } from './canonical-json.js'
 import type { EffectHandler, ReconcileAnswer } from './effect.js'
 import {
   effectCall,
@@ -79,7 +79,9 @@ export async function recoverEffect(
     return markUnknown(ctx, loaded, 'reconciler_error')
   }
   if (answer.status === 'confirmed') {
-    const result: JsonValue = answer.result
+    const checked = jsonValueSchema.safeParse(answer.result)
+    if (!checked.success) return markUnknown(ctx, loaded, 'reconciler_result_not_json')
+    const result: JsonValue = checked.data
     const stored = await storeEffect(
       ctx,
       transition(ctx, loaded.record, 'confirmed', 'reconciler:confirmed', { result }),
