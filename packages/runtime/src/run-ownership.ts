@@ -19,6 +19,8 @@ export class RunOwnership {
   #root: Lease
   readonly #ownsRoot: boolean
   readonly #held = new Map<string, Lease>()
+  /** Leases of records that became final: no longer renewed, released by `release()`. */
+  readonly #settled: Lease[] = []
 
   constructor(backend: Backend, root: Lease, ownsRoot: boolean) {
     this.#backend = backend
@@ -69,9 +71,15 @@ export class RunOwnership {
     return lease
   }
 
-  /** Stops renewing `key`'s lease: its record is final and is never written again by this owner. */
+  /**
+   * Stops renewing `key`'s lease: its record is final and is never written
+   * again by this owner. The lease is released with the others by `release()`.
+   */
   forget(key: string): void {
+    const lease = this.#held.get(key)
+    if (lease === undefined) return
     this.#held.delete(key)
+    this.#settled.push(lease)
   }
 
   /** Renews every record lease, then the root, keeping the record leases subordinate. */
@@ -82,11 +90,16 @@ export class RunOwnership {
     this.#root = await this.#backend.renewLease(this.#root)
   }
 
-  /** Releases the record leases, then the root when the run took it; failures only delay the next owner. */
+  /**
+   * Releases every record lease this owner took (final records' included, so
+   * nothing of the run stays leased), then the root when the run took it.
+   * Failures only delay the next owner until the lease expires.
+   */
   async release(): Promise<void> {
-    for (const lease of this.#held.values()) {
+    for (const lease of [...this.#settled, ...this.#held.values()]) {
       await this.#backend.releaseLease(lease).catch(() => false)
     }
+    this.#settled.length = 0
     this.#held.clear()
     if (this.#ownsRoot) await this.#backend.releaseLease(this.#root).catch(() => false)
   }

@@ -22,7 +22,8 @@ const BOUNDARIES = ['before-dispatch', 'before-ack', 'before-record', 'during-wr
 const EFFECT_IDS = ['e1', 'e2', 'e3'] as const
 /** Independent chains of cycles run side by side (the cycles are split among them). */
 const CHAINS = Math.max(1, Number(process.env.AGENT_STATE_CRASH_CHAINS ?? 2))
-const LEASE_TTL_MS = 1000
+/** Lease of the runs that crash: the next cycle's resume waits it out. */
+const LEASE_TTL_MS = 2000
 
 interface ChildResult {
   readonly code: number | null

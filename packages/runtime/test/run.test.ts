@@ -290,7 +290,9 @@ describe.each(BACKENDS)('runs and the effect ledger on $name', (factory) => {
     )
     await run.heartbeat()
     await run.close()
-    expect(await backend.getLease(runEffectKey(runId, 'w1'))).not.toBeNull()
+    // Close releases every lease the run took, the final effect's included, never the parent's.
+    expect(await backend.getLease(runEffectKey(runId, 'w1'))).toBeNull()
+    expect(await backend.getLease(runHeadKey(runId))).toBeNull()
     expect((await backend.getLease(lease.key))?.token).toBe(lease.token)
     await worker.complete({ result: null })
   })
