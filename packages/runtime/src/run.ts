@@ -62,6 +62,7 @@ export class Run {
     this.#steps = steps
   }
 
+  /** The run's id. */
   get runId(): string {
     return this.#attempt.ctx.runId
   }
@@ -76,6 +77,7 @@ export class Run {
     return this.#attempt.head.attemptCount
   }
 
+  /** `open`, or `completed` once `complete()` was recorded. */
   get status(): 'open' | 'completed' {
     return this.#attempt.head.status
   }
