@@ -56,6 +56,40 @@ export const RUNTIME_ERROR_CODES = [
   'INVALID_WORKER_RESULT',
   /** `quarantineWorkerSnapshot` of a snapshot that verifies: retire it with `closeWorker`. */
   'SNAPSHOT_NOT_CORRUPT',
+  // --- Runs and the effect ledger (seed 002) ---
+  /** A run or effect id that could escape its prefix or collide with another. */
+  'INVALID_RUN_ID',
+  'INVALID_EFFECT_ID',
+  /** Another live owner holds the run; `context.holder` and `context.expiresAt` name it. */
+  'RUN_OWNED',
+  /** `resumeRun` of a run that was never opened. */
+  'RUN_NOT_FOUND',
+  /** `effect()` or `commitStep()` on a completed run. */
+  'RUN_COMPLETED',
+  /** A ledger record the run refers to (an effect, a step) is not stored. */
+  'RUN_RECORD_MISSING',
+  /** A ledger record is not valid JSON, fails its checksum or its schema. */
+  'RUN_RECORD_CORRUPT',
+  /** A ledger record has a schema version this runtime cannot read. */
+  'RUN_RECORD_INCOMPATIBLE',
+  /** Ledger records contradict each other or their key (confirmed and failed, a newer attempt than the run's). */
+  'RUN_RECORD_CONTRADICTORY',
+  /** A context reference of the run (session key, artifact) is missing at resume. */
+  'RUN_CONTEXT_MISSING',
+  /** A caller's revalidation check failed at resume; nothing was dispatched. */
+  'RUN_REVALIDATION_FAILED',
+  /** Effects whose outcome cannot be reconciled; `context.effects` lists them for an operator. */
+  'RUN_NEEDS_ATTENTION',
+  /** The same effect id called with another kind or request than the one recorded. */
+  'EFFECT_CONFLICT',
+  /** No handler is registered for an effect's kind. */
+  'EFFECT_KIND_UNKNOWN',
+  /** The effect is recorded `failed`: the target definitely rejected it. */
+  'EFFECT_FAILED',
+  /** The effect's outcome is unknown (timeout, crash, indeterminate storage); it is never `failed`. */
+  'EFFECT_UNKNOWN',
+  /** An operator resolution that does not apply to the effect's state. */
+  'INVALID_RESOLUTION',
 ] as const
 
 /** A code the runtime adds to the contract's codes. */
@@ -69,7 +103,7 @@ export function runtimeError(
   cause?: unknown,
 ): AgentStateError {
   return new AgentStateError(code, message, {
-    retryable: code === 'CONCURRENT_RESUME',
+    retryable: code === 'CONCURRENT_RESUME' || code === 'RUN_OWNED',
     context,
     ...(cause === undefined ? {} : { cause }),
   })

@@ -36,6 +36,14 @@ export {
   type DeliveryOptions,
   deliveryOptionsSchema,
 } from './delivery.js'
+// --- Runs and the effect ledger (seed 002) ---
+export {
+  type EffectCall,
+  type EffectHandler,
+  effectRejected,
+  idempotencyKeyOf,
+  type ReconcileAnswer,
+} from './effect.js'
 export {
   DAEMON_ERROR_CODES,
   type DaemonErrorCode,
@@ -66,6 +74,13 @@ export {
   daemonTailKey,
   handoffKey,
   QUARANTINE_PREFIX,
+  RUNS_PREFIX,
+  runEffectKey,
+  runHeadKey,
+  runOpenMarkerKey,
+  runOpenPrefix,
+  runStepKey,
+  runStepsPrefix,
   SESSIONS_PREFIX,
   sessionDataPrefix,
   sessionMarkerKey,
@@ -93,6 +108,7 @@ export {
   MAX_QUEUE_CAPACITY,
   type QueueConfig,
 } from './queue-records.js'
+export { RECOVERY_OUTCOMES, type RecoveryDecision } from './reconcile.js'
 // --- seeds 000/004 conformance (runtime-seeds) ---
 export {
   type CloudSession,
@@ -117,6 +133,40 @@ export {
   TIMEOUT_ACTIONS,
 } from './resume-conditions.js'
 export { type ResumeWorkerOptions, resumeWorker } from './resume-worker.js'
+export { type CommitStepOptions, type EffectHandlers, Run } from './run.js'
+export { DEFAULT_RUN_LEASE_TTL_MS, type RunOwnerOptions } from './run-attempt.js'
+export {
+  RUN_RECORD_FORMAT,
+  RUN_RECORD_KINDS,
+  RUN_RECORD_SCHEMA_VERSION,
+  type RunRecordKind,
+} from './run-codec.js'
+export {
+  type OpenRunOptions,
+  openRun,
+  type RevalidationCheck,
+  type RevalidationContext,
+  resumeRun,
+} from './run-open.js'
+export {
+  type EffectResolution,
+  inspectRun,
+  type RunView,
+  readEffect,
+  resolveEffect,
+} from './run-operator.js'
+export {
+  type Attempt,
+  type ContextRef,
+  EFFECT_STATES,
+  type EffectError,
+  type EffectRecord,
+  type EffectState,
+  RUN_AUDIT_EVENTS,
+  type RunAuditEntry,
+  type RunHead,
+  type StepRecord,
+} from './run-records.js'
 export { openSession, resumeSession, type Session, type SessionOptions } from './session.js'
 export {
   handoffKeyName,

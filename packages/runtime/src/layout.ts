@@ -41,6 +41,7 @@ export function workerSuspendRequestKey(workerId: string): string {
 
 /** Prefix of quarantined records: `quarantine/<id>/record` (the bytes) and `quarantine/<id>/report.json`. */
 export const QUARANTINE_PREFIX = 'quarantine/'
+
 // --- Daemon queues (issue 14) ---
 
 /** Prefix of every daemon queue's records. */
@@ -64,4 +65,39 @@ export function daemonTailKey(daemonId: string): string {
 /** One queued event; sequence numbers are zero-padded to 16 digits so keys sort in queue order. */
 export function daemonEventKey(daemonId: string, seq: number): string {
   return `${DAEMONS_PREFIX}${daemonId}/events/${String(seq).padStart(16, '0')}`
+}
+
+// --- Runs and the effect ledger ---
+
+/** Prefix of every run's records. */
+export const RUNS_PREFIX = 'runs/'
+
+/** The run's head record (attempt, status, audit); its lease is the run's ownership lease. */
+export function runHeadKey(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/run.json`
+}
+
+/** One record per effect, whatever its state. */
+export function runEffectKey(runId: string, effectId: string): string {
+  return `${RUNS_PREFIX}${runId}/effects/${effectId}.json`
+}
+
+/** The prefix of the run's incomplete-effect markers (empty records, one per effect not yet final). */
+export function runOpenPrefix(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/open/`
+}
+
+/** The marker saying `effectId` may be incomplete; listing these finds incomplete effects by key alone. */
+export function runOpenMarkerKey(runId: string, effectId: string): string {
+  return `${runOpenPrefix(runId)}${effectId}`
+}
+
+/** The prefix of the run's committed steps. */
+export function runStepsPrefix(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/steps/`
+}
+
+/** One record per committed step; the zero-padded sequence keeps them in commit order. */
+export function runStepKey(runId: string, seq: number): string {
+  return `${runStepsPrefix(runId)}${String(seq).padStart(10, '0')}.json`
 }

@@ -115,7 +115,10 @@ describe('the runtime README', () => {
   }, 120_000)
 
   it('lists exactly the runtime error codes in its diagnostics table', () => {
-    const section = README.slice(README.indexOf('## Error codes'), README.indexOf('## Caveats'))
+    const section = README.slice(
+      README.indexOf('\n## Error codes\n'),
+      README.indexOf('\n## Caveats\n'),
+    )
     const rows = section.split('\n').filter((line) => /^\| (HARN-SUS-\d{3}|—) /.test(line))
     const listed = new Set(
       rows.flatMap((row) =>
