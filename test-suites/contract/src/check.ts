@@ -38,6 +38,18 @@ export interface ContractCheck {
   run(harness: Harness): Promise<void>
 }
 
+/** The skip reason of a check whose capability is not claimed. */
+export function notClaimed(capability: string): string {
+  return `capability ${capability} is not claimed`
+}
+
+const NOT_CLAIMED = /^capability [A-Za-z]+ is not claimed$/
+
+/** The kind of a skip reason: "not claimed" only for {@link notClaimed} reasons. */
+export function skipCauseOf(reason: string): 'capability-not-claimed' | 'not-testable' {
+  return NOT_CLAIMED.test(reason) ? 'capability-not-claimed' : 'not-testable'
+}
+
 /** Builds a check, deriving its id from the category and title. */
 export function check(
   category: Category,

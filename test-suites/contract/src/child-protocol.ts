@@ -37,6 +37,13 @@ export type ChildCommand =
     }
   | { readonly type: 'stale-attempt'; readonly key: string; readonly lease: unknown }
   | {
+      /** Puts and deletes keys `prefix` + odd numbers (some nested) for `durationMs`. */
+      readonly type: 'churn'
+      readonly prefix: string
+      readonly seed: number
+      readonly durationMs: number
+    }
+  | {
       readonly type: 'crash-writer'
       readonly prefix: string
       readonly start: number

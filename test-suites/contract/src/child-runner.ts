@@ -160,6 +160,18 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
     }
     case 'crash-writer':
       return crashWriter(b, command)
+    case 'churn': {
+      const until = Date.now() + command.durationMs
+      let writes = 0
+      for (let i = 0; Date.now() < until; i++) {
+        const n = ((i * 7 + command.seed * 13) % 121) | 1
+        const key = `${command.prefix}${String(n).padStart(3, '0')}${i % 3 === 0 ? '/deep' : ''}`
+        if (i % 2 === 0) await b.put(key, encoder.encode('churn'))
+        else await b.delete(key)
+        writes++
+      }
+      return writes
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
-import { ensure, fail } from '../assert.js'
-import { type ContractCheck, check } from '../check.js'
+import { ensure, ensureEqual, fail } from '../assert.js'
+import { type ContractCheck, check, notClaimed } from '../check.js'
 import type { ContractChild } from '../child-process.js'
 import type { ChildMessage, CrashOp } from '../child-protocol.js'
 import { readCheckedValue } from '../child-values.js'
@@ -10,6 +10,40 @@ import { multiProcessSkip } from './multi-process.js'
 const PREFIX = 'crash/'
 const LEASE_KEY = 'crash-lease'
 const LEASE_TTL_MS = 250
+
+/**
+ * Fewest kill -9 cycles a crash tier may be configured with: below it the
+ * tier fails, since a handful of kills proves little (the ack-before-durable
+ * store of the mutant tests can survive a few).
+ */
+export const MIN_CRASH_CYCLES = 10
+
+/** How long a cycle's writer may take to acknowledge its first write before the cycle fails. */
+const FIRST_ACK_TIMEOUT_MS = 60_000
+
+/** Resolves once `log` holds an acknowledgement; rejects on `failed()` or after the timeout. */
+async function firstAck(
+  log: CycleLog,
+  child: ContractChild,
+  failed: () => string | undefined,
+  cycle: number,
+): Promise<void> {
+  const deadline = Date.now() + FIRST_ACK_TIMEOUT_MS
+  let exited = false
+  void child.exited.then(() => {
+    exited = true
+  })
+  while (log.acked.size === 0) {
+    const error = failed()
+    if (error !== undefined)
+      fail(`cycle ${cycle}: the writer failed before its first write: ${error}`)
+    if (exited) fail(`cycle ${cycle}: the writer exited before acknowledging any write`)
+    if (Date.now() > deadline) {
+      fail(`cycle ${cycle}: no write acknowledged within ${FIRST_ACK_TIMEOUT_MS} ms`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
 
 /** What the parent knows of a key: the counter of its value, or null (absent). */
 type KeyCounter = number | null
@@ -123,11 +157,19 @@ export const crashChecks: ContractCheck[] = [
     'crash',
     'acknowledged writes survive kill -9 and nothing is torn',
     async (h) => {
+      const configured = h.scale.crashCycles
+      h.report({ cyclesConfigured: configured, cyclesVerified: 0, acknowledgedWrites: 0 })
+      if (configured < MIN_CRASH_CYCLES) {
+        fail(
+          `the crash tier is configured with ${configured} kill -9 cycles, below the floor of ${MIN_CRASH_CYCLES}: it would prove nothing`,
+        )
+      }
       const known = new Map<string, KeyCounter>()
       let counter = 0
       let acknowledged = 0
+      let verified = 0
       let next = h.child()
-      for (let cycle = 0; cycle < h.scale.crashCycles; cycle++) {
+      for (let cycle = 0; cycle < configured; cycle++) {
         const child = await next
         const log = watch(child)
         let killed = false
@@ -145,13 +187,18 @@ export const crashChecks: ContractCheck[] = [
           })
         // Warm the next child while this one writes; it idles until told to start.
         next = h.child()
-        await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200))
+        // Kill at a random point after the first acknowledged write, so every cycle has
+        // something to verify however slowly the child started on a loaded machine.
+        await firstAck(log, child, () => writerError, cycle)
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 250))
         killed = true
         child.signal('SIGKILL')
         await child.exited
         if (writerError !== undefined)
           fail(`cycle ${cycle}: the writer failed before the kill: ${writerError}`)
-        acknowledged += log.acked.size
+        const ackedThisCycle = log.acked.size
+        if (ackedThisCycle === 0) fail(`cycle ${cycle}: killed before any acknowledged write`)
+        acknowledged += ackedThisCycle
         counter += 1_000_000
         const fresh = await h.backend({ realClock: true })
         try {
@@ -163,17 +210,17 @@ export const crashChecks: ContractCheck[] = [
         } finally {
           await fresh.close()
         }
+        verified++
+        h.report({ cyclesVerified: verified, acknowledgedWrites: acknowledged })
       }
       const last = await next
       await last.stop()
-      if (h.scale.crashCycles > 0)
-        ensure(acknowledged > 0, 'the crash writers acknowledged no write at all')
+      ensureEqual(verified, configured, 'kill -9 cycles verified')
+      ensure(acknowledged >= verified, 'every cycle verified at least one acknowledged write')
     },
     {
       timeoutMs: 300_000,
-      skip: (caps, options) =>
-        multiProcessSkip(caps, options) ??
-        (caps.durable ? undefined : 'capability durable is not claimed'),
+      skip: (caps) => multiProcessSkip(caps) ?? (caps.durable ? undefined : notClaimed('durable')),
     },
   ),
 ]
