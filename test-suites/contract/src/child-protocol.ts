@@ -36,6 +36,7 @@ export type ChildCommand =
       readonly lease: unknown
     }
   | { readonly type: 'stale-attempt'; readonly key: string; readonly lease: unknown }
+  | { readonly type: 'put-many'; readonly keys: readonly string[]; readonly value: string }
   | {
       /** Puts and deletes keys `prefix` + odd numbers (some nested) for `durationMs`. */
       readonly type: 'churn'

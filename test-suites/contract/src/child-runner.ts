@@ -160,6 +160,9 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
     }
     case 'crash-writer':
       return crashWriter(b, command)
+    case 'put-many':
+      for (const key of command.keys) await b.put(key, encoder.encode(command.value))
+      return command.keys.length
     case 'churn': {
       const until = Date.now() + command.durationMs
       let writes = 0

@@ -102,6 +102,21 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
     }
   }, 60_000)
 
+  it('catches a per-process name cache that other processes do not invalidate', async () => {
+    const id =
+      'multi-process/keys-present-for-the-whole-walk-are-listed-once-while-other-processes-write'
+    // Within one process the cache is right: the in-process listing check passes.
+    await runContractCheck(
+      checkById(
+        'listing/keys-present-for-the-whole-walk-appear-exactly-once-under-concurrent-writes',
+      ),
+      fileOptions('cached-names', 10),
+    )
+    const error = await verdict(runContractCheck(checkById(id), fileOptions('cached-names', 10)))
+    expect(error.message).toMatch(/stable key mpl\/\d+ listed 0 times/)
+    await runContractCheck(checkById(id), fileOptions('correct', 10))
+  }, 180_000)
+
   it('reports the scale the crash tier ran at', async () => {
     const scale = await runContractCheck(checkById(CRASH), fileOptions('correct', 10))
     expect(scale).toMatchObject({ cyclesConfigured: 10, cyclesVerified: 10 })

@@ -1,6 +1,7 @@
 import type { Capabilities, Lease } from '@agent-state/core'
 import { bytes, ensure, ensureBytes, ensureEqual, ensureSame, fail, text } from '../assert.js'
 import { type ContractCheck, check, notClaimed } from '../check.js'
+import type { ContractChild } from '../child-process.js'
 import type { Harness } from '../harness.js'
 import { listAll } from './list-all.js'
 
@@ -31,9 +32,16 @@ export const multiProcessChecks: ContractCheck[] = [
       const children = await spawnChildren(h)
       const b = await h.backend({ realClock: true })
       const stable = Array.from({ length: 60 }, (_, i) => `mpl/${String(i * 2).padStart(3, '0')}`)
-      for (const key of stable) await b.put(key, bytes('stable'))
-      // Warm this instance's view of the names (a cache that goes stale is what this catches).
+      const mine = stable.slice(0, 30)
+      for (const key of mine) await b.put(key, bytes('stable'))
+      // Warm this process's view of the names, then let another process add the other half:
+      // a name cache that only this process's own writes invalidate is what this catches.
       await listAll(b, { prefix: 'mpl/', limit: 4 })
+      await (children[0] as ContractChild).request({
+        type: 'put-many',
+        keys: stable.slice(30),
+        value: 'stable',
+      })
       let done = false
       const churn = Promise.all(
         children.map((c, seed) =>
@@ -42,6 +50,8 @@ export const multiProcessChecks: ContractCheck[] = [
       ).finally(() => {
         done = true
       })
+      // Awaited below; a walk that fails first must not leave its rejection unhandled.
+      churn.catch(() => undefined)
       let walks = 0
       while (!done || walks < 2) {
         const seen = await listAll(b, { prefix: 'mpl/', limit: 4 })
