@@ -1,7 +1,8 @@
 import type { Backend, Lease } from '@agent-state/core'
-import { bytes, ensure, ensureBytes, ensureEqual, rejectsWith } from '../assert.js'
+import { bytes, ensure, ensureBytes, ensureEqual, ensureSame, rejectsWith } from '../assert.js'
 import { type ContractCheck, check } from '../check.js'
 import type { Harness } from '../harness.js'
+import { listAll } from './list-all.js'
 
 /**
  * Every way the old lease of a holder can be used after the SAME holder took
@@ -78,6 +79,8 @@ export const leaseEdgeChecks: ContractCheck[] = [
       ensureEqual(await a.get('same/none'), null, 'nothing created by the old lease')
       ensureEqual(await a.releaseLease(l1), false, 'release of the old lease of an empty key')
       ensureEqual((await a.getLease('same/none'))?.token, l2.token, 'the new lease survives')
+      // Leases (and fencing counters of keys without a value) are internal: never listed.
+      ensureSame(await listAll(a, { prefix: 'same/' }), ['same/exp', 'same/rel'], 'listing')
     },
   ),
 
