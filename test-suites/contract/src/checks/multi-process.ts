@@ -61,6 +61,9 @@ export const multiProcessChecks: ContractCheck[] = [
         }
         if (new Set(seen).size !== seen.length) fail(`walk ${walks}: a key was listed twice`)
         walks++
+        // A backend whose list settles without I/O callbacks would otherwise keep this loop in
+        // microtasks forever, and the children's replies (IPC, a macrotask) would never arrive.
+        await new Promise((resolve) => setImmediate(resolve))
       }
       const writes = (await churn).reduce((sum, n) => sum + n, 0)
       h.report({ walks, churnWrites: writes })
