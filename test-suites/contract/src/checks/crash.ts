@@ -95,12 +95,52 @@ function expectedStates(known: Map<string, KeyCounter>, log: CycleLog): Map<stri
   return allowed
 }
 
+/** How long the in-flight write's key must look unchanged before it counts as settled. */
+const SETTLE_STABLE_MS = 500
+/** Longest wait for the in-flight write to settle. */
+const SETTLE_MAX_MS = 3000
+
+/** The counter a key holds, `null` when absent, `undefined` when its value is torn. */
+async function counterOf(b: Backend, key: string): Promise<KeyCounter | undefined> {
+  const got = await b.get(key)
+  if (got === null) return null
+  const checked = readCheckedValue(got.value)
+  return typeof checked === 'string' || checked.key !== key ? undefined : checked.counter
+}
+
+/**
+ * Waits until the killed writer's in-flight write has settled. Against a
+ * network server a request the child sent just before SIGKILL may still be
+ * executed after the child is gone; verifying before it lands would record
+ * the "before" state and blame the late write on the next cycle. Once the
+ * write's own effect is visible nothing else can change the key; otherwise
+ * the key must look the same for {@link SETTLE_STABLE_MS}. Local stores settle
+ * at once when the write landed, and in half a second when it did not.
+ */
+async function settleInFlight(b: Backend, log: CycleLog): Promise<void> {
+  const last = log.intents[log.intents.length - 1]
+  if (last === undefined || log.acked.has(last.seq)) return
+  const after = effect(last.op)
+  const deadline = Date.now() + SETTLE_MAX_MS
+  let seen = await counterOf(b, last.op.key)
+  let since = Date.now()
+  while (seen !== after && Date.now() - since < SETTLE_STABLE_MS && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const now = await counterOf(b, last.op.key)
+    if (now !== seen) {
+      seen = now
+      since = Date.now()
+    }
+  }
+}
+
 async function verify(
   fresh: Backend,
   known: Map<string, KeyCounter>,
   log: CycleLog,
   cycle: number,
 ): Promise<void> {
+  await settleInFlight(fresh, log)
   const allowed = expectedStates(known, log)
   for (const [key, states] of allowed) {
     const got = await fresh.get(key)
@@ -124,8 +164,11 @@ async function verify(
     .map(([k]) => k)
     .sort()
   if (JSON.stringify([...listed].sort()) !== JSON.stringify(present)) {
+    const last = log.intents[log.intents.length - 1]
+    const inFlight =
+      last === undefined || log.acked.has(last.seq) ? 'none' : JSON.stringify(last.op)
     fail(
-      `cycle ${cycle}: listing ${JSON.stringify(listed)} disagrees with get ${JSON.stringify(present)}`,
+      `cycle ${cycle}: listing ${JSON.stringify(listed)} disagrees with get ${JSON.stringify(present)} (in-flight write: ${inFlight})`,
     )
   }
   if (log.leaseToken !== undefined) {
