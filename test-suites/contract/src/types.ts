@@ -65,13 +65,18 @@ export interface ContractOptions {
 export type CheckStatus = 'passed' | 'failed' | 'skipped'
 
 /**
- * Why a check was skipped: the backend does not claim the capability the check
- * proves (the only skip that says nothing bad about a claim), the suite cannot
- * test it at the declared size, or it never started (filtered out, or the run
- * stopped early). A claimed capability whose tier cannot run is never a skip:
- * it fails.
+ * Why a check was skipped:
+ * - `capability-not-claimed`: the backend does not claim the capability the check proves;
+ * - `not-applicable`: the check tests another declared model than the backend's
+ *   (expiry on an injected clock, for a `server` or `observer` lease clock, whose
+ *   expiry is tested on real time instead);
+ * - `not-testable`: a claim the suite cannot test at its size (a `maxValueBytes`
+ *   above 16 MiB): that claim stays unproved;
+ * - `not-run`: declared but never started (filtered out, or the run stopped early).
+ * Only the first two leave no claim unproved. A claimed capability whose tier
+ * cannot run is never a skip: it fails.
  */
-export type SkipCause = 'capability-not-claimed' | 'not-testable' | 'not-run'
+export type SkipCause = 'capability-not-claimed' | 'not-applicable' | 'not-testable' | 'not-run'
 
 /**
  * The scale a check actually ran at, as it reports it (for example

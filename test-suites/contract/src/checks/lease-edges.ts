@@ -1,6 +1,6 @@
 import type { Backend, Lease } from '@agent-state/core'
 import { bytes, ensure, ensureBytes, ensureEqual, ensureSame, rejectsWith } from '../assert.js'
-import { type ContractCheck, check } from '../check.js'
+import { type ContractCheck, check, notApplicable } from '../check.js'
 import type { Harness } from '../harness.js'
 import { listAll } from './list-all.js'
 
@@ -157,7 +157,9 @@ export const leaseEdgeChecks: ContractCheck[] = [
       skip: (caps) =>
         caps.leaseClock === 'host'
           ? undefined
-          : `leaseClock ${caps.leaseClock} is not injectable: expiry is tested on real time`,
+          : notApplicable(
+              `leaseClock ${caps.leaseClock} is not injectable: expiry is tested on real time`,
+            ),
     },
   ),
 
