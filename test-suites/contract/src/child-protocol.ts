@@ -14,7 +14,13 @@ export interface InitMessage {
 /** A scenario step the parent asks a child to run. */
 export type ChildCommand =
   | { readonly type: 'increments'; readonly key: string; readonly count: number }
-  | { readonly type: 'create-once'; readonly key: string; readonly value: string }
+  | {
+      /** Create-if-absent, or compare-and-set when `ifMatch` is given: 'won' or 'lost'. */
+      readonly type: 'create-once'
+      readonly key: string
+      readonly value: string
+      readonly ifMatch?: string
+    }
   | {
       readonly type: 'lease-log'
       readonly lockKey: string

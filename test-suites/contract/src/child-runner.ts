@@ -126,7 +126,11 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
       return command.count
     case 'create-once':
       try {
-        await b.put(command.key, encoder.encode(command.value), { ifNoneMatch: '*' })
+        await b.put(
+          command.key,
+          encoder.encode(command.value),
+          command.ifMatch === undefined ? { ifNoneMatch: '*' } : { ifMatch: command.ifMatch },
+        )
         return 'won'
       } catch (error) {
         if (isAgentStateError(error, 'PRECONDITION_FAILED')) return 'lost'

@@ -69,6 +69,14 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
     expect(error.message).toMatch(/counter after N×M increments/)
   }, 120_000)
 
+  it('catches a check-then-write compare-and-set racing on one version across processes', async () => {
+    const id =
+      'multi-process/create-if-absent-and-compare-and-set-across-processes-have-exactly-one-winner'
+    const error = await verdict(runContractCheck(checkById(id), fileOptions('racy', 10)))
+    expect(error.message).toMatch(/processes that won (create-if-absent|compare-and-set)/)
+    await runContractCheck(checkById(id), fileOptions('correct', 10))
+  }, 120_000)
+
   it('catches a store that acknowledges writes before they are durable', async () => {
     const error = await verdict(runContractCheck(checkById(CRASH), fileOptions('lazy', 10)))
     expect(error.message).toMatch(/acknowledged write was lost/)

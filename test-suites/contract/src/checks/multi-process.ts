@@ -95,7 +95,7 @@ export const multiProcessChecks: ContractCheck[] = [
 
   check(
     'multi-process',
-    'create-if-absent across processes has exactly one winner',
+    'create-if-absent and compare-and-set across processes have exactly one winner',
     async (h) => {
       const children = await spawnChildren(h)
       const b = await h.backend({ realClock: true })
@@ -108,11 +108,22 @@ export const multiProcessChecks: ContractCheck[] = [
         )
         const winners = results.flatMap((r, i) => (r === 'won' ? [i] : []))
         ensureEqual(winners.length, 1, `round ${round}: processes that won create-if-absent`)
-        ensureBytes(
-          (await b.get(key))?.value,
-          bytes(`child ${winners[0]}`),
-          'the winner value is stored',
+        const created = await b.get(key)
+        ensureBytes(created?.value, bytes(`child ${winners[0]}`), 'the winner value is stored')
+        // Every process compare-and-sets the same version: exactly one may win again.
+        const casResults = await Promise.all(
+          children.map((c, i) =>
+            c.request<string>({
+              type: 'create-once',
+              key,
+              value: `cas ${i}`,
+              ifMatch: created?.meta.version as string,
+            }),
+          ),
         )
+        const casWinners = casResults.flatMap((r, i) => (r === 'won' ? [i] : []))
+        ensureEqual(casWinners.length, 1, `round ${round}: processes that won compare-and-set`)
+        ensureBytes((await b.get(key))?.value, bytes(`cas ${casWinners[0]}`), 'the CAS winner')
       }
     },
     { skip: multiProcessSkip, timeoutMs: TIMEOUT },
