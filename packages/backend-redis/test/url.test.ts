@@ -62,13 +62,43 @@ describe('parseRedisUrl', () => {
     expect(() => parseRedisUrl(url)).toThrow(problem)
   })
 
-  it('never echoes the password in a URL error', () => {
+  function urlError(url: string): unknown {
     try {
-      parseRedisUrl('redis://u:TopSecret1@h/notadb')
-      expect.unreachable()
+      parseRedisUrl(url)
     } catch (error) {
-      expect(String((error as Error).message)).not.toContain('TopSecret1')
-      expect(JSON.stringify(error)).not.toContain('TopSecret1')
+      return error
+    }
+    // Outside the try, so a URL that parses fails the test instead of being swallowed.
+    throw new Error(`expected ${url} to be rejected`)
+  }
+
+  it.each([
+    'redis://u:TopSecret1@h/notadb',
+    'redis://u:Top/Secret1@h:6379',
+    'redis://u:Top#Secret1@h:6379',
+    'redis://u:Top?Secret1@h:6379',
+    'redis://u:Top@Secret1@h/notadb',
+    'redis://u:Top%2FSecret1@h/notadb',
+  ])('never echoes the password of %s in a URL error', (url) => {
+    const error = urlError(url)
+    expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(String((error as Error).message)).not.toContain('Secret1')
+    expect(JSON.stringify(error)).not.toContain('Secret1')
+    expect(JSON.stringify((error as { context?: unknown }).context)).not.toContain('Secret1')
+  })
+
+  it('never echoes a password holding any printable ASCII character, raw or encoded', () => {
+    // The property test over random passwords is core's (redact-url.test.ts); this is the
+    // redis parser's own end-to-end sweep of every character a URL treats specially.
+    for (let c = 0x20; c < 0x7f; c++) {
+      const password = `Zq9${String.fromCharCode(c)}Secret`
+      for (const shown of [password, encodeURIComponent(password)]) {
+        // An invalid database path makes every URL an error, whatever the password does to parsing.
+        const error = urlError(`redis://user:${shown}@h:6379/notadb`)
+        expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' })
+        expect(String((error as Error).message)).not.toContain('Secret')
+        expect(JSON.stringify((error as { context?: unknown }).context)).not.toContain('Secret')
+      }
     }
   })
 

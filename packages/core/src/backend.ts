@@ -69,7 +69,10 @@ export interface Lease {
   /**
    * When the lease expires, in milliseconds since the epoch, on the clock the
    * backend declares in `capabilities.leaseClock`. For the `observer` model it
-   * is an estimate on the local clock.
+   * is an estimate on the local clock. The lease is live while the clock reads
+   * less than `expiresAt` and expired from `expiresAt` on (on a `host` clock:
+   * live at `expiresAt - 1`, expired at `expiresAt`; `expiresAt` is the
+   * acquisition or renewal time plus `ttlMs`).
    */
   readonly expiresAt: number
 }
@@ -203,8 +206,14 @@ export interface Backend {
    */
   renewLease(lease: Lease): Promise<Lease>
   /**
-   * Releases the lease if it is still the key's current one; resolves whether
-   * it was. Never removes a newer holder's lease.
+   * Releases the lease if it is still the key's current one (same token);
+   * resolves whether it was. Never removes a newer holder's lease. A stale
+   * lease (already released, or superseded by a newer acquisition, whoever
+   * the holder) resolves `false` and never throws `LEASE_LOST`. An expired
+   * lease that nobody took over is still the current one: it is removed and
+   * `true` is returned (which says nothing about the time after expiry; renew
+   * or a fenced write tells a holder whether it still holds the key). Tokens
+   * decide, never holder names.
    */
   releaseLease(lease: Lease): Promise<boolean>
   /** The key's live lease, or `null`. */

@@ -64,9 +64,32 @@ const optionsSchema = z.object({
   importer: z.function().optional(),
 })
 
-/** Removes `user:password@` from a URL string before it is shown anywhere. */
+/** Schemes whose URL is a local path (`file:./x`, `sqlite:./x.db`): an `@` there is part of a name. */
+const PATH_SCHEMES = new Set(['file:', 'sqlite:', 'memory:'])
+
+/**
+ * Hides any user info of a URL string before it is shown anywhere (errors,
+ * banners, summaries): everything from the start of the authority up to the
+ * LAST `@` becomes `***`. A password may hold `/`, `?`, `#`, `:` or `@`
+ * unencoded, and then no parser can tell where it ends, so the last `@` is the
+ * only safe bound: an `@` later in the path or query hides some of the host
+ * too, which costs a less precise message and never a leaked credential. A
+ * string without `scheme://` is treated the same way (from after its scheme,
+ * or from its start), except the local-path schemes `file:`, `sqlite:` and
+ * `memory:` without `//`, whose `@` belongs to a file name.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?#]*@/i, '$1***@')
+  const at = url.lastIndexOf('@')
+  if (at < 0) return url
+  const authority = /^\s*[a-z][a-z0-9+.-]*:[\\/]{2}/i.exec(url)
+  let start: number
+  if (authority !== null) start = authority[0].length
+  else {
+    const scheme = /^\s*([a-z][a-z0-9+.-]*:)/i.exec(url)
+    if (scheme !== null && PATH_SCHEMES.has((scheme[1] as string).toLowerCase())) return url
+    start = scheme === null ? 0 : scheme[0].length
+  }
+  return `${url.slice(0, start)}***${url.slice(at)}`
 }
 
 /** The URL's scheme with its colon, lower-cased (`"redis:"`), or `undefined`. */

@@ -38,6 +38,29 @@ export interface ContractCheck {
   run(harness: Harness): Promise<void>
 }
 
+/** The skip reason of a check whose capability is not claimed. */
+export function notClaimed(capability: string): string {
+  return `capability ${capability} is not claimed`
+}
+
+/** The skip reason of a check written for another declared model than the backend's. */
+export function notApplicable(why: string): string {
+  return `not applicable: ${why}`
+}
+
+const NOT_CLAIMED = /^capability [A-Za-z]+ is not claimed$/
+
+/**
+ * The kind of a skip reason: {@link notClaimed} and {@link notApplicable}
+ * reasons are what they say; any other reason leaves a claim untested.
+ */
+export function skipCauseOf(
+  reason: string,
+): 'capability-not-claimed' | 'not-applicable' | 'not-testable' {
+  if (NOT_CLAIMED.test(reason)) return 'capability-not-claimed'
+  return reason.startsWith('not applicable: ') ? 'not-applicable' : 'not-testable'
+}
+
 /** Builds a check, deriving its id from the category and title. */
 export function check(
   category: Category,

@@ -14,7 +14,13 @@ export interface InitMessage {
 /** A scenario step the parent asks a child to run. */
 export type ChildCommand =
   | { readonly type: 'increments'; readonly key: string; readonly count: number }
-  | { readonly type: 'create-once'; readonly key: string; readonly value: string }
+  | {
+      /** Create-if-absent, or compare-and-set when `ifMatch` is given: 'won' or 'lost'. */
+      readonly type: 'create-once'
+      readonly key: string
+      readonly value: string
+      readonly ifMatch?: string
+    }
   | {
       readonly type: 'lease-log'
       readonly lockKey: string
@@ -36,6 +42,14 @@ export type ChildCommand =
       readonly lease: unknown
     }
   | { readonly type: 'stale-attempt'; readonly key: string; readonly lease: unknown }
+  | { readonly type: 'put-many'; readonly keys: readonly string[]; readonly value: string }
+  | {
+      /** Puts and deletes keys `prefix` + odd numbers (some nested) for `durationMs`. */
+      readonly type: 'churn'
+      readonly prefix: string
+      readonly seed: number
+      readonly durationMs: number
+    }
   | {
       readonly type: 'crash-writer'
       readonly prefix: string

@@ -126,7 +126,11 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
       return command.count
     case 'create-once':
       try {
-        await b.put(command.key, encoder.encode(command.value), { ifNoneMatch: '*' })
+        await b.put(
+          command.key,
+          encoder.encode(command.value),
+          command.ifMatch === undefined ? { ifNoneMatch: '*' } : { ifMatch: command.ifMatch },
+        )
         return 'won'
       } catch (error) {
         if (isAgentStateError(error, 'PRECONDITION_FAILED')) return 'lost'
@@ -160,6 +164,21 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
     }
     case 'crash-writer':
       return crashWriter(b, command)
+    case 'put-many':
+      for (const key of command.keys) await b.put(key, encoder.encode(command.value))
+      return command.keys.length
+    case 'churn': {
+      const until = Date.now() + command.durationMs
+      let writes = 0
+      for (let i = 0; Date.now() < until; i++) {
+        const n = ((i * 7 + command.seed * 13) % 121) | 1
+        const key = `${command.prefix}${String(n).padStart(3, '0')}${i % 3 === 0 ? '/deep' : ''}`
+        if (i % 2 === 0) await b.put(key, encoder.encode('churn'))
+        else await b.delete(key)
+        writes++
+      }
+      return writes
+    }
   }
 }
 

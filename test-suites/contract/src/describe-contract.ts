@@ -1,11 +1,11 @@
-import type { Capabilities } from '@agent-state/core'
+import { type Capabilities, redactUrl } from '@agent-state/core'
 import { afterAll, describe, it } from 'vitest'
-import { CATEGORIES, type ContractCheck } from './check.js'
+import { CATEGORIES, type ContractCheck, skipCauseOf } from './check.js'
 import { CONTRACT_CHECKS } from './checks/all.js'
 import { createHarness, probeCapabilities } from './harness.js'
 import { resolveReportPath } from './knobs.js'
 import { formatSummary, SummaryRecorder, writeSummary } from './summary.js'
-import type { ConformanceSummary, ContractOptions } from './types.js'
+import type { CheckScale, ConformanceSummary, ContractOptions } from './types.js'
 
 /** Why `check` does not run against a backend with `capabilities`, or `undefined`. */
 export function skipReason(
@@ -18,14 +18,16 @@ export function skipReason(
 
 /**
  * Runs one check against the backend: a fresh harness, the check, then
- * cleanup (destroy and close). Rejects when the backend breaks the contract.
- * Used by `describeBackendContract` and directly by tools and mutant tests.
+ * cleanup (destroy and close). Resolves the scale the check reported it ran
+ * at; rejects when the backend breaks the contract (the error then carries
+ * that scale as `contractScale`). Used by `describeBackendContract` and
+ * directly by tools and mutant tests.
  */
 export async function runContractCheck(
   check: ContractCheck,
   options: ContractOptions,
   capabilities?: Capabilities,
-): Promise<void> {
+): Promise<CheckScale> {
   const caps = capabilities ?? (await probeCapabilities(options))
   const harness = createHarness(options, caps)
   let failure: unknown
@@ -39,7 +41,19 @@ export async function runContractCheck(
   } catch (error) {
     failure ??= error
   }
-  if (failure !== undefined) throw failure
+  const scale = { ...harness.reported }
+  if (failure !== undefined) {
+    if (typeof failure === 'object' && failure !== null && Object.keys(scale).length > 0) {
+      Object.assign(failure, { contractScale: scale })
+    }
+    throw failure
+  }
+  return scale
+}
+
+function scaleOf(error: unknown): CheckScale | undefined {
+  const scale = (error as { contractScale?: CheckScale } | null)?.contractScale
+  return typeof scale === 'object' ? scale : undefined
 }
 
 /** The summary of the most recent `describeBackendContract` run in this process, by backend name. */
@@ -59,11 +73,13 @@ export const lastSummaries = new Map<string, ConformanceSummary>()
  * ```
  */
 export function describeBackendContract(options: ContractOptions): void {
-  const recorder = new SummaryRecorder(options.name)
-  describe(`Backend contract: ${options.name}`, async () => {
+  // A name may be a backend URL (the CLI passes one): never show its credentials.
+  const name = redactUrl(options.name)
+  const recorder = new SummaryRecorder(name)
+  describe(`Backend contract: ${name}`, async () => {
     afterAll(() => {
       const summary = recorder.summary()
-      lastSummaries.set(options.name, summary)
+      lastSummaries.set(name, summary)
       console.log(formatSummary(summary))
       const path = resolveReportPath(options.report?.json)
       if (path !== undefined) writeSummary(path, summary)
@@ -86,6 +102,7 @@ export function describeBackendContract(options: ContractOptions): void {
       })
       return
     }
+    recorder.capabilities({ ...capabilities })
     for (const category of CATEGORIES) {
       const checks = CONTRACT_CHECKS.filter((c) => c.category === category)
       if (checks.length === 0) continue
@@ -100,6 +117,7 @@ export function describeBackendContract(options: ContractOptions): void {
               title: check.title,
               status: 'skipped',
               reason,
+              skipCause: skipCauseOf(reason),
             })
           } else {
             recorder.planned({ id: check.id, category, title: check.title })
@@ -109,9 +127,11 @@ export function describeBackendContract(options: ContractOptions): void {
             async () => {
               recorder.started({ id: check.id, category, title: check.title })
               const started = performance.now()
+              let scale: CheckScale
               try {
-                await runContractCheck(check, options, capabilities)
+                scale = await runContractCheck(check, options, capabilities)
               } catch (error) {
+                const failedScale = scaleOf(error)
                 recorder.record({
                   id: check.id,
                   category,
@@ -119,6 +139,7 @@ export function describeBackendContract(options: ContractOptions): void {
                   status: 'failed',
                   error: error instanceof Error ? error.message : String(error),
                   durationMs: Math.round(performance.now() - started),
+                  ...(failedScale === undefined ? {} : { scale: failedScale }),
                 })
                 throw error
               }
@@ -128,6 +149,7 @@ export function describeBackendContract(options: ContractOptions): void {
                 title: check.title,
                 status: 'passed',
                 durationMs: Math.round(performance.now() - started),
+                ...(Object.keys(scale).length === 0 ? {} : { scale }),
               })
             },
             check.timeoutMs,

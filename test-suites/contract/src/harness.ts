@@ -9,9 +9,10 @@ import {
   type ManualClock,
   systemClock,
 } from '@agent-state/core'
+import { fail } from './assert.js'
 import { type ContractChild, spawnContractChild } from './child-process.js'
 import { resolveScale, resolveSeed } from './knobs.js'
-import type { ContractOptions, ContractProcessOptions, ContractScale } from './types.js'
+import type { CheckScale, ContractOptions, ContractProcessOptions, ContractScale } from './types.js'
 
 /**
  * What every check receives: a fresh namespace, a manual clock, a factory of
@@ -42,8 +43,17 @@ export interface Harness {
   acquireAfterExpiry(backend: Backend, key: string, holder: string, ttlMs: number): Promise<Lease>
   /** Makes `lease` expire: advances the manual clock (host clock) or waits real time. */
   expire(lease: Lease): Promise<void>
-  /** Spawns a child process with its own instance in this namespace (needs `process`). */
+  /**
+   * Spawns a child process with its own instance in this namespace. Rejects
+   * when no `process` option was given: a check that needs children only runs
+   * for a backend that claims `multiProcess`, so a missing option is an
+   * unproved claim, a failure.
+   */
   child(): Promise<ContractChild>
+  /** Records the scale the check ran at (merged; shown in the summary and the JSON). */
+  report(scale: CheckScale): void
+  /** What {@link report} collected so far. */
+  readonly reported: CheckScale
   /** Destroys the namespace (if the backend can) and closes every instance. */
   cleanup(): Promise<void>
 }
@@ -71,6 +81,7 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
   const instances: Backend[] = []
   const spawning: Array<Promise<ContractChild>> = []
   const hostClock = capabilities.leaseClock === 'host'
+  const reported: Record<string, number> = {}
 
   async function backend(opts: { realClock?: boolean } = {}): Promise<Backend> {
     const useClock: Clock = opts.realClock === true ? systemClock : clock.now
@@ -91,13 +102,15 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
     leaseTtlMs: hostClock ? 60_000 : 15_000,
     shortLeaseTtlMs: hostClock ? 60_000 : REAL_TTL_MS,
     async acquireAfterExpiry(b, key, holder, ttlMs) {
-      if (hostClock) return b.acquireLease(key, { holder, ttlMs })
-      const deadline = Date.now() + 4 * REAL_TTL_MS + 3000
+      const deadline = hostClock ? 0 : Date.now() + 4 * REAL_TTL_MS + 3000
       for (;;) {
         try {
           return await b.acquireLease(key, { holder, ttlMs })
         } catch (error) {
-          if (!isAgentStateError(error, 'LEASE_HELD') || Date.now() > deadline) throw error
+          if (!isAgentStateError(error, 'LEASE_HELD')) throw error
+          if (Date.now() > deadline) {
+            fail(`acquire of ${JSON.stringify(key)} after its lease expired: still LEASE_HELD`)
+          }
           await sleep(25)
         }
       }
@@ -111,8 +124,16 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
       // Real time: wait out the TTL with a generous margin for clock skew and observers.
       await sleep(lease.ttlMs + 100)
     },
+    report(scale) {
+      Object.assign(reported, scale)
+    },
+    reported,
     async child() {
-      if (options.process === undefined) throw new Error('this check needs the `process` option')
+      if (options.process === undefined) {
+        throw new Error(
+          'the backend claims multiProcess but no `process` option (child backend module) was given: a claimed capability must be proved, so this tier fails instead of being skipped',
+        )
+      }
       const spawned = spawnContractChild(options.process, namespace)
       spawning.push(spawned)
       return spawned

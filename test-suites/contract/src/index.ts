@@ -2,8 +2,12 @@ export {
   CATEGORIES,
   type Category,
   type ContractCheck,
+  notApplicable,
+  notClaimed,
+  skipCauseOf,
 } from './check.js'
 export { CONTRACT_CHECKS } from './checks/all.js'
+export { MIN_CRASH_CYCLES } from './checks/crash.js'
 export {
   describeBackendContract,
   lastSummaries,
@@ -26,6 +30,7 @@ export { formatSummary, SummaryRecorder, writeSummary } from './summary.js'
 export type {
   CategorySummary,
   CheckResult,
+  CheckScale,
   CheckStatus,
   ConformanceSummary,
   ContractContext,
@@ -33,4 +38,5 @@ export type {
   ContractProcessOptions,
   ContractReportOptions,
   ContractScale,
+  SkipCause,
 } from './types.js'

@@ -136,17 +136,22 @@ function checkOne<S, I, O>(
 export type CasInput =
   | { readonly type: 'get' }
   | { readonly type: 'put'; readonly ifMatch?: string; readonly ifNoneMatch?: true }
+  | { readonly type: 'delete'; readonly ifMatch?: string }
 
 /** What a compare-and-set register operation returned. */
 export type CasOutput =
   | { readonly type: 'get'; readonly version: string | null }
   | { readonly type: 'put'; readonly ok: true; readonly version: string }
   | { readonly type: 'put'; readonly ok: false }
+  | { readonly type: 'delete'; readonly ok: true; readonly existed: boolean }
+  | { readonly type: 'delete'; readonly ok: false }
 
 /**
  * The sequential model of one key of a Backend as a compare-and-set register
  * whose state is the current version (`null` when absent). Versions are unique
- * per write, so the version identifies the value.
+ * per write, so the version identifies the value. A delete (unconditional, or
+ * with `ifMatch`) returns whether a value existed; a failed conditional delete
+ * is `ok: false` (`PRECONDITION_FAILED`).
  */
 export const casRegisterModel: SequentialModel<string | null, CasInput, CasOutput> = {
   init: null,
@@ -155,6 +160,14 @@ export const casRegisterModel: SequentialModel<string | null, CasInput, CasOutpu
     if (input.type === 'get') {
       if (output === undefined) return state
       return output.type === 'get' && output.version === state ? state : undefined
+    }
+    if (input.type === 'delete') {
+      const holds = input.ifMatch === undefined || state === input.ifMatch
+      // A pending delete's effect is known: the key is gone if its precondition held.
+      if (output === undefined) return holds ? null : state
+      if (output.type !== 'delete') return undefined
+      if (!output.ok) return holds ? undefined : state
+      return holds && output.existed === (state !== null) ? null : undefined
     }
     const holds =
       input.ifMatch !== undefined

@@ -14,9 +14,15 @@ export class SummaryRecorder {
   readonly #startedAt = new Date()
   readonly #results = new Map<string, CheckResult>()
   readonly #order: string[] = []
+  #capabilities: Readonly<Record<string, unknown>> | undefined
 
   constructor(backend: string) {
     this.#backend = backend
+  }
+
+  /** Records the capabilities the backend declared. */
+  capabilities(capabilities: Readonly<Record<string, unknown>>): void {
+    this.#capabilities = capabilities
   }
 
   /** Registers a check when it is declared; it stays `skipped` (not run) unless it starts. */
@@ -26,6 +32,7 @@ export class SummaryRecorder {
       ...result,
       status: 'skipped',
       reason: 'not run (filtered out, or the run stopped early)',
+      skipCause: 'not-run',
     })
   }
 
@@ -61,6 +68,7 @@ export class SummaryRecorder {
       contractVersion: 1,
       startedAt: this.#startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
+      ...(this.#capabilities === undefined ? {} : { capabilities: this.#capabilities }),
       totals,
       categories,
       checks,
@@ -71,6 +79,9 @@ export class SummaryRecorder {
 /** Renders a summary as the text table printed after the suite. */
 export function formatSummary(summary: ConformanceSummary): string {
   const lines = [`agent-state contract v${summary.contractVersion} — backend "${summary.backend}"`]
+  if (summary.capabilities !== undefined) {
+    lines.push(`  claims ${JSON.stringify(summary.capabilities)}`)
+  }
   for (const [category, c] of Object.entries(summary.categories)) {
     lines.push(
       `  ${category.padEnd(16)} passed ${c.passed}  failed ${c.failed}  skipped ${c.skipped}`,
@@ -79,10 +90,19 @@ export function formatSummary(summary: ConformanceSummary): string {
   const t = summary.totals
   lines.push(`  ${'total'.padEnd(16)} passed ${t.passed}  failed ${t.failed}  skipped ${t.skipped}`)
   for (const check of summary.checks) {
-    if (check.status === 'failed') lines.push(`  FAILED  ${check.id}: ${check.error ?? ''}`)
-    if (check.status === 'skipped') lines.push(`  skipped ${check.id}: ${check.reason ?? ''}`)
+    const scale = check.scale === undefined ? '' : ` [ran at ${formatScale(check.scale)}]`
+    if (check.status === 'failed') lines.push(`  FAILED  ${check.id}${scale}: ${check.error ?? ''}`)
+    else if (check.status === 'skipped') {
+      lines.push(`  skipped ${check.id} (${check.skipCause ?? 'not-run'}): ${check.reason ?? ''}`)
+    } else if (scale !== '') lines.push(`  passed  ${check.id}${scale}`)
   }
   return lines.join('\n')
+}
+
+function formatScale(scale: Readonly<Record<string, number>>): string {
+  return Object.entries(scale)
+    .map(([name, value]) => `${name} ${value}`)
+    .join(', ')
 }
 
 /**

@@ -64,6 +64,27 @@ export interface ContractOptions {
 /** Outcome of one check in the summary. */
 export type CheckStatus = 'passed' | 'failed' | 'skipped'
 
+/**
+ * Why a check was skipped:
+ * - `capability-not-claimed`: the backend does not claim the capability the check proves;
+ * - `not-applicable`: the check tests another declared model than the backend's
+ *   (expiry on an injected clock, for a `server` or `observer` lease clock, whose
+ *   expiry is tested on real time instead);
+ * - `not-testable`: a claim the suite cannot test at its size (a `maxValueBytes`
+ *   above 16 MiB): that claim stays unproved;
+ * - `not-run`: declared but never started (filtered out, or the run stopped early).
+ * Only the first two leave no claim unproved. A claimed capability whose tier
+ * cannot run is never a skip: it fails.
+ */
+export type SkipCause = 'capability-not-claimed' | 'not-applicable' | 'not-testable' | 'not-run'
+
+/**
+ * The scale a check actually ran at, as it reports it (for example
+ * `{ cyclesConfigured: 50, cyclesVerified: 50, acknowledgedWrites: 812 }` for
+ * the crash tier, `{ processes: 4 }` for the multi-process tier).
+ */
+export type CheckScale = Readonly<Record<string, number>>
+
 /** One check's row in the conformance summary. */
 export interface CheckResult {
   readonly id: string
@@ -72,6 +93,10 @@ export interface CheckResult {
   readonly status: CheckStatus
   /** Why the check was skipped. */
   readonly reason?: string
+  /** The kind of skip, so tools can tell "not claimed" from "did not run". */
+  readonly skipCause?: SkipCause
+  /** The scale the check ran at (set when it ran far enough to report it). */
+  readonly scale?: CheckScale
   /** The failure message. */
   readonly error?: string
   readonly durationMs?: number
@@ -90,6 +115,8 @@ export interface ConformanceSummary {
   readonly contractVersion: 1
   readonly startedAt: string
   readonly finishedAt: string
+  /** The capabilities the backend declared (what the run had to prove), when it could be created. */
+  readonly capabilities?: Readonly<Record<string, unknown>>
   readonly totals: CategorySummary
   readonly categories: Readonly<Record<string, CategorySummary>>
   readonly checks: readonly CheckResult[]

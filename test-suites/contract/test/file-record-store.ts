@@ -11,9 +11,14 @@ import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-st
  * versions; a conditional write of version n+1 is `link(temp, n+1)`, which
  * fails when anyone wrote n+1 first. Modes break it on purpose:
  * - `racy`: checks the version, then renames over the target (check-then-write);
- * - `lazy`: acknowledges writes before they reach the disk.
+ * - `lazy`: acknowledges writes before they reach the disk;
+ * - `cached-names`: lists from a per-process cache of key names that only this
+ *   process's own writes invalidate (right inside one process, stale across).
  */
-export type FileStoreMode = 'correct' | 'racy' | 'lazy'
+export type FileStoreMode = 'correct' | 'racy' | 'lazy' | 'cached-names'
+
+/** The `cached-names` mode's per-process cache: directory to its key names. */
+const nameCache = new Map<string, string[]>()
 
 /** Options of {@link createFileRecordStore}. */
 export interface FileRecordStoreOptions {
@@ -101,6 +106,7 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
         }
       }
       await syncDir(kd)
+      nameCache.delete(dir)
     } finally {
       await unlink(tmp).catch(() => undefined)
     }
@@ -134,20 +140,24 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
       return String(target)
     },
     async scan({ prefix, after, limit }) {
-      let names: string[]
-      try {
-        names = await readdir(dir)
-      } catch (error) {
-        if (code(error) === 'ENOENT') return { records: [], done: true }
-        throw error
-      }
-      const keys: string[] = []
-      for (const name of names) {
+      let keys = mode === 'cached-names' ? nameCache.get(dir) : undefined
+      if (keys === undefined) {
+        let names: string[]
         try {
-          keys.push(await readFile(join(dir, name, 'key'), 'utf8'))
+          names = await readdir(dir)
         } catch (error) {
-          if (code(error) !== 'ENOENT') throw error
+          if (code(error) === 'ENOENT') return { records: [], done: true }
+          throw error
         }
+        keys = []
+        for (const name of names) {
+          try {
+            keys.push(await readFile(join(dir, name, 'key'), 'utf8'))
+          } catch (error) {
+            if (code(error) !== 'ENOENT') throw error
+          }
+        }
+        if (mode === 'cached-names') nameCache.set(dir, keys)
       }
       const cmp = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b))
       const candidates = keys

@@ -107,3 +107,53 @@ describe('checkLinearizability on a compare-and-set register', () => {
     expect(checkLinearizability(history, casRegisterModel).status).toBe('linearizable')
   })
 })
+
+const del = (
+  ifMatch: string | undefined,
+  result: boolean | 'failed',
+  invoke: number,
+  response: number,
+): Op => ({
+  key: 'k',
+  input: ifMatch === undefined ? { type: 'delete' } : { type: 'delete', ifMatch },
+  output:
+    result === 'failed'
+      ? { type: 'delete', ok: false }
+      : { type: 'delete', ok: true, existed: result },
+  invoke,
+  response,
+})
+
+describe('casRegisterModel with deletes', () => {
+  it('accepts a delete that saw the value, then a re-create', () => {
+    const history = [create('v1', 0, 1), del('v1', true, 2, 3), get(null, 4, 5), create('v2', 6, 7)]
+    expect(checkLinearizability(history, casRegisterModel).status).toBe('linearizable')
+  })
+
+  it('rejects a value read after a delete that finished before the read began', () => {
+    const history = [create('v1', 0, 1), del(undefined, true, 2, 3), get('v1', 4, 5)]
+    expect(checkLinearizability(history, casRegisterModel).status).toBe('not-linearizable')
+  })
+
+  it('rejects two conditional deletes of one version that both won', () => {
+    const history = [create('v1', 0, 1), del('v1', true, 2, 5), del('v1', true, 3, 6)]
+    expect(checkLinearizability(history, casRegisterModel).status).toBe('not-linearizable')
+  })
+
+  it('accepts one winner and one PRECONDITION_FAILED among overlapping conditional deletes', () => {
+    const history = [create('v1', 0, 1), del('v1', 'failed', 2, 5), del('v1', true, 3, 6)]
+    expect(checkLinearizability(history, casRegisterModel).status).toBe('linearizable')
+  })
+
+  it('rejects a delete that claims a value existed on an absent key', () => {
+    expect(checkLinearizability([del(undefined, true, 0, 1)], casRegisterModel).status).toBe(
+      'not-linearizable',
+    )
+  })
+
+  it('lets a pending delete explain a value that disappeared', () => {
+    const pending: Op = { ...del(undefined, true, 2, 3), pending: true, response: Infinity }
+    const history = [create('v1', 0, 1), pending, get(null, 4, 5)]
+    expect(checkLinearizability(history, casRegisterModel).status).toBe('linearizable')
+  })
+})

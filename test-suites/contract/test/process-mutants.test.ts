@@ -1,11 +1,19 @@
+import { AssertionError } from 'node:assert'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRecordBackend } from '@agent-state/core'
 import { afterAll, describe, expect, it } from 'vitest'
-import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '../src/index.js'
+import {
+  CONTRACT_CHECKS,
+  type ContractOptions,
+  probeCapabilities,
+  runContractCheck,
+  skipReason,
+} from '../src/index.js'
 import { createFileRecordStore, type FileStoreMode } from './file-record-store.js'
+import { contractVerdict } from './verdict.js'
 
 const childModule = fileURLToPath(new URL('./file-backend-child.ts', import.meta.url))
 
@@ -14,7 +22,11 @@ afterAll(() => {
   for (const root of roots) rmSync(root, { recursive: true, force: true })
 })
 
-function fileOptions(mode: FileStoreMode, crashCycles: number): ContractOptions {
+function fileOptions(
+  mode: FileStoreMode,
+  crashCycles: number,
+  withProcess = true,
+): ContractOptions {
   const root = mkdtempSync(join(tmpdir(), `agent-state-mutant-${mode}-`))
   roots.push(root)
   return {
@@ -23,7 +35,7 @@ function fileOptions(mode: FileStoreMode, crashCycles: number): ContractOptions 
       createRecordBackend(createFileRecordStore({ root, namespace: ctx.namespace, mode }), {
         clock: ctx.clock,
       }),
-    process: { module: childModule, options: { root, mode } },
+    ...(withProcess ? { process: { module: childModule, options: { root, mode } } } : {}),
     scale: { crashCycles },
   }
 }
@@ -34,20 +46,88 @@ function checkById(id: string) {
   return found
 }
 
+const CRASH = 'crash/acknowledged-writes-survive-kill-9-and-nothing-is-torn'
+const MP_COUNTER = 'multi-process/n-by-m-compare-and-set-increments-across-processes-lose-no-update'
+
+/** Runs the check and returns the suite's verdict; a crash (any other error) fails the test. */
+async function verdict(run: Promise<unknown>): Promise<AssertionError> {
+  let caught: unknown
+  try {
+    await run
+  } catch (error) {
+    caught = error
+  }
+  expect(caught, 'the check must fail').toBeDefined()
+  const found = contractVerdict(caught)
+  expect(found, `a contract verdict, not a crash: ${String(caught)}`).toBeInstanceOf(AssertionError)
+  return found as AssertionError
+}
+
 describe('the multi-process and crash tiers fail on broken file stores', () => {
   it('catches a check-then-write compare-and-set across processes', async () => {
-    const check = checkById(
-      'multi-process/n-by-m-compare-and-set-increments-across-processes-lose-no-update',
-    )
-    await expect(runContractCheck(check, fileOptions('racy', 1))).rejects.toThrow(
-      /counter after N×M increments/,
-    )
+    const error = await verdict(runContractCheck(checkById(MP_COUNTER), fileOptions('racy', 1)))
+    expect(error.message).toMatch(/counter after N×M increments/)
+  }, 120_000)
+
+  it('catches a check-then-write compare-and-set racing on one version across processes', async () => {
+    const id =
+      'multi-process/create-if-absent-and-compare-and-set-across-processes-have-exactly-one-winner'
+    const error = await verdict(runContractCheck(checkById(id), fileOptions('racy', 10)))
+    expect(error.message).toMatch(/processes that won (create-if-absent|compare-and-set)/)
+    await runContractCheck(checkById(id), fileOptions('correct', 10))
   }, 120_000)
 
   it('catches a store that acknowledges writes before they are durable', async () => {
-    const check = checkById('crash/acknowledged-writes-survive-kill-9-and-nothing-is-torn')
-    await expect(runContractCheck(check, fileOptions('lazy', 6))).rejects.toThrow(
-      /acknowledged write was lost/,
+    const error = await verdict(runContractCheck(checkById(CRASH), fileOptions('lazy', 10)))
+    expect(error.message).toMatch(/acknowledged write was lost/)
+    expect(error).toHaveProperty('contractScale.cyclesConfigured', 10)
+  }, 180_000)
+
+  it('fails a crash tier configured below the floor (crashCycles 0 used to pass doing nothing)', async () => {
+    for (const cycles of [0, 3]) {
+      const error = await verdict(runContractCheck(checkById(CRASH), fileOptions('lazy', cycles)))
+      expect(error.message).toMatch(/below the floor of 10/)
+      expect(error).toHaveProperty('contractScale.cyclesVerified', 0)
+    }
+  }, 60_000)
+
+  it('fails, not skips, the tiers of a claimed multiProcess without a process option', async () => {
+    const options = fileOptions('correct', 10, false)
+    const caps = await probeCapabilities(options)
+    expect(caps.multiProcess).toBe(true)
+    for (const id of [MP_COUNTER, CRASH]) {
+      const check = checkById(id)
+      expect(skipReason(check, caps, options)).toBeUndefined()
+      let caught: unknown
+      try {
+        await runContractCheck(check, options, caps)
+      } catch (error) {
+        caught = error
+      }
+      expect(String(caught)).toMatch(
+        /claims multiProcess but no `process` option .* fails instead of being skipped/,
+      )
+    }
+  }, 60_000)
+
+  it('catches a per-process name cache that other processes do not invalidate', async () => {
+    const id =
+      'multi-process/keys-present-for-the-whole-walk-are-listed-once-while-other-processes-write'
+    // Within one process the cache is right: the in-process listing check passes.
+    await runContractCheck(
+      checkById(
+        'listing/keys-present-for-the-whole-walk-appear-exactly-once-under-concurrent-writes',
+      ),
+      fileOptions('cached-names', 10),
     )
-  }, 120_000)
+    const error = await verdict(runContractCheck(checkById(id), fileOptions('cached-names', 10)))
+    expect(error.message).toMatch(/stable key mpl\/\d+ listed 0 times/)
+    await runContractCheck(checkById(id), fileOptions('correct', 10))
+  }, 180_000)
+
+  it('reports the scale the crash tier ran at', async () => {
+    const scale = await runContractCheck(checkById(CRASH), fileOptions('correct', 10))
+    expect(scale).toMatchObject({ cyclesConfigured: 10, cyclesVerified: 10 })
+    expect(scale.acknowledgedWrites).toBeGreaterThanOrEqual(10)
+  }, 180_000)
 })

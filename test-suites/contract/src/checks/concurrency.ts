@@ -35,6 +35,61 @@ export async function casIncrement(b: Backend, key: string): Promise<number> {
 
 /** Concurrency and linearizability. */
 export const concurrencyChecks: ContractCheck[] = [
+  check(
+    'concurrency',
+    'concurrent conditional deletes of one version have one winner',
+    async (h) => {
+      const all = await instances(h, Math.max(h.scale.instances, 2))
+      h.report({ instances: all.length })
+      for (let round = 0; round < 5; round++) {
+        const key = `cdel/${round}`
+        const meta = await (all[0] as Backend).put(key, bytes('v'))
+        // Half the racers delete, half compare-and-set, all with the same ifMatch.
+        const results = await Promise.allSettled(
+          all.map((b, i) =>
+            i % 2 === 0
+              ? b.delete(key, { ifMatch: meta.version })
+              : b.put(key, bytes(`w${i}`), { ifMatch: meta.version }),
+          ),
+        )
+        let winners = 0
+        let deleted = false
+        for (const [i, r] of results.entries()) {
+          if (r.status === 'fulfilled') {
+            winners++
+            if (i % 2 === 0) {
+              ensureEqual(r.value, true, `round ${round}: the winning delete saw the value`)
+              deleted = true
+            }
+          } else if (!isAgentStateError(r.reason, 'PRECONDITION_FAILED')) {
+            fail(`round ${round}: a loser failed with ${String(r.reason)}, not PRECONDITION_FAILED`)
+          }
+        }
+        ensureEqual(winners, 1, `round ${round}: racers with the same ifMatch that won`)
+        const after = await (all[1] as Backend).get(key)
+        ensureEqual(after === null, deleted, `round ${round}: the key is gone iff a delete won`)
+        // Only deletes now: exactly one true against the value that is there, if any.
+        if (after !== null) {
+          const dels = await Promise.allSettled(
+            all.map((b) => b.delete(key, { ifMatch: after.meta.version })),
+          )
+          ensureEqual(
+            dels.filter((r) => r.status === 'fulfilled').length,
+            1,
+            `round ${round}: concurrent conditional deletes that won`,
+          )
+          for (const r of dels) {
+            if (r.status === 'fulfilled') ensureEqual(r.value, true, 'the winner returns true')
+            else if (!isAgentStateError(r.reason, 'PRECONDITION_FAILED')) {
+              fail(`round ${round}: a losing delete failed with ${String(r.reason)}`)
+            }
+          }
+        }
+        ensureEqual(await (all[0] as Backend).get(key), null, `round ${round}: deleted`)
+      }
+    },
+  ),
+
   check('concurrency', 'create-if-absent has exactly one winner', async (h) => {
     const all = await instances(h, Math.max(h.scale.instances, 2))
     for (let round = 0; round < 5; round++) {
@@ -121,55 +176,71 @@ export const concurrencyChecks: ContractCheck[] = [
     ensure(acquisitions >= all.length, `the storm made progress (${acquisitions} acquisitions)`)
   }),
 
-  check('linearizability', 'concurrent compare-and-set histories are linearizable', async (h) => {
-    const all = await instances(h, Math.min(Math.max(h.scale.instances, 2), 8))
-    const history: HistoryOp<CasInput, CasOutput>[] = []
-    const keys = ['lin/a', 'lin/b']
-    const known = new Map<string, string | null>()
-    let seed = h.seed
-    const random = (): number => {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff
-      return seed / 0x7fffffff
-    }
-    await Promise.all(
-      all.map(async (b, p) => {
-        for (let i = 0; i < 30; i++) {
-          const key = keys[Math.floor(random() * keys.length)] as string
-          const roll = random()
-          const last = known.get(key) ?? null
-          let input: CasInput
-          if (roll < 0.35) input = { type: 'get' }
-          else if (roll < 0.5 || last === null) input = { type: 'put', ifNoneMatch: true }
-          else input = { type: 'put', ifMatch: last }
-          const invoke = performance.now()
-          let output: CasOutput
-          if (input.type === 'get') {
-            const meta = await b.head(key)
-            output = { type: 'get', version: meta?.version ?? null }
-            known.set(key, meta?.version ?? null)
-          } else {
-            try {
-              const opts =
-                input.ifMatch !== undefined
-                  ? { ifMatch: input.ifMatch }
-                  : { ifNoneMatch: '*' as const }
-              const meta = await b.put(key, bytes(`${p}:${i}`), opts)
-              output = { type: 'put', ok: true, version: meta.version }
-              known.set(key, meta.version)
-            } catch (error) {
-              if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
-              output = { type: 'put', ok: false }
+  check(
+    'linearizability',
+    'concurrent compare-and-set and delete histories are linearizable',
+    async (h) => {
+      const all = await instances(h, Math.min(Math.max(h.scale.instances, 2), 8))
+      const history: HistoryOp<CasInput, CasOutput>[] = []
+      const keys = ['lin/a', 'lin/b']
+      const known = new Map<string, string | null>()
+      let seed = h.seed
+      const random = (): number => {
+        seed = (seed * 1103515245 + 12345) & 0x7fffffff
+        return seed / 0x7fffffff
+      }
+      await Promise.all(
+        all.map(async (b, p) => {
+          for (let i = 0; i < 30; i++) {
+            const key = keys[Math.floor(random() * keys.length)] as string
+            const roll = random()
+            const last = known.get(key) ?? null
+            let input: CasInput
+            if (roll < 0.3) input = { type: 'get' }
+            else if (roll < 0.37) input = { type: 'delete' }
+            else if (roll < 0.47 && last !== null) input = { type: 'delete', ifMatch: last }
+            else if (roll < 0.6 || last === null) input = { type: 'put', ifNoneMatch: true }
+            else input = { type: 'put', ifMatch: last }
+            const invoke = performance.now()
+            let output: CasOutput
+            if (input.type === 'get') {
+              const meta = await b.head(key)
+              output = { type: 'get', version: meta?.version ?? null }
+              known.set(key, meta?.version ?? null)
+            } else if (input.type === 'delete') {
+              try {
+                const opts = input.ifMatch === undefined ? {} : { ifMatch: input.ifMatch }
+                output = { type: 'delete', ok: true, existed: await b.delete(key, opts) }
+                known.set(key, null)
+              } catch (error) {
+                if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
+                output = { type: 'delete', ok: false }
+              }
+            } else {
+              try {
+                const opts =
+                  input.ifMatch !== undefined
+                    ? { ifMatch: input.ifMatch }
+                    : { ifNoneMatch: '*' as const }
+                const meta = await b.put(key, bytes(`${p}:${i}`), opts)
+                output = { type: 'put', ok: true, version: meta.version }
+                known.set(key, meta.version)
+              } catch (error) {
+                if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
+                output = { type: 'put', ok: false }
+              }
             }
+            history.push({ key, process: p, input, output, invoke, response: performance.now() })
           }
-          history.push({ key, process: p, input, output, invoke, response: performance.now() })
-        }
-      }),
-    )
-    const result = checkLinearizability(history, casRegisterModel)
-    ensureEqual(
-      result.status,
-      'linearizable',
-      `history of ${history.length} operations (key ${result.key})`,
-    )
-  }),
+        }),
+      )
+      h.report({ instances: all.length, operations: history.length })
+      const result = checkLinearizability(history, casRegisterModel)
+      ensureEqual(
+        result.status,
+        'linearizable',
+        `history of ${history.length} operations (key ${result.key})`,
+      )
+    },
+  ),
 ]

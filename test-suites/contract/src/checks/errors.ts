@@ -1,6 +1,6 @@
 import type { Lease } from '@agent-state/core'
 import { bytes, ensure, ensureBytes, ensureEqual, rejectsWith } from '../assert.js'
-import { type ContractCheck, check } from '../check.js'
+import { type ContractCheck, check, notClaimed } from '../check.js'
 
 /** Largest `maxValueBytes` for which the suite writes a value just over the limit. */
 const TESTABLE_VALUE_LIMIT = 16 * 1024 * 1024
@@ -108,6 +108,43 @@ export const errorChecks: ContractCheck[] = [
       ensure(again.token > released.token, `token after reopen ${again.token} > ${released.token}`)
       await second.put('dur/a', bytes('next'), { ifMatch: meta.version })
     },
-    { skip: (caps) => (caps.durable ? undefined : 'capability durable is not claimed') },
+    { skip: (caps) => (caps.durable ? undefined : notClaimed('durable')) },
+  ),
+
+  check(
+    'durability',
+    'a fenced delete survives reopen with its lease and fencing counter',
+    async (h) => {
+      const first = await h.backend()
+      await first.put('dd/held', bytes('v'))
+      const held = await first.acquireLease('dd/held', { holder: 'one', ttlMs: h.leaseTtlMs })
+      ensureEqual(await first.delete('dd/held', { lease: held }), true, 'fenced delete')
+      await first.put('dd/cycled', bytes('v'))
+      const cycled = await first.acquireLease('dd/cycled', { holder: 'one', ttlMs: h.leaseTtlMs })
+      await first.delete('dd/cycled', { lease: cycled })
+      await first.releaseLease(cycled)
+      await first.close()
+      const second = await h.backend()
+      ensureEqual(await second.get('dd/held'), null, 'the fenced delete survives reopen')
+      ensureEqual((await second.getLease('dd/held'))?.token, held.token, 'the lease survives too')
+      await rejectsWith(second.put('dd/held', bytes('x')), 'LEASE_HELD', 'it still fences')
+      await second.put('dd/held', bytes('back'), { lease: held, ifNoneMatch: '*' })
+      ensureEqual(await second.releaseLease(held), true, 'release after reopen')
+      const after = await second.acquireLease('dd/cycled', { holder: 'one', ttlMs: h.leaseTtlMs })
+      ensure(
+        after.token > cycled.token,
+        `token after delete and reopen ${after.token} > ${cycled.token}`,
+      )
+      await rejectsWith(
+        second.put('dd/cycled', bytes('x'), { lease: cycled }),
+        'LEASE_LOST',
+        'the pre-reopen lease of the same holder is stale',
+      )
+      await second.close()
+      const third = await h.backend()
+      const last = await h.acquireAfterExpiry(third, 'dd/held', 'one', h.leaseTtlMs)
+      ensure(last.token > held.token, `token after a second reopen ${last.token} > ${held.token}`)
+    },
+    { skip: (caps) => (caps.durable ? undefined : notClaimed('durable')) },
   ),
 ]

@@ -21,6 +21,64 @@ export const listingChecks: ContractCheck[] = [
       const head = await b.head(entry.key)
       ensureEqual(entry.version, head?.version, `listed version of ${entry.key} matches head`)
       if (entry.size !== undefined) ensureEqual(entry.size, head?.size, 'listed size')
+      if (entry.updatedAt !== undefined) {
+        ensureEqual(entry.updatedAt, head?.updatedAt, `listed updatedAt of ${entry.key}`)
+      }
+    }
+  }),
+
+  check(
+    'listing',
+    'the default limit is 1000 and a walk over more keys sees each once',
+    async (h) => {
+      const b = await h.backend()
+      const total = 1003
+      const keys = Array.from({ length: total }, (_, i) => `big/${String(i).padStart(4, '0')}`)
+      // Written in parallel batches: 1003 sequential round trips are slow on remote stores.
+      for (let i = 0; i < keys.length; i += 50) {
+        await Promise.all(keys.slice(i, i + 50).map((key) => b.put(key, bytes('v'))))
+      }
+      h.report({ keys: total })
+      const first = await b.list({ prefix: 'big/' })
+      ensureEqual(first.entries.length, 1000, 'entries of a page without a limit (default 1000)')
+      ensure(first.cursor !== undefined, 'a full default page carries a cursor')
+      ensureSame(
+        first.entries.map((e) => e.key),
+        keys.slice(0, 1000),
+        'the first default page',
+      )
+      const rest = await b.list({ prefix: 'big/', cursor: first.cursor })
+      ensureSame(
+        rest.entries.map((e) => e.key),
+        keys.slice(1000),
+        'the page after the default one',
+      )
+      ensureEqual(rest.cursor, undefined, 'no cursor after the last page')
+      ensureSame(await listAll(b, {}), keys, 'a walk with the default limit sees each key once')
+      const grouped = await b.list({ delimiter: '/' })
+      ensureSame(grouped.prefixes, ['big/'], 'one group for 1003 keys')
+      ensureEqual(grouped.entries.length, 0, 'no entries beside the group')
+    },
+    { timeoutMs: 120_000 },
+  ),
+
+  check('listing', 'delimiter without a prefix groups from the root', async (h) => {
+    const b = await h.backend()
+    const keys = ['a', 'b/1', 'b/2', 'b/c/3', 'c/d/e', 'é/x', 'z', '😀/1', '\uE000']
+    for (const key of keys) await b.put(key, bytes(key))
+    const page = await b.list({ delimiter: '/' })
+    ensureSame(
+      page.entries.map((e) => e.key),
+      ['a', 'z', '\uE000'],
+      'entries at the root',
+    )
+    ensureSame(page.prefixes, ['b/', 'c/', 'é/', '😀/'], 'groups at the root')
+    for (const limit of [1, 2, 3]) {
+      ensureSame(
+        await listAll(b, { delimiter: '/', limit }),
+        ['a', 'b/', 'c/', 'z', 'é/', '\uE000', '😀/'],
+        `root groups in pages of ${limit}`,
+      )
     }
   }),
 

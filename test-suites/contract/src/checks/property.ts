@@ -34,6 +34,8 @@ const KEYS = ['a', 'a/b', 'ab', 'é', '😀', '\uFF5A']
 const HOST_TTL_MS = 20_000
 const REAL_TTL_MS = 60 * 60 * 1000
 const PREFIXES = ['', 'a', 'a/', 'b', 'x']
+/** Two holder names, so the same holder often takes a key again: fencing must go by token. */
+const HOLDERS = ['p', 'q']
 
 const commandArb: fc.Arbitrary<Command> = fc.oneof(
   fc.record({
@@ -142,7 +144,9 @@ async function runCommands(
     }
     if (c.op === 'acquire') {
       const live = e.current !== null && e.current.expiresAt > now
-      const result = await outcome(() => b.acquireLease(key, { holder: `p${step}`, ttlMs }))
+      const result = await outcome(() =>
+        b.acquireLease(key, { holder: HOLDERS[step % 2] as string, ttlMs }),
+      )
       if (live) ensureSame(result, { code: 'LEASE_HELD' }, `${where}: acquire while leased`)
       else {
         if (!('ok' in result)) fail(`${where}: acquire failed with ${result.code}`)

@@ -1,0 +1,59 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { afterAll, describe, expect, it } from 'vitest'
+import {
+  type ConformanceSummary,
+  describeBackendContract,
+  formatSummary,
+  lastSummaries,
+  skipCauseOf,
+} from '../src/index.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'agent-state-summary-'))
+const store = createMemoryStore()
+
+// A URL as the name, with a password holding `/`: neither the summary nor its JSON may show it.
+describeBackendContract({
+  name: 'memory://user:pa/ss@host',
+  create: (ctx) => createMemoryBackend({ store, namespace: ctx.namespace, clock: ctx.clock }),
+  report: { json: join(dir, '[name].json') },
+})
+
+afterAll(() => {
+  try {
+    const summary = lastSummaries.get('memory://***@host') as ConformanceSummary
+    expect(summary, 'summary under the redacted name').toBeDefined()
+    const json = readFileSync(join(dir, 'memory_host.json'), 'utf8')
+    for (const shown of [JSON.stringify(summary), json, formatSummary(summary)]) {
+      expect(shown).not.toContain('pa/ss')
+    }
+    expect(summary.capabilities).toMatchObject({ durable: false, multiProcess: false })
+    const byId = new Map(summary.checks.map((c) => [c.id, c]))
+    expect(
+      byId.get('listing/the-default-limit-is-1000-and-a-walk-over-more-keys-sees-each-once'),
+    ).toMatchObject({ status: 'passed', scale: { keys: 1003 } })
+    expect(byId.get('crash/acknowledged-writes-survive-kill-9-and-nothing-is-torn')).toMatchObject({
+      status: 'skipped',
+      skipCause: 'capability-not-claimed',
+      reason: 'capability multiProcess is not claimed',
+    })
+    expect(JSON.parse(json).checks).toEqual(JSON.parse(JSON.stringify(summary.checks)))
+    expect(formatSummary(summary)).toMatch(/\[ran at keys 1003\]/)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+describe('skip causes', () => {
+  it('tells a capability not claimed from a claim left untested', () => {
+    expect(skipCauseOf('capability durable is not claimed')).toBe('capability-not-claimed')
+    expect(skipCauseOf('not applicable: leaseClock server is not injectable')).toBe(
+      'not-applicable',
+    )
+    expect(skipCauseOf('maxValueBytes 67108864 is above the testable 16777216')).toBe(
+      'not-testable',
+    )
+  })
+})
