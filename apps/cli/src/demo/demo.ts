@@ -187,6 +187,17 @@ export const NOT_YET_SHOWN = [
 ]
 
 /**
+ * How the user started this command, so the printed follow-up commands run as
+ * shown: through the workspace script (`npx -y pnpm@x agent-state`, found from
+ * pnpm's environment) or as an installed `agent-state`.
+ */
+function invokedAs(): string {
+  if (process.env.npm_lifecycle_event !== 'agent-state') return 'agent-state'
+  const pnpm = /\bpnpm\/(\S+)/.exec(process.env.npm_config_user_agent ?? '')?.[1]
+  return pnpm === undefined ? 'npm run agent-state --' : `npx -y pnpm@${pnpm} agent-state`
+}
+
+/**
  * Runs the demo on a backend URL, printing the timeline as it goes. Resolves
  * whether every step behaved as expected.
  */
@@ -239,11 +250,12 @@ export async function runDemo(
     print('not shown yet (not in @agent-state/runtime yet):')
     for (const line of NOT_YET_SHOWN) print(`  - ${line}`)
     const flags = `--url '${shown}' --namespace ${namespace}`
-    print('look at what it left:')
-    print(`  agent-state sessions ${flags}`)
-    print(`  agent-state workers ${flags}`)
-    print(`  agent-state stat ${workerSnapshotKey(ctx.workerId)} ${flags}`)
-    print(`  agent-state ls -r -l ${flags}`)
+    const command = invokedAs()
+    print(`look at what it left${shown === url ? '' : ' (put the password back in the URL)'}:`)
+    print(`  ${command} sessions ${flags}`)
+    print(`  ${command} workers ${flags}`)
+    print(`  ${command} stat ${workerSnapshotKey(ctx.workerId)} ${flags}`)
+    print(`  ${command} ls -r -l ${flags}`)
     return true
   } finally {
     for (const agent of agents.values())
