@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ensureDebianPackages } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -72,6 +73,28 @@ describe('agent-state demo', () => {
     })
   }, 300_000)
 
+  it('SIGINT stops the demo and its agent processes (exit 130)', async () => {
+    const cwd = tempDir('agent-state-demo-int-')
+    const child = spawn(process.execPath, [BIN, 'demo'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c
+    })
+    child.stderr.resume()
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+    const deadline = Date.now() + 120_000
+    while (!/started worker researcher/.test(stdout) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const agent = Number(/agent (\d+)\s+started worker/.exec(stdout)?.[1])
+    expect(agent).toBeGreaterThan(0)
+    expect(alive(agent)).toBe(true)
+    child.kill('SIGINT')
+    expect(await exited).toBe(130)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(alive(agent)).toBe(false)
+  }, 180_000)
+
   it('refuses a backend that processes cannot share, with one line and exit 2', async () => {
     const result = await runCli(['demo', 'memory:'])
     expect(result.status).toBe(2)
@@ -97,3 +120,13 @@ describe('agent-state demo', () => {
     expect(lines.join('\n')).not.toContain('every step behaved as expected')
   })
 })
+
+/** Whether a process runs (a zombie has exited). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
