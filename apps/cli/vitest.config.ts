@@ -3,5 +3,13 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   resolve: { conditions: ['@agent-state/source'] },
   ssr: { resolve: { conditions: ['@agent-state/source'] } },
-  test: { include: ['test/**/*.test.ts'], testTimeout: 300_000 },
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 300_000,
+    hookTimeout: 120_000,
+    // One private redis-server and one Ceph RGW for the whole run; a failure to start fails the run.
+    globalSetup: ['test/global-setup.ts'],
+    // Every test starts real processes; on a shared 2-core box one file at a time keeps them honest.
+    fileParallelism: false,
+  },
 })

@@ -1,58 +1,223 @@
-import { parseArgs } from 'node:util'
-import { DEFAULT_BACKEND_URL, isAgentStateError } from '@agent-state/core'
+import { DEFAULT_BACKEND_URL } from '@agent-state/core'
+import { Command, CommanderError, Option } from 'commander'
+import { guarded, withBackend } from './command-runner.js'
+import { AGENT_VIEWS } from './commands/agent-views.js'
+import { type CopyFlags, runCopy } from './commands/copy-command.js'
+import { catValue, printKeys, statKey, statLines } from './commands/inspect.js'
+import { addViewCommand } from './commands/view-command.js'
+import {
+  addBackendOptions,
+  addFormatOptions,
+  addTimeoutOption,
+  type BackendFlags,
+  positiveInt,
+} from './common-options.js'
+import { runDemo } from './demo/demo.js'
+import { EXIT, type ExitCode } from './exit-codes.js'
+import { describeFailure } from './failure.js'
+import { errLine, type FormatFlags, formatOf, outLine } from './output.js'
 import { verify } from './verify.js'
 
-const USAGE = `Usage: agent-state <command>
+const EXIT_CODES_HELP = `
+Exit codes:
+  0    success; every check held
+  1    a check failed or was not proved, a copy left a key different, a record is damaged
+  2    bad usage: unknown command or flag, bad argument, malformed or unknown backend URL
+  3    the backend cannot be reached or opened: server down, wrong password, missing
+       bucket or package, no answer within --timeout
+  4    the named key, session or worker does not exist
+  130  interrupted (SIGINT); 143 terminated (SIGTERM): child processes are stopped too
 
-Commands:
-  verify [backend-url] [--json <file>]
-      Runs the backend contract suite against the backend the URL names, in
-      fresh namespaces it removes afterwards, prints the conformance summary,
-      and exits non-zero on any failure. Default URL: ${DEFAULT_BACKEND_URL}
-      Examples: memory:  file:./.agent-state  sqlite:./state.db
-                redis://127.0.0.1:6379/0  s3://bucket/prefix?endpoint=http://127.0.0.1:7480&region=us-east-1
-  help
-      Shows this text.
-`
+Backend URLs: memory:  file:./.agent-state  sqlite:./state.db  redis://[user:pass@]host:6379/0
+  s3://bucket/prefix?endpoint=…&region=…  (S3 credentials from the AWS environment)
+Passwords in URLs are never printed.`
 
-/**
- * Runs the `agent-state` command with the given arguments and resolves its
- * exit code: 0 on success, 1 on failure, 2 on bad usage.
- */
-export async function main(argv: readonly string[]): Promise<number> {
-  const [command, ...rest] = argv
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    console.log(USAGE)
-    return command === undefined ? 2 : 0
-  }
-  if (command !== 'verify') {
-    console.error(`agent-state: unknown command ${JSON.stringify(command)}\n\n${USAGE}`)
-    return 2
-  }
-  let parsed: ReturnType<typeof parseVerifyArgs>
-  try {
-    parsed = parseVerifyArgs(rest)
-  } catch (error) {
-    console.error(`agent-state verify: ${(error as Error).message}\n\n${USAGE}`)
-    return 2
-  }
-  try {
-    const ok = await verify(parsed)
-    return ok ? 0 : 1
-  } catch (error) {
-    const message = isAgentStateError(error) ? `${error.code}: ${error.message}` : String(error)
-    console.error(`agent-state verify: ${message}`)
-    return 1
-  }
+function buildProgram(setCode: (code: ExitCode) => void): Command {
+  const program = new Command('agent-state')
+    .description('Durable state for long-running AI agents: check, inspect and copy a backend.')
+    .addHelpText('after', EXIT_CODES_HELP)
+    .showSuggestionAfterError(true)
+
+  addTimeoutOption(
+    program
+      .command('demo')
+      .description(
+        'run a scripted agent that shows sessions, handoff, kill -9 and resume, and a refused second resumer',
+      )
+      .argument('[url]', 'backend URL', DEFAULT_BACKEND_URL),
+  ).action(async (url: string, flags: { timeout: number }) => {
+    setCode(
+      await guarded('demo', [url], async () =>
+        (await runDemo(url, flags.timeout, (line) => console.log(line))) ? EXIT.OK : EXIT.FAILED,
+      ),
+    )
+  })
+
+  addTimeoutOption(
+    program
+      .command('verify')
+      .description(
+        'run the Backend contract suite against a backend, in fresh namespaces it removes afterwards',
+      )
+      .argument('[url]', 'backend URL', DEFAULT_BACKEND_URL)
+      .option('--json <file>', 'write the conformance summary as JSON'),
+  ).action(async (url: string, flags: { json?: string; timeout: number }) => {
+    setCode(
+      await guarded('verify', [url], async () =>
+        (await verify({
+          url,
+          timeoutMs: flags.timeout,
+          ...(flags.json === undefined ? {} : { jsonPath: flags.json }),
+        }))
+          ? EXIT.OK
+          : EXIT.FAILED,
+      ),
+    )
+  })
+
+  addFormatOptions(
+    addBackendOptions(
+      program
+        .command('ls')
+        .description(
+          'list keys under a prefix, grouped at "/" (reads no value; --long adds one head per key)',
+        )
+        .argument('[prefix]', 'plain string prefix', '')
+        .option('-r, --recursive', 'list every key instead of grouping at "/"')
+        .option('-l, --long', 'also show writer identity and version')
+        .addOption(
+          new Option('--limit <n>', 'stop after n rows').argParser(positiveInt('--limit')),
+        ),
+    ),
+  ).action(
+    async (
+      prefix: string,
+      flags: BackendFlags & FormatFlags & { recursive?: boolean; long?: boolean; limit?: number },
+    ) => {
+      setCode(
+        await guarded('ls', [flags.url], async () => {
+          const format = formatOf(flags)
+          return withBackend(flags, async (backend) => {
+            await printKeys(
+              backend,
+              {
+                prefix,
+                recursive: flags.recursive === true,
+                long: flags.long === true,
+                ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+              },
+              format,
+            )
+            return EXIT.OK
+          })
+        }),
+      )
+    },
+  )
+
+  addBackendOptions(
+    program
+      .command('cat')
+      .description("write a key's value to stdout, byte for byte")
+      .argument('<key>'),
+  ).action(async (key: string, flags: BackendFlags) => {
+    setCode(
+      await guarded('cat', [flags.url], () =>
+        withBackend(flags, async (backend) => {
+          await catValue(backend, key)
+          return EXIT.OK
+        }),
+      ),
+    )
+  })
+
+  addBackendOptions(
+    program
+      .command('stat')
+      .description("show a key's version, size, writer, update time and lease (reads no value)")
+      .argument('<key>')
+      .option('--json', 'print JSON'),
+  ).action(async (key: string, flags: BackendFlags & { json?: boolean }) => {
+    setCode(
+      await guarded('stat', [flags.url], () =>
+        withBackend(flags, async (backend) => {
+          const stat = await statKey(backend, key)
+          if (flags.json === true) await outLine(JSON.stringify(stat, null, 2))
+          else for (const line of statLines(stat)) await outLine(line)
+          return EXIT.OK
+        }),
+      ),
+    )
+  })
+
+  for (const view of AGENT_VIEWS) addViewCommand(program, view, setCode)
+
+  addFormatOptions(
+    addTimeoutOption(
+      program
+        .command('copy')
+        .description(
+          'copy every key (value and writer identity) from one backend to another, then check each',
+        )
+        .argument('<from-url>')
+        .argument('<to-url>')
+        .option('--prefix <prefix>', 'only keys starting with this plain string')
+        .option('--dry-run', 'print the plan, write nothing')
+        .option('--checksum', 'compare values byte for byte (reads destination values)')
+        .option('--include-leased', 'also copy keys under a live lease at the source')
+        .option('--overwrite-newer', 'replace destination values written after the source value')
+        .option('-n, --namespace <name>', 'namespace on both sides (default "default")')
+        .option('--to-namespace <name>', 'namespace at the destination (default: --namespace)')
+        .addOption(
+          new Option('--concurrency <n>', 'keys copied at once')
+            .default(16)
+            .argParser(positiveInt('--concurrency')),
+        )
+        .option('--no-progress', 'no progress bar (it is drawn only when stderr is a terminal)')
+        .option(
+          '-v, --verbose',
+          'list every key in the report (default: only keys that are not the same; a dry run lists the plan)',
+        ),
+    ),
+  ).action(async (fromUrl: string, toUrl: string, flags: CopyFlags) => {
+    setCode(await guarded('copy', [fromUrl, toUrl], () => runCopy(fromUrl, toUrl, flags)))
+  })
+
+  return program
 }
 
-function parseVerifyArgs(args: string[]): { url: string; jsonPath?: string } {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { json: { type: 'string' } },
+/**
+ * Runs the `agent-state` command with the given arguments (without the
+ * program name) and resolves its exit code (see {@link EXIT}). Prints to
+ * stdout and stderr; never throws.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let code: ExitCode = EXIT.OK
+  const program = buildProgram((c) => {
+    code = c
   })
-  if (positionals.length > 1) throw new Error('verify takes at most one backend URL')
-  const url = positionals[0] ?? DEFAULT_BACKEND_URL
-  return values.json === undefined ? { url } : { url, jsonPath: values.json }
+  program.exitOverride()
+  for (const command of program.commands) command.exitOverride()
+  if (argv.length === 0) {
+    program.outputHelp({ error: true })
+    return EXIT.USAGE
+  }
+  try {
+    await program.parseAsync([...argv], { from: 'user' })
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are successful answers; every other parse error is bad usage.
+      if (
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+      )
+        return error.code === 'commander.help' ? EXIT.USAGE : EXIT.OK
+      return EXIT.USAGE
+    }
+    const { message, exitCode } = describeFailure(error)
+    errLine(`agent-state: ${message}`)
+    return exitCode
+  }
+  return code
 }

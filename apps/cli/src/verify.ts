@@ -1,9 +1,14 @@
+import { randomBytes } from 'node:crypto'
 import { readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { redactUrl } from '@agent-state/core'
+import type { ConformanceSummary } from '@agent-state/contract'
+import { type Backend, type Capabilities, redactUrl } from '@agent-state/core'
 import { startVitest } from 'vitest/node'
+import { connect, DEFAULT_CONNECT_TIMEOUT_MS } from './connect.js'
+import { errLine } from './output.js'
+import { unprovedChecks } from './verify-gate.js'
 
 /** Options of {@link verify}. */
 export interface VerifyOptions {
@@ -11,20 +16,47 @@ export interface VerifyOptions {
   readonly url: string
   /** Where to write the JSON conformance summary, if anywhere. */
   readonly jsonPath?: string
+  /** Bound for the preflight (open, write, read, delete one key), in ms. */
+  readonly timeoutMs?: number
+}
+
+/**
+ * Opens the backend in a throwaway namespace and writes, reads and deletes
+ * one key, within a bounded time, so a bad URL, an unreachable server, a wrong
+ * password or a missing bucket is one clear line before any check runs.
+ * Resolves the capabilities the backend claims.
+ */
+async function preflight(url: string, timeoutMs: number): Promise<Capabilities> {
+  const namespace = `t-preflight-${randomBytes(6).toString('hex')}`
+  const probe = async (backend: Backend): Promise<void> => {
+    const meta = await backend.put('agent-state-verify/probe', new TextEncoder().encode('probe'))
+    await backend.get('agent-state-verify/probe')
+    await backend.delete('agent-state-verify/probe', { ifMatch: meta.version })
+  }
+  const backend = await connect(url, { namespace, timeoutMs, probe })
+  try {
+    return backend.capabilities
+  } finally {
+    await backend.destroy?.().catch(() => undefined)
+    await backend.close().catch(() => undefined)
+  }
 }
 
 /**
  * Runs the contract suite against the backend a URL names, in fresh
  * namespaces that each test destroys afterwards. Resolves `true` when every
- * test that ran passed.
+ * check that ran passed and no check that the backend's capabilities claim
+ * was skipped. Throws a `CliError` (one line) when the preflight fails.
  */
 export async function verify(options: VerifyOptions): Promise<boolean> {
+  const shown = redactUrl(options.url)
+  console.log(`agent-state verify ${shown}`)
+  const capabilities = await preflight(options.url, options.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS)
   const here = dirname(fileURLToPath(import.meta.url))
   const entry = join(here, `verify-entry.contract${extname(fileURLToPath(import.meta.url))}`)
   const reportPath = options.jsonPath ?? join(tmpdir(), `agent-state-verify-${process.pid}.json`)
   process.env.AGENT_STATE_VERIFY_URL = options.url
   process.env.AGENT_STATE_CONTRACT_REPORT = reportPath
-  console.log(`agent-state verify ${redactUrl(options.url)}`)
   const fromSource = process.env.AGENT_STATE_FROM_SOURCE === '1'
   const conditions = fromSource ? ['@agent-state/source'] : []
   const vitest = await startVitest(
@@ -47,19 +79,31 @@ export async function verify(options: VerifyOptions): Promise<boolean> {
   const broken = files.length === 0 || files.some((file) => file.result?.state === 'fail')
   await vitest.close()
   // The suite prints the full summary itself; the JSON tells us it really ran.
-  let totals: { passed: number; failed: number; skipped: number }
+  let summary: ConformanceSummary
   try {
-    totals = (JSON.parse(await readFile(reportPath, 'utf8')) as { totals: typeof totals }).totals
+    summary = JSON.parse(await readFile(reportPath, 'utf8')) as ConformanceSummary
   } catch {
-    console.error('agent-state verify: the contract suite wrote no conformance summary')
+    errLine('agent-state verify: the contract suite wrote no conformance summary')
     return false
   } finally {
     if (options.jsonPath === undefined) await rm(reportPath, { force: true })
   }
+  const { totals } = summary
   console.log(
-    `agent-state verify ${redactUrl(options.url)}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`,
+    `agent-state verify ${shown}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`,
   )
+  const unproved = unprovedChecks(summary, capabilities)
+  for (const check of unproved) {
+    console.log(
+      `  NOT PROVED  ${check.id}: skipped (${check.reason}) although the capabilities claim it`,
+    )
+  }
+  if (unproved.length > 0) {
+    console.log(
+      `agent-state verify ${shown}: ${unproved.length} check(s) that the claimed capabilities require did not run`,
+    )
+  }
   if (options.jsonPath !== undefined)
     console.log(`conformance summary written to ${options.jsonPath}`)
-  return !failed && !broken
+  return !failed && !broken && unproved.length === 0 && totals.passed > 0
 }

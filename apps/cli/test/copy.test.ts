@@ -1,0 +1,209 @@
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CopyAction, CopyCheck } from '../src/commands/copy-key.js'
+import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
+import { freshName, redisUrl, s3Env, s3Url } from './services.js'
+
+afterAll(removeTemps)
+
+const MANY = 10_000
+
+async function ops(url: string, list: unknown[], namespace?: string): Promise<unknown[]> {
+  const result = await runScript('./backend-ops.ts', [
+    url,
+    JSON.stringify(list),
+    ...(namespace === undefined ? [] : [namespace]),
+  ])
+  if (result.status !== 0) throw new Error(`backend-ops failed: ${result.stderr}`)
+  return JSON.parse(result.stdout.trim().split('\n').at(-1) as string)
+}
+
+interface CopyJson {
+  dryRun: boolean
+  ok: boolean
+  durationMs: number
+  totals: { keys: number; actions: Record<CopyAction, number>; checks: Record<CopyCheck, number> }
+  keys: { key: string; action: string; check: string; detail?: string }[]
+}
+
+async function copyJson(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ status: number | null; report: CopyJson; ms: number; stderr: string }> {
+  const result = await runCli(['copy', ...args, '--json'], { env, timeoutMs: 1_200_000 })
+  let report: CopyJson
+  try {
+    report = JSON.parse(result.stdout) as CopyJson
+  } catch {
+    throw new Error(`copy printed no JSON (status ${result.status}): ${result.stderr}`)
+  }
+  return { status: result.status, report, ms: result.ms, stderr: result.stderr }
+}
+
+describe(`copy ${MANY} keys from the filesystem to each backend (real servers)`, () => {
+  let source: string
+  beforeAll(async () => {
+    source = `file:${join(tempDir('agent-state-copy-src-'), 'state')}`
+    expect(await ops(source, [{ many: MANY, prefix: 'runs/r1/' }])).toEqual([MANY])
+  }, 600_000)
+
+  const targets: Array<{
+    name: string
+    url: () => string
+    args?: () => string[]
+    env?: () => Record<string, string>
+  }> = [
+    {
+      name: 'sqlite',
+      url: () => `sqlite:${join(tempDir('agent-state-copy-sqlite-'), 'state.db')}`,
+    },
+    { name: 'redis', url: () => redisUrl(), args: () => ['--to-namespace', freshName('copy')] },
+    { name: 's3', url: () => s3Url(), env: s3Env },
+  ]
+  for (const target of targets) {
+    it(`fs → ${target.name}: copies every key with its writer, checks each, and a rerun copies nothing`, async () => {
+      const url = target.url()
+      const extra = target.args?.() ?? []
+      const env = target.env?.() ?? {}
+      const first = await copyJson([source, url, ...extra], env)
+      console.log(
+        `copy fs → ${target.name}, ${MANY} keys: ${first.report.durationMs} ms in the command, ${first.ms} ms process wall time`,
+      )
+      expect(first.report.totals.keys).toBe(MANY)
+      expect(first.report.totals.actions.created).toBe(MANY)
+      expect(first.report.totals.checks.same).toBe(MANY)
+      expect(first.status).toBe(0)
+      const again = await copyJson([source, url, ...extra], env)
+      console.log(`rerun fs → ${target.name}: ${again.report.durationMs} ms`)
+      expect(again.report.totals.actions.same).toBe(MANY)
+      expect(again.report.totals.actions.created + again.report.totals.actions.updated).toBe(0)
+      expect(again.status).toBe(0)
+      const ns = extra.length > 0 ? ['--namespace', extra[1] as string] : []
+      const stat = await runCli(['stat', 'runs/r1/000003', '--json', '--url', url, ...ns], { env })
+      expect(stat.status, stat.stderr).toBe(0)
+      expect(JSON.parse(stat.stdout).value.writer).toEqual({ writerId: 'worker-7', workerId: 'w7' })
+    }, 1_800_000)
+  }
+})
+
+describe('copy: what it refuses, reports and resumes', () => {
+  it('skips a key under a live lease at the source (exit 1) unless --include-leased', async () => {
+    const src = `file:${join(tempDir('agent-state-copy-'), 'src')}`
+    const dst = `sqlite:${join(tempDir('agent-state-copy-'), 'dst.db')}`
+    await ops(src, [
+      { put: 'a', value: 'one', writer: 'w' },
+      { put: 'busy', value: 'in use', writer: 'w' },
+      { lease: 'busy', holder: 'agent-9' },
+    ])
+    const first = await copyJson([src, dst])
+    expect(first.status).toBe(1)
+    expect(first.report.keys).toEqual([
+      { key: 'a', action: 'created', check: 'same' },
+      {
+        key: 'busy',
+        action: 'skipped-leased',
+        check: 'missing',
+        detail: 'leased by agent-9 at the source',
+      },
+    ])
+    const text = await runCli(['copy', src, dst])
+    expect(text.status).toBe(1)
+    expect(text.stdout).toMatch(/leased\s+missing\s+busy\s+leased by agent-9 at the source/)
+    expect(text.stdout).toContain('--include-leased')
+    const forced = await copyJson([src, dst, '--include-leased'])
+    expect(forced.status).toBe(0)
+    expect(forced.report.keys.map((k) => k.action)).toEqual(['same', 'created'])
+  })
+
+  it('never overwrites a destination value written after the source one, unless asked', async () => {
+    const src = `file:${join(tempDir('agent-state-copy-'), 'src')}`
+    const dst = `file:${join(tempDir('agent-state-copy-'), 'dst')}`
+    await ops(src, [{ put: 'k', value: 'source', writer: 'w' }])
+    await ops(dst, [{ put: 'k', value: 'newer!', writer: 'w' }])
+    // Same size and writer, written later: the fast check cannot tell them apart...
+    const fast = await copyJson([src, dst])
+    expect(fast.report.keys).toEqual([{ key: 'k', action: 'same', check: 'same' }])
+    expect(fast.status).toBe(0)
+    // ...the byte check can, and keeps the newer destination value.
+    const checked = await copyJson([src, dst, '--checksum'])
+    expect(checked.report.keys[0]).toMatchObject({
+      key: 'k',
+      action: 'skipped-newer',
+      check: 'differs',
+    })
+    expect(checked.status).toBe(1)
+    const cat = await runCli(['cat', 'k', '--url', dst])
+    expect(cat.stdout).toBe('newer!')
+    const forced = await copyJson([src, dst, '--checksum', '--overwrite-newer'])
+    expect(forced.report.keys).toEqual([{ key: 'k', action: 'updated', check: 'same' }])
+    expect(forced.status).toBe(0)
+    expect((await runCli(['cat', 'k', '--url', dst])).stdout).toBe('source')
+  })
+
+  it('updates a destination value older than the source with compare-and-set', async () => {
+    const src = `file:${join(tempDir('agent-state-copy-'), 'src')}`
+    const dst = `file:${join(tempDir('agent-state-copy-'), 'dst')}`
+    await ops(dst, [{ put: 'k', value: 'old value', writer: 'w' }])
+    await ops(src, [{ put: 'k', value: 'new', writer: 'w' }])
+    const result = await copyJson([src, dst])
+    expect(result.report.keys).toEqual([{ key: 'k', action: 'updated', check: 'same' }])
+    expect((await runCli(['cat', 'k', '--url', dst])).stdout).toBe('new')
+  })
+
+  it('--dry-run prints the plan and writes nothing', async () => {
+    const src = `file:${join(tempDir('agent-state-copy-'), 'src')}`
+    const dst = `file:${join(tempDir('agent-state-copy-'), 'dst')}`
+    await ops(src, [{ many: 25, prefix: 'p/' }])
+    const plan = await copyJson([src, dst, '--dry-run'])
+    expect(plan.status).toBe(0)
+    expect(plan.report.dryRun).toBe(true)
+    expect(plan.report.totals.actions.created).toBe(25)
+    expect(plan.report.totals.checks.missing).toBe(25)
+    const text = await runCli(['copy', src, dst, '--dry-run'])
+    expect(text.stdout).toMatch(/would create\s+missing\s+p\/000000/)
+    const listed = await runCli(['ls', '-r', '--json', '--url', dst])
+    expect(JSON.parse(listed.stdout).keys).toEqual([])
+  })
+
+  it('reports a key it cannot write as an error and exits 1; --prefix limits the copy', async () => {
+    const src = `file:${join(tempDir('agent-state-copy-'), 'src')}`
+    const dst = `file:${join(tempDir('agent-state-copy-'), 'dst')}`
+    await ops(src, [
+      { put: 'in/a', value: 'a' },
+      { put: 'in/b', value: 'b' },
+      { put: 'out/c', value: 'c' },
+    ])
+    await ops(dst, [{ lease: 'in/b', holder: 'someone-else' }])
+    const result = await copyJson([src, dst, '--prefix', 'in/'])
+    expect(result.status).toBe(1)
+    expect(result.report.totals.keys).toBe(2)
+    expect(result.report.keys[0]).toEqual({ key: 'in/a', action: 'created', check: 'same' })
+    expect(result.report.keys[1]).toMatchObject({ key: 'in/b', action: 'error', check: 'error' })
+    expect(result.report.keys[1]?.detail).toMatch(/^LEASE_HELD: /)
+  })
+
+  it('streams one JSON object per key with --jsonl, then the totals', async () => {
+    const src = `file:${join(tempDir('agent-state-copy-'), 'src')}`
+    const dst = `file:${join(tempDir('agent-state-copy-'), 'dst')}`
+    await ops(src, [{ many: 5, prefix: 'x/' }])
+    const result = await runCli(['copy', src, dst, '--jsonl'])
+    expect(result.status).toBe(0)
+    const lines = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    expect(lines.filter((l) => l.type === 'key')).toHaveLength(5)
+    expect(lines.at(-1)).toMatchObject({ type: 'totals', ok: true, keys: 5 })
+    // No terminal, no progress bar.
+    expect(result.stderr).toBe('')
+  })
+
+  it('refuses to copy a namespace onto itself', async () => {
+    const url = `file:${join(tempDir('agent-state-copy-'), 'same')}`
+    const result = await runCli(['copy', url, url])
+    expect(result.status).toBe(2)
+    expect(result.stderr.trim()).toBe(
+      'agent-state copy: the source and the destination are the same backend and namespace',
+    )
+  })
+})

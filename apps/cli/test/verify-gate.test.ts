@@ -1,0 +1,60 @@
+import type { Capabilities } from '@agent-state/core'
+import { describe, expect, it } from 'vitest'
+import { unprovedChecks } from '../src/verify-gate.js'
+
+const caps = (over: Partial<Capabilities>): Capabilities => ({
+  durable: false,
+  multiProcess: false,
+  multiHost: false,
+  leaseClock: 'host',
+  maxKeyBytes: 1024,
+  maxValueBytes: 1 << 20,
+  ...over,
+})
+
+const durabilityId = 'durability/values-versions-leases-and-tokens-survive-close-and-reopen'
+const skipped = (id: string, reason: string) => ({
+  checks: [
+    { id, category: id.split('/')[0] as string, title: id, status: 'skipped' as const, reason },
+  ],
+})
+
+describe('unprovedChecks (verify exits 1 when a claimed tier was skipped)', () => {
+  it('accepts a skip of a tier whose capability is not claimed', () => {
+    expect(
+      unprovedChecks(skipped(durabilityId, 'capability durable is not claimed'), caps({})),
+    ).toEqual([])
+  })
+
+  it('rejects a skip of a tier whose capability is claimed, whatever reason the summary gives', () => {
+    for (const reason of [
+      'capability durable is not claimed',
+      'not run (filtered out, or the run stopped early)',
+    ]) {
+      expect(unprovedChecks(skipped(durabilityId, reason), caps({ durable: true }))).toEqual([
+        { id: durabilityId, reason },
+      ])
+    }
+  })
+
+  it('rejects a skipped multi-process check on a backend claiming multiProcess', () => {
+    const id = 'multi-process/n-by-m-compare-and-set-increments-across-processes-lose-no-update'
+    const summary = skipped(id, 'no `process` option (child backend module) was given')
+    expect(unprovedChecks(summary, caps({ multiProcess: true }))).toHaveLength(1)
+    expect(unprovedChecks(summary, caps({}))).toEqual([])
+  })
+
+  it('judges a check it does not know by the capability its reason names', () => {
+    const summary = skipped('future/tier', 'capability multiHost is not claimed')
+    expect(unprovedChecks(summary, caps({}))).toEqual([])
+    expect(unprovedChecks(summary, caps({ multiHost: true }))).toHaveLength(1)
+    expect(unprovedChecks(skipped('future/tier', 'no reason'), caps({}))).toHaveLength(1)
+  })
+
+  it('ignores checks that passed or failed', () => {
+    const summary = {
+      checks: [{ id: durabilityId, category: 'durability', title: 't', status: 'passed' as const }],
+    }
+    expect(unprovedChecks(summary, caps({ durable: true }))).toEqual([])
+  })
+})

@@ -1,0 +1,171 @@
+import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { freePort } from '@agent-state/test-services'
+import { afterAll, describe, expect, it } from 'vitest'
+import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
+import { redisUrl, s3Env, s3Url } from './services.js'
+
+afterAll(removeTemps)
+
+/** Small tiers: these tests prove the command's behaviour, the backends prove themselves elsewhere. */
+const SMALL = {
+  AGENT_STATE_CRASH_CYCLES: '3',
+  AGENT_STATE_CONTRACT_INSTANCES: '16',
+  AGENT_STATE_CONTRACT_INCREMENTS: '3',
+}
+
+function nonEmpty(text: string): string[] {
+  return text.split('\n').filter((line) => line.trim() !== '')
+}
+
+describe('agent-state verify', () => {
+  it('passes on the memory backend, prints the summary and writes it as JSON', async () => {
+    const json = join(tempDir('agent-state-cli-'), 'summary.json')
+    const { status, stdout } = await runCli(['verify', 'memory:', '--json', json], { env: SMALL })
+    expect(stdout).toMatch(/total\s+passed \d+\s+failed 0/)
+    expect(status).toBe(0)
+    const summary = JSON.parse(readFileSync(json, 'utf8'))
+    expect(summary.totals.failed).toBe(0)
+    expect(summary.totals.passed).toBeGreaterThan(20)
+    // memory claims neither durability nor several processes: those skips are accepted.
+    expect(summary.totals.skipped).toBeGreaterThan(0)
+    expect(stdout).not.toContain('NOT PROVED')
+  })
+
+  it('runs on the embedded default (the filesystem) with every tier and leaves no namespace behind', async () => {
+    const cwd = tempDir('agent-state-cli-default-')
+    const json = join(cwd, 'summary.json')
+    const { status, stdout } = await runCli(['verify', '--json', json], { cwd, env: SMALL })
+    expect(stdout).toContain('file:./.agent-state')
+    expect(stdout).toMatch(/total\s+passed \d+\s+failed 0/)
+    expect(status).toBe(0)
+    const summary = JSON.parse(readFileSync(json, 'utf8'))
+    // fs claims durable and multiProcess: the only skip allowed is a limit too large to test.
+    const skips = summary.checks.filter((c: { status: string }) => c.status === 'skipped')
+    for (const skip of skips) expect(skip.reason).toMatch(/is above the testable/)
+    expect(summary.categories.crash.passed).toBeGreaterThan(0)
+    expect(summary.categories['multi-process'].skipped).toBe(0)
+    expect(stdout).not.toContain('NOT PROVED')
+    expect(readdirSync(join(cwd, '.agent-state'))).toEqual([])
+  })
+
+  it('stops with one line before any check when the server is unreachable', async () => {
+    const port = await freePort()
+    const { status, stdout, stderr } = await runCli([
+      'verify',
+      `redis://agent:s3cr3t-pw@127.0.0.1:${port}/0?connectTimeoutMs=300`,
+    ])
+    expect(status).toBe(3)
+    expect(nonEmpty(stderr), stderr).toHaveLength(1)
+    expect(stderr).toContain(`redis://***@127.0.0.1:${port}/0`)
+    expect(stdout).not.toMatch(/passed|failed/)
+    expect(stdout + stderr).not.toContain('s3cr3t-pw')
+  })
+
+  it('stops with one line on a wrong password, a missing bucket and a bad URL', async () => {
+    const wrong = await runCli(['verify', redisUrl('not-the-password')])
+    expect(wrong.status).toBe(3)
+    expect(nonEmpty(wrong.stderr), wrong.stderr).toHaveLength(1)
+    expect(wrong.stderr).toMatch(/authentication/i)
+    const bucket = await runCli(['verify', s3Url('no-such-bucket-verify', false)], { env: s3Env() })
+    expect(bucket.status).toBe(3)
+    expect(nonEmpty(bucket.stderr), bucket.stderr).toHaveLength(1)
+    expect(bucket.stderr).toContain('bucket does not exist')
+    const bad = await runCli(['verify', 'ftp://host/x'])
+    expect(bad.status).toBe(2)
+    expect(nonEmpty(bad.stderr)).toHaveLength(1)
+    expect(bad.stderr).toContain('Unknown backend URL')
+    expect(bad.stderr).not.toMatch(/\bat \S+:\d+:\d+/)
+  })
+
+  it('on S3 starts every tier and prints the AWS SDK Node-version notice at most once', async () => {
+    const json = join(tempDir('agent-state-cli-s3-'), 'summary.json')
+    const { status, stdout, stderr } = await runCli(['verify', s3Url(), '--json', json], {
+      // As a user without the SDK variable set; tens of processes load the SDK.
+      env: { ...s3Env(), ...SMALL, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: '' },
+      timeoutMs: 900_000,
+    })
+    expect((stdout + stderr).split('NodeVersionSupportWarning').length - 1).toBeLessThanOrEqual(1)
+    const summary = JSON.parse(readFileSync(json, 'utf8'))
+    expect(summary.categories['multi-process'].passed).toBeGreaterThanOrEqual(4)
+    expect(stdout).not.toContain('NOT PROVED')
+    // The exit code says what the summary says (the S3 crash tier's own result is the backend's business).
+    expect(status).toBe(summary.totals.failed === 0 ? 0 : 1)
+  }, 900_000)
+
+  it('SIGTERM stops the command and every process it started', async () => {
+    const cwd = tempDir('agent-state-cli-sigterm-')
+    const child = spawn(process.execPath, [BIN, 'verify', `sqlite:${join(cwd, 'state.db')}`], {
+      cwd,
+      env: { ...process.env, AGENT_STATE_CRASH_CYCLES: '200' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      stderr += c
+    })
+    child.stdout.resume()
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+    // Wait until the suite has forked contract children (the multi-process tiers).
+    const deadline = Date.now() + 240_000
+    let group: number[] = []
+    while (Date.now() < deadline) {
+      group = descendants(child.pid as number)
+      if (group.some((pid) => commandOf(pid).includes('child-runner'))) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(group.some((pid) => commandOf(pid).includes('child-runner'))).toBe(true)
+    child.kill('SIGTERM')
+    expect(await exited).toBe(143)
+    expect(stderr).toContain('stopped by SIGTERM')
+    await new Promise((r) => setTimeout(r, 500))
+    const alive = group.filter((pid) => isAlive(pid))
+    expect(alive, alive.map(commandOf).join('\n')).toEqual([])
+  }, 300_000)
+})
+
+/** Every process below `root`, by walking /proc's parent links. */
+function descendants(root: number): number[] {
+  const parents = new Map<number, number>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      parents.set(Number(name), ppid)
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found: number[] = []
+  const frontier = [root]
+  while (frontier.length > 0) {
+    const parent = frontier.pop() as number
+    for (const [pid, ppid] of parents) {
+      if (ppid === parent) {
+        found.push(pid)
+        frontier.push(pid)
+      }
+    }
+  }
+  return found
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')
+  } catch {
+    return ''
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // A zombie has exited; only its parent's bookkeeping is left.
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
