@@ -1,0 +1,414 @@
+import { randomBytes } from 'node:crypto'
+import { AgentStateError, type Backend, isAgentStateError } from '@agent-state/core'
+import type { RunnableConfig } from '@langchain/core/runnables'
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  copyCheckpoint,
+  getCheckpointId,
+  JsonPlusSerializer,
+  type PendingWrite,
+  type SerializerProtocol,
+  WRITES_IDX_MAP,
+} from '@langchain/langgraph-checkpoint'
+import { KeyLayout } from './key-layout.js'
+import { assertFits, mapLimited, type PendingRecord } from './limits.js'
+import {
+  type CheckpointSaverOptions,
+  checkpointSaverOptionsSchema,
+  type OwnershipOptions,
+} from './options.js'
+import { encodeRecord } from './record-codec.js'
+import type { OwnerStamp } from './records.js'
+import { type PruneResult, pruneNamespace } from './retention.js'
+import { ThreadOwnership } from './thread-ownership.js'
+import { listChildren, listKeys, metadataMatches, metasNewestFirst } from './thread-scan.js'
+import { EpochCache, loadTuple, type ReaderContext, readMeta } from './tuple-reader.js'
+
+/** A stamp as wide as any real one, so the size check before writing covers the stamped record. */
+const WIDEST_STAMP: OwnerStamp = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
+
+function required(
+  config: RunnableConfig,
+  field: 'thread_id' | 'checkpoint_id',
+  call: string,
+): string {
+  const value = config.configurable?.[field]
+  if (typeof value !== 'string' || value === '') {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `${call} needs config.configurable.${field} (a non-empty string)`,
+      { context: { field } },
+    )
+  }
+  return value
+}
+
+function namespaceOf(config: RunnableConfig): string {
+  const ns = config.configurable?.checkpoint_ns ?? ''
+  if (typeof ns !== 'string') {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      'config.configurable.checkpoint_ns must be a string',
+    )
+  }
+  return ns
+}
+
+/**
+ * A LangGraph checkpoint saver over any agent-state `Backend`. Create it with
+ * {@link createCheckpointSaver}; the package README describes the key layout,
+ * the guarantees and the caveats.
+ */
+export class AgentStateSaver extends BaseCheckpointSaver {
+  private readonly backend: Backend
+  private readonly layout: KeyLayout
+  private readonly concurrency: number
+  private readonly keepLast: number | undefined
+  private readonly ownership: ThreadOwnership | undefined
+  private readonly reader: ReaderContext
+
+  /** Use {@link createCheckpointSaver}. */
+  constructor(options: {
+    backend: Backend
+    prefix: string
+    serde: SerializerProtocol | undefined
+    ownership: OwnershipOptions | undefined
+    keepLast: number | undefined
+    concurrency: number
+  }) {
+    super(options.serde ?? new JsonPlusSerializer())
+    this.backend = options.backend
+    this.layout = new KeyLayout(options.prefix)
+    this.concurrency = options.concurrency
+    this.keepLast = options.keepLast
+    this.ownership =
+      options.ownership === undefined
+        ? undefined
+        : new ThreadOwnership(
+            this.backend,
+            this.layout,
+            options.ownership.holder,
+            options.ownership.ttlMs,
+          )
+    this.reader = {
+      backend: this.backend,
+      layout: this.layout,
+      serde: this.serde,
+      concurrency: this.concurrency,
+      nextVersion: (current) => this.getNextVersion(current),
+    }
+  }
+
+  /**
+   * Integer part + 1, plus a random fraction: still increasing, and two
+   * writers that fork from the same checkpoint never produce the same
+   * version, so one can never overwrite the other's channel value.
+   */
+  override getNextVersion(current: number | undefined): number {
+    const base = typeof current === 'number' ? Math.floor(current) : 0
+    return base + 1 + randomBytes(4).readUInt32BE() / 2 ** 33
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const threadId = config.configurable?.thread_id
+    if (threadId === undefined) return undefined
+    if (typeof threadId !== 'string') required(config, 'thread_id', 'getTuple')
+    const ns = namespaceOf(config)
+    const epochs = new EpochCache(this.backend, this.layout)
+    const checkpointId = getCheckpointId(config)
+    if (checkpointId !== '') {
+      const meta = await readMeta(
+        this.backend,
+        this.layout.checkpoint(threadId, ns, checkpointId).meta,
+      )
+      if (meta === null || !(await epochs.committed(threadId, meta.header.o))) return undefined
+      return loadTuple(this.reader, threadId, ns, meta, epochs)
+    }
+    for await (const meta of metasNewestFirst(this.reader, threadId, ns, 8)) {
+      if (!(await epochs.committed(threadId, meta.header.o))) continue
+      const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
+      if (tuple !== undefined) return tuple
+    }
+    return undefined
+  }
+
+  /**
+   * Newest first per namespace. `filter` is matched against each candidate's
+   * metadata record (small, stored apart from the body); bodies, channel
+   * values and writes are read only for the checkpoints yielded.
+   */
+  async *list(
+    config: RunnableConfig,
+    options?: CheckpointListOptions,
+  ): AsyncGenerator<CheckpointTuple> {
+    const { before, filter } = options ?? {}
+    let remaining = options?.limit
+    const beforeId = before === undefined ? '' : getCheckpointId(before)
+    const onlyId = getCheckpointId(config)
+    const threadIds =
+      config.configurable?.thread_id !== undefined
+        ? [required(config, 'thread_id', 'list')]
+        : (await listChildren(this.backend, this.layout.threadsPrefix())).map((prefix) =>
+            this.layout.threadIdOf(prefix),
+          )
+    const epochs = new EpochCache(this.backend, this.layout)
+    for (const threadId of threadIds) {
+      const threadPrefix = this.layout.thread(threadId)
+      const namespaces =
+        config.configurable?.checkpoint_ns !== undefined
+          ? [namespaceOf(config)]
+          : (await listChildren(this.backend, threadPrefix)).flatMap((prefix) => {
+              const ns = this.layout.namespaceOf(threadPrefix, prefix)
+              return ns === undefined ? [] : [ns]
+            })
+      for (const ns of namespaces) {
+        const metas =
+          onlyId !== ''
+            ? [await readMeta(this.backend, this.layout.checkpoint(threadId, ns, onlyId).meta)]
+            : metasNewestFirst(
+                this.reader,
+                threadId,
+                ns,
+                remaining === undefined ? 32 : remaining + 1,
+              )
+        for await (const meta of metas) {
+          if (remaining !== undefined && remaining <= 0) return
+          if (meta === null) continue
+          if (beforeId !== '' && !(meta.header.id < beforeId)) continue
+          if (!(await epochs.committed(threadId, meta.header.o))) continue
+          if (filter !== undefined && Object.keys(filter).length > 0) {
+            const metadata = await this.serde.loadsTyped(meta.header.mt, meta.payload)
+            if (!metadataMatches(metadata, filter)) continue
+          }
+          const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
+          if (tuple === undefined) continue
+          if (remaining !== undefined) remaining -= 1
+          yield tuple
+        }
+      }
+    }
+  }
+
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    const threadId = required(config, 'thread_id', 'put')
+    const ns = namespaceOf(config)
+    const parentId = getCheckpointId(config) || null
+    const copy = copyCheckpoint(checkpoint)
+    const keys = this.layout.checkpoint(threadId, ns, copy.id)
+    const values = copy.channel_values
+    const [[bodyType, body], [metaType, meta]] = await Promise.all([
+      this.serde.dumpsTyped({ ...copy, channel_values: {} }),
+      this.serde.dumpsTyped(metadata),
+    ])
+    const records: PendingRecord[] = await Promise.all(
+      Object.entries(newVersions).map(async ([channel, version]) => {
+        const [type, payload] =
+          channel in values
+            ? await this.serde.dumpsTyped(values[channel])
+            : ['empty', new Uint8Array(0)]
+        return {
+          key: this.layout.blob(threadId, ns, channel, version),
+          value: encodeRecord({ k: 'v', t: type }, payload),
+        }
+      }),
+    )
+    records.push({ key: keys.body, value: encodeRecord({ k: 'b', ct: bodyType }, body) })
+    const metaRecord = (stamp: OwnerStamp | undefined): PendingRecord => ({
+      key: keys.meta,
+      value: encodeRecord(
+        stamp === undefined
+          ? { k: 'm', id: copy.id, parent: parentId, mt: metaType }
+          : { k: 'm', id: copy.id, parent: parentId, mt: metaType, o: stamp },
+        meta,
+      ),
+    })
+    const context = { threadId, checkpointNs: ns, checkpointId: copy.id }
+    assertFits(this.backend, [...records, metaRecord(this.ownership && WIDEST_STAMP)], context)
+    // Body and channel values first, the metadata record last: a checkpoint is
+    // visible only once everything it refers to is stored.
+    await this.commitWrite(threadId, async (stamp) => {
+      await mapLimited(records, this.concurrency, (record) =>
+        this.backend.put(record.key, record.value),
+      )
+      const last = metaRecord(stamp)
+      await this.backend.put(last.key, last.value)
+      return [...records, last].map((record) => record.key)
+    })
+    if (this.keepLast !== undefined)
+      await this.prune(threadId, { keepLast: this.keepLast, checkpointNs: ns })
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: copy.id } }
+  }
+
+  async putWrites(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath?: string,
+  ): Promise<void> {
+    const threadId = required(config, 'thread_id', 'putWrites')
+    const checkpointId = required(config, 'checkpoint_id', 'putWrites')
+    const ns = namespaceOf(config)
+    const keys = this.layout.checkpoint(threadId, ns, checkpointId)
+    const serialized = await Promise.all(
+      writes.map(async ([channel, value], index) => {
+        const [type, payload] = await this.serde.dumpsTyped(value)
+        const idx = (WRITES_IDX_MAP as Record<string, number>)[channel] ?? index
+        return { channel, idx, type, payload }
+      }),
+    )
+    const build = (stamp: OwnerStamp | undefined) =>
+      serialized.map(({ channel, idx, type, payload }) => {
+        const header = { k: 'w', task: taskId, path: taskPath ?? '', idx, ch: channel, t: type }
+        return {
+          idx,
+          key: this.layout.write(keys, taskId, idx, stamp?.[0] ?? 0),
+          value: encodeRecord(stamp === undefined ? header : { ...header, o: stamp }, payload),
+        }
+      })
+    assertFits(this.backend, build(this.ownership && WIDEST_STAMP), {
+      threadId,
+      checkpointNs: ns,
+      checkpointId,
+      taskId,
+    })
+    await this.commitWrite(threadId, async (stamp) => {
+      const records = build(stamp)
+      await mapLimited(records, this.concurrency, async ({ idx, key, value }) => {
+        if (idx < 0) return this.backend.put(key, value)
+        try {
+          // A regular write is kept from its first attempt (LangGraph's INSERT OR IGNORE).
+          return await this.backend.put(key, value, { ifNoneMatch: '*' })
+        } catch (error) {
+          if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
+          return undefined
+        }
+      })
+      return records.map((record) => record.key)
+    })
+  }
+
+  /**
+   * Without ownership, just `write`. With it: take or renew the thread, write
+   * the stamped records, then commit them with the fenced head write; a
+   * refused commit removes what it wrote (best effort: the records are
+   * invisible anyway) and rethrows `LEASE_LOST`.
+   */
+  private async commitWrite(
+    threadId: string,
+    write: (stamp: OwnerStamp | undefined) => Promise<string[]>,
+  ): Promise<void> {
+    const ownership = this.ownership
+    if (ownership === undefined) {
+      await write(undefined)
+      return
+    }
+    await ownership.serialize(threadId, async () => {
+      const stamp = await ownership.begin(threadId)
+      const written = await write(stamp)
+      try {
+        await ownership.commit(threadId, stamp)
+      } catch (error) {
+        if (isAgentStateError(error, 'LEASE_LOST')) {
+          await Promise.allSettled(written.map((key) => this.backend.delete(key)))
+        }
+        throw error
+      }
+    })
+  }
+
+  /**
+   * Removes every record of the thread: checkpoints, channel values, pending
+   * writes and the ownership head. Refused with `LEASE_HELD` (nothing
+   * removed) while another writer owns the thread.
+   */
+  async deleteThread(threadId: string): Promise<void> {
+    const ownerKey = this.layout.owner(threadId)
+    const lease = this.ownership?.leaseOf(threadId)
+    try {
+      await this.backend.delete(ownerKey, lease === undefined ? {} : { lease })
+    } catch (error) {
+      if (!isAgentStateError(error, 'LEASE_HELD')) throw error
+      throw new AgentStateError(
+        'LEASE_HELD',
+        `LangGraph thread ${JSON.stringify(threadId)} is owned by another writer; it was not deleted`,
+        { context: { threadId, holder: error.context.holder ?? null }, cause: error },
+      )
+    }
+    const keys = await listKeys(this.backend, this.layout.thread(threadId))
+    await mapLimited(keys, this.concurrency, (key) => this.backend.delete(key))
+    if (this.ownership !== undefined) await this.ownership.release(threadId).catch(() => false)
+  }
+
+  /**
+   * Retention: keeps the thread's latest checkpoint and its `keepLast - 1`
+   * nearest ancestors per namespace (or in `checkpointNs` only) and removes
+   * every other checkpoint with its pending writes, plus channel values that
+   * only removed checkpoints referenced. What is kept reads exactly as before.
+   */
+  async prune(
+    threadId: string,
+    options: { readonly keepLast: number; readonly checkpointNs?: string },
+  ): Promise<PruneResult> {
+    if (!Number.isSafeInteger(options.keepLast) || options.keepLast < 1) {
+      throw new AgentStateError('INVALID_ARGUMENT', 'keepLast must be an integer >= 1')
+    }
+    const threadPrefix = this.layout.thread(threadId)
+    const namespaces =
+      options.checkpointNs !== undefined
+        ? [options.checkpointNs]
+        : (await listChildren(this.backend, threadPrefix)).flatMap((prefix) => {
+            const ns = this.layout.namespaceOf(threadPrefix, prefix)
+            return ns === undefined ? [] : [ns]
+          })
+    const total = { checkpoints: 0, writes: 0, blobs: 0 }
+    for (const ns of namespaces) {
+      const result = await pruneNamespace(this.reader, threadId, ns, options.keepLast)
+      total.checkpoints += result.checkpoints
+      total.writes += result.writes
+      total.blobs += result.blobs
+    }
+    return total
+  }
+
+  /** Ownership mode: gives the thread up so another writer can take it at once. Resolves whether it was held. */
+  async releaseThread(threadId: string): Promise<boolean> {
+    return this.ownership === undefined ? false : this.ownership.release(threadId)
+  }
+}
+
+/**
+ * Creates a LangGraph checkpoint saver over `options.backend`.
+ *
+ * @example
+ * ```ts
+ * const checkpointer = createCheckpointSaver({ backend: await openBackend('sqlite:./state.db') })
+ * const graph = workflow.compile({ checkpointer })
+ * ```
+ */
+export function createCheckpointSaver(options: CheckpointSaverOptions): AgentStateSaver {
+  const parsed = checkpointSaverOptionsSchema.safeParse(options)
+  if (!parsed.success) {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `Invalid LangGraph saver options: ${parsed.error.message}`,
+    )
+  }
+  return new AgentStateSaver({
+    backend: options.backend,
+    prefix: options.prefix ?? 'langgraph',
+    serde: options.serde,
+    ownership: options.ownership,
+    keepLast: options.keepLast,
+    concurrency: options.concurrency ?? 16,
+  })
+}
