@@ -104,6 +104,11 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     }
   }
 
+  /** The key layout of this saver (where each record lives), for inspection and tooling. */
+  get keys(): KeyLayout {
+    return this.layout
+  }
+
   /**
    * Integer part + 1, plus a random fraction: still increasing, and two
    * writers that fork from the same checkpoint never produce the same
@@ -129,7 +134,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       if (meta === null || !(await epochs.committed(threadId, meta.header.o))) return undefined
       return loadTuple(this.reader, threadId, ns, meta, epochs)
     }
-    for await (const meta of metasNewestFirst(this.reader, threadId, ns, 8)) {
+    for await (const meta of metasNewestFirst(this.reader, threadId, ns, 2)) {
       if (!(await epochs.committed(threadId, meta.header.o))) continue
       const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
       if (tuple !== undefined) return tuple
