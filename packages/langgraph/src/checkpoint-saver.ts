@@ -8,21 +8,19 @@ import {
   type CheckpointListOptions,
   type CheckpointMetadata,
   type CheckpointTuple,
-  copyCheckpoint,
   getCheckpointId,
   JsonPlusSerializer,
   type PendingWrite,
   type SerializerProtocol,
-  WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint'
 import { KeyLayout } from './key-layout.js'
-import { assertFits, mapLimited, type PendingRecord } from './limits.js'
+import { assertFits, mapLimited } from './limits.js'
 import {
   type CheckpointSaverOptions,
   checkpointSaverOptionsSchema,
   type OwnershipOptions,
 } from './options.js'
-import { encodeRecord } from './record-codec.js'
+import { buildCheckpointRecords, buildWriteRecords } from './record-builders.js'
 import type { OwnerStamp } from './records.js'
 import { type PruneResult, pruneNamespace } from './retention.js'
 import { ThreadOwnership } from './thread-ownership.js'
@@ -208,50 +206,33 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const threadId = required(config, 'thread_id', 'put')
     const ns = namespaceOf(config)
     const parentId = getCheckpointId(config) || null
-    const copy = copyCheckpoint(checkpoint)
-    const keys = this.layout.checkpoint(threadId, ns, copy.id)
-    const values = copy.channel_values
-    const [[bodyType, body], [metaType, meta]] = await Promise.all([
-      this.serde.dumpsTyped({ ...copy, channel_values: {} }),
-      this.serde.dumpsTyped(metadata),
-    ])
-    const records: PendingRecord[] = await Promise.all(
-      Object.entries(newVersions).map(async ([channel, version]) => {
-        const [type, payload] =
-          channel in values
-            ? await this.serde.dumpsTyped(values[channel])
-            : ['empty', new Uint8Array(0)]
-        return {
-          key: this.layout.blob(threadId, ns, channel, version),
-          value: encodeRecord({ k: 'v', t: type }, payload),
-        }
-      }),
+    const records = await buildCheckpointRecords(
+      this.serde,
+      this.layout,
+      { threadId, ns, parentId },
+      checkpoint,
+      metadata,
+      newVersions,
     )
-    records.push({ key: keys.body, value: encodeRecord({ k: 'b', ct: bodyType }, body) })
-    const metaRecord = (stamp: OwnerStamp | undefined): PendingRecord => ({
-      key: keys.meta,
-      value: encodeRecord(
-        stamp === undefined
-          ? { k: 'm', id: copy.id, parent: parentId, mt: metaType }
-          : { k: 'm', id: copy.id, parent: parentId, mt: metaType, o: stamp },
-        meta,
-      ),
-    })
-    const context = { threadId, checkpointNs: ns, checkpointId: copy.id }
-    assertFits(this.backend, [...records, metaRecord(this.ownership && WIDEST_STAMP)], context)
+    const context = { threadId, checkpointNs: ns, checkpointId: records.id }
+    assertFits(
+      this.backend,
+      [...records.parts, records.meta(this.ownership && WIDEST_STAMP)],
+      context,
+    )
     // Body and channel values first, the metadata record last: a checkpoint is
     // visible only once everything it refers to is stored.
     await this.commitWrite(threadId, async (stamp) => {
-      await mapLimited(records, this.concurrency, (record) =>
+      await mapLimited(records.parts, this.concurrency, (record) =>
         this.backend.put(record.key, record.value),
       )
-      const last = metaRecord(stamp)
+      const last = records.meta(stamp)
       await this.backend.put(last.key, last.value)
-      return [...records, last].map((record) => record.key)
+      return [...records.parts, last].map((record) => record.key)
     })
     if (this.keepLast !== undefined)
       await this.prune(threadId, { keepLast: this.keepLast, checkpointNs: ns })
-    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: copy.id } }
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: records.id } }
   }
 
   async putWrites(
@@ -263,23 +244,14 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const threadId = required(config, 'thread_id', 'putWrites')
     const checkpointId = required(config, 'checkpoint_id', 'putWrites')
     const ns = namespaceOf(config)
-    const keys = this.layout.checkpoint(threadId, ns, checkpointId)
-    const serialized = await Promise.all(
-      writes.map(async ([channel, value], index) => {
-        const [type, payload] = await this.serde.dumpsTyped(value)
-        const idx = (WRITES_IDX_MAP as Record<string, number>)[channel] ?? index
-        return { channel, idx, type, payload }
-      }),
+    const build = await buildWriteRecords(
+      this.serde,
+      this.layout,
+      { threadId, ns, checkpointId },
+      writes,
+      taskId,
+      taskPath,
     )
-    const build = (stamp: OwnerStamp | undefined) =>
-      serialized.map(({ channel, idx, type, payload }) => {
-        const header = { k: 'w', task: taskId, path: taskPath ?? '', idx, ch: channel, t: type }
-        return {
-          idx,
-          key: this.layout.write(keys, taskId, idx, stamp?.[0] ?? 0),
-          value: encodeRecord(stamp === undefined ? header : { ...header, o: stamp }, payload),
-        }
-      })
     assertFits(this.backend, build(this.ownership && WIDEST_STAMP), {
       threadId,
       checkpointNs: ns,
@@ -287,18 +259,26 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       taskId,
     })
     await this.commitWrite(threadId, async (stamp) => {
-      const records = build(stamp)
-      await mapLimited(records, this.concurrency, async ({ idx, key, value }) => {
-        if (idx < 0) return this.backend.put(key, value)
-        try {
-          // A regular write is kept from its first attempt (LangGraph's INSERT OR IGNORE).
-          return await this.backend.put(key, value, { ifNoneMatch: '*' })
-        } catch (error) {
-          if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
-          return undefined
-        }
-      })
-      return records.map((record) => record.key)
+      const written = await mapLimited(
+        build(stamp),
+        this.concurrency,
+        async ({ idx, key, value }) => {
+          if (idx < 0) {
+            await this.backend.put(key, value)
+            return key
+          }
+          try {
+            // A regular write is kept from its first attempt (LangGraph's INSERT OR IGNORE).
+            await this.backend.put(key, value, { ifNoneMatch: '*' })
+            return key
+          } catch (error) {
+            if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
+            // Kept from an earlier call: not this call's to remove if its commit is refused.
+            return undefined
+          }
+        },
+      )
+      return written.filter((key): key is string => key !== undefined)
     })
   }
 
