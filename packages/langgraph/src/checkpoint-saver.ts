@@ -24,38 +24,13 @@ import { buildCheckpointRecords, buildWriteRecords } from './record-builders.js'
 import type { OwnerStamp } from './records.js'
 import { type PruneResult, pruneNamespace } from './retention.js'
 import { ThreadOwnership } from './thread-ownership.js'
-import { listChildren, listKeys, metadataMatches, metasNewestFirst } from './thread-scan.js'
+import { listChildren, listKeys, metaPagesNewestFirst } from './thread-scan.js'
 import { EpochCache, loadTuple, type ReaderContext, readMeta } from './tuple-reader.js'
 
 /** A stamp as wide as any real one, so the size check before writing covers the stamped record. */
 const WIDEST_STAMP: OwnerStamp = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
 
-function required(
-  config: RunnableConfig,
-  field: 'thread_id' | 'checkpoint_id',
-  call: string,
-): string {
-  const value = config.configurable?.[field]
-  if (typeof value !== 'string' || value === '') {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `${call} needs config.configurable.${field} (a non-empty string)`,
-      { context: { field } },
-    )
-  }
-  return value
-}
-
-function namespaceOf(config: RunnableConfig): string {
-  const ns = config.configurable?.checkpoint_ns ?? ''
-  if (typeof ns !== 'string') {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      'config.configurable.checkpoint_ns must be a string',
-    )
-  }
-  return ns
-}
+import { listCheckpoints, namespaceOf, required } from './checkpoint-list.js'
 
 /**
  * A LangGraph checkpoint saver over any agent-state `Backend`. Create it with
@@ -132,10 +107,12 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       if (meta === null || !(await epochs.committed(threadId, meta.header.o))) return undefined
       return loadTuple(this.reader, threadId, ns, meta, epochs)
     }
-    for await (const meta of metasNewestFirst(this.reader, threadId, ns, 2)) {
-      if (!(await epochs.committed(threadId, meta.header.o))) continue
-      const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
-      if (tuple !== undefined) return tuple
+    for await (const page of metaPagesNewestFirst(this.reader, threadId, ns, 2)) {
+      for (const meta of page) {
+        if (!(await epochs.committed(threadId, meta.header.o))) continue
+        const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
+        if (tuple !== undefined) return tuple
+      }
     }
     return undefined
   }
@@ -145,56 +122,8 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    * metadata record (small, stored apart from the body); bodies, channel
    * values and writes are read only for the checkpoints yielded.
    */
-  async *list(
-    config: RunnableConfig,
-    options?: CheckpointListOptions,
-  ): AsyncGenerator<CheckpointTuple> {
-    const { before, filter } = options ?? {}
-    let remaining = options?.limit
-    const beforeId = before === undefined ? '' : getCheckpointId(before)
-    const onlyId = getCheckpointId(config)
-    const threadIds =
-      config.configurable?.thread_id !== undefined
-        ? [required(config, 'thread_id', 'list')]
-        : (await listChildren(this.backend, this.layout.threadsPrefix())).map((prefix) =>
-            this.layout.threadIdOf(prefix),
-          )
-    const epochs = new EpochCache(this.backend, this.layout)
-    for (const threadId of threadIds) {
-      const threadPrefix = this.layout.thread(threadId)
-      const namespaces =
-        config.configurable?.checkpoint_ns !== undefined
-          ? [namespaceOf(config)]
-          : (await listChildren(this.backend, threadPrefix)).flatMap((prefix) => {
-              const ns = this.layout.namespaceOf(threadPrefix, prefix)
-              return ns === undefined ? [] : [ns]
-            })
-      for (const ns of namespaces) {
-        const metas =
-          onlyId !== ''
-            ? [await readMeta(this.backend, this.layout.checkpoint(threadId, ns, onlyId).meta)]
-            : metasNewestFirst(
-                this.reader,
-                threadId,
-                ns,
-                remaining === undefined ? 32 : remaining + 1,
-              )
-        for await (const meta of metas) {
-          if (remaining !== undefined && remaining <= 0) return
-          if (meta === null) continue
-          if (beforeId !== '' && !(meta.header.id < beforeId)) continue
-          if (!(await epochs.committed(threadId, meta.header.o))) continue
-          if (filter !== undefined && Object.keys(filter).length > 0) {
-            const metadata = await this.serde.loadsTyped(meta.header.mt, meta.payload)
-            if (!metadataMatches(metadata, filter)) continue
-          }
-          const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
-          if (tuple === undefined) continue
-          if (remaining !== undefined) remaining -= 1
-          yield tuple
-        }
-      }
-    }
+  list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    return listCheckpoints(this.reader, config, options)
   }
 
   async put(

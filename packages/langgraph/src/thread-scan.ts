@@ -30,16 +30,16 @@ export async function listChildren(backend: Backend, prefix: string): Promise<st
 
 /**
  * The metadata records of a namespace's checkpoints, newest first (the key
- * layout inverts ids), `pageSize` checkpoints per listing page, each page's
- * records read concurrently. Only metadata records are read: never a body.
- * A checkpoint whose metadata is not (yet) stored is skipped.
+ * layout inverts ids), one array per listing page of `pageSize` checkpoints,
+ * each page's records read concurrently. Only metadata records are read:
+ * never a body. A checkpoint whose metadata is not (yet) stored is skipped.
  */
-export async function* metasNewestFirst(
+export async function* metaPagesNewestFirst(
   ctx: ReaderContext,
   threadId: string,
   ns: string,
   pageSize: number,
-): AsyncGenerator<StoredMeta> {
+): AsyncGenerator<StoredMeta[]> {
   const prefix = ctx.layout.checkpointsPrefix(threadId, ns)
   const limit = Math.max(1, Math.min(pageSize, 1000))
   let cursor: string | undefined
@@ -52,7 +52,7 @@ export async function* metasNewestFirst(
     const metas = await mapLimited(page.prefixes ?? [], ctx.concurrency, (child) =>
       readMeta(ctx.backend, `${child}m`),
     )
-    for (const meta of metas) if (meta !== null) yield meta
+    yield metas.filter((meta): meta is StoredMeta => meta !== null)
     cursor = page.cursor
   } while (cursor !== undefined)
 }
