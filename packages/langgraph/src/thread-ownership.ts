@@ -98,7 +98,11 @@ export class ThreadOwnership {
     return next
   }
 
-  /** Takes (or keeps, renewing when half its time is gone) the thread; returns the stamp of the next write. */
+  /**
+   * Takes (or keeps, renewing when half its time is gone) the thread; returns
+   * the stamp of the next write. A lease that expired while idle is taken
+   * again if nobody else took the thread meanwhile (see {@link resume}).
+   */
   async begin(threadId: string): Promise<OwnerStamp> {
     let state = this.owned.get(threadId)
     if (state === undefined) state = await this.acquire(threadId)
@@ -108,11 +112,64 @@ export class ThreadOwnership {
         state.since = performance.now()
       } catch (error) {
         if (!isAgentStateError(error, 'LEASE_LOST')) throw error
-        this.owned.delete(threadId)
-        throw staleWriter(threadId, state.lease.token, error)
+        const resumed = await this.resume(threadId, state, undefined)
+        if (resumed === undefined) {
+          this.owned.delete(threadId)
+          throw staleWriter(threadId, state.lease.token, error)
+        }
+        state = resumed
       }
     }
     return [state.lease.token, state.seq + 1]
+  }
+
+  /**
+   * After this saver's lease expired: takes the thread's lease again and
+   * keeps going only if the head is still the version this saver last wrote.
+   * Every acquisition writes the head, so an unchanged head proves nobody else
+   * owned the thread in between, and nothing can have forked. `pending`
+   * (records stamped under the old lease, written but not committed) is
+   * committed in the same head write. Resolves `undefined` when another
+   * writer holds or held the thread.
+   */
+  private async resume(
+    threadId: string,
+    state: Owned,
+    pending: OwnerStamp | undefined,
+  ): Promise<Owned | undefined> {
+    const key = this.layout.owner(threadId)
+    let lease: Lease
+    try {
+      lease = await this.backend.acquireLease(key, { holder: this.holder, ttlMs: this.ttlMs })
+    } catch (error) {
+      if (isAgentStateError(error, 'LEASE_HELD')) return undefined
+      throw error
+    }
+    const since = performance.now()
+    const current = await this.backend.head(key)
+    if (current?.version !== state.headVersion) {
+      await this.backend.releaseLease(lease).catch(() => false)
+      return undefined
+    }
+    const epochs = {
+      ...state.epochs,
+      ...(pending === undefined ? {} : { [pending[0]]: pending[1] }),
+      [lease.token]: 0,
+    }
+    try {
+      const meta = await this.backend.put(key, encodeHead(epochs), {
+        lease,
+        ifMatch: state.headVersion,
+        writer: { writerId: this.holder },
+      })
+      const resumed: Owned = { lease, since, headVersion: meta.version, epochs, seq: 0 }
+      this.owned.set(threadId, resumed)
+      return resumed
+    } catch (error) {
+      await this.backend.releaseLease(lease).catch(() => false)
+      if (isAgentStateError(error, 'PRECONDITION_FAILED')) return undefined
+      throw error
+    }
   }
 
   private async acquire(threadId: string): Promise<Owned> {
@@ -160,11 +217,17 @@ export class ThreadOwnership {
       state.epochs = epochs
       state.seq = stamp[1]
     } catch (error) {
-      if (isAgentStateError(error, 'LEASE_LOST') || isAgentStateError(error, 'LEASE_HELD')) {
+      if (!isAgentStateError(error, 'LEASE_LOST') && !isAgentStateError(error, 'LEASE_HELD')) {
+        throw error
+      }
+      // Expired while writing: committed anyway if nobody took the thread meanwhile.
+      const resumed = isAgentStateError(error, 'LEASE_LOST')
+        ? await this.resume(threadId, state, stamp)
+        : undefined
+      if (resumed === undefined) {
         this.owned.delete(threadId)
         throw staleWriter(threadId, stamp[0], error)
       }
-      throw error
     }
   }
 

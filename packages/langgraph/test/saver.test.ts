@@ -193,11 +193,31 @@ for (const factory of BACKENDS) {
           await sleep(200)
         }
       }
+      // a gives the thread up again: b's lease is free to take, but the head moved on, so b
+      // must still be refused (taking it back would fork the chain after a's checkpoint).
+      expect(await a.releaseThread('t')).toBe(true)
       expect(await codeOf(putChain(b, 't', 1, { from: taken as never }))).toBe('LEASE_LOST')
       const history = await collect(a.list({ configurable: { thread_id: 't' } }))
       expect(history.map((tuple) => tuple.checkpoint.id)).toEqual([
         retaken[0]?.configurable?.checkpoint_id,
         taken?.configurable?.checkpoint_id,
+        first?.configurable?.checkpoint_id,
+      ])
+    })
+
+    it('ownership: an owner idle past its lease keeps the thread when nobody took it meanwhile', async () => {
+      const prefix = freshPrefix()
+      const a = createCheckpointSaver({ backend, prefix, ownership: { holder: 'a', ttlMs: 1000 } })
+      const [first] = await putChain(a, 't', 1)
+      const expiredLease = a.keys.owner('t')
+      const before = await backend.getLease(expiredLease)
+      await sleep(1300)
+      const [second] = await putChain(a, 't', 1, { from: first as never })
+      const after = await backend.getLease(expiredLease)
+      expect(after?.token).toBeGreaterThan(before?.token ?? Number.POSITIVE_INFINITY)
+      const history = await collect(a.list({ configurable: { thread_id: 't' } }))
+      expect(history.map((tuple) => tuple.checkpoint.id)).toEqual([
+        second?.configurable?.checkpoint_id,
         first?.configurable?.checkpoint_id,
       ])
     })
