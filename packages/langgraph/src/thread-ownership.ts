@@ -186,18 +186,25 @@ export class ThreadOwnership {
       )
     }
     const since = performance.now()
-    const current = await this.backend.get(key)
-    const epochs = { ...(current === null ? {} : decodeHead(current.value, key)), [lease.token]: 0 }
-    const meta = await this.backend.put(
-      key,
-      encodeHead(epochs),
-      current === null
-        ? { lease, ifNoneMatch: '*', writer: { writerId: this.holder } }
-        : { lease, ifMatch: current.meta.version, writer: { writerId: this.holder } },
-    )
-    const state: Owned = { lease, since, headVersion: meta.version, epochs, seq: 0 }
-    this.owned.set(threadId, state)
-    return state
+    try {
+      const current = await this.backend.get(key)
+      const known = current === null ? {} : decodeHead(current.value, key)
+      const epochs = { ...known, [lease.token]: 0 }
+      const meta = await this.backend.put(
+        key,
+        encodeHead(epochs),
+        current === null
+          ? { lease, ifNoneMatch: '*', writer: { writerId: this.holder } }
+          : { lease, ifMatch: current.meta.version, writer: { writerId: this.holder } },
+      )
+      const state: Owned = { lease, since, headVersion: meta.version, epochs, seq: 0 }
+      this.owned.set(threadId, state)
+      return state
+    } catch (error) {
+      // Not owned after all (a damaged head, a concurrent deleteThread): let others take it.
+      await this.backend.releaseLease(lease).catch(() => false)
+      throw error
+    }
   }
 
   /** Commits the records stamped `stamp` with one fenced compare-and-set of the head. */

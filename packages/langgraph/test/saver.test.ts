@@ -232,6 +232,21 @@ for (const factory of BACKENDS) {
       )
       expect(await codeOf(saver.getTuple(config as never))).toBe('CORRUPT')
     })
+
+    it('a damaged thread head is CORRUPT for readers and owners, and the owner lets the lease go', async () => {
+      const prefix = freshPrefix()
+      const owner = createCheckpointSaver({
+        backend,
+        prefix,
+        ownership: { holder: 'o', ttlMs: 30_000 },
+      })
+      await putChain(owner, 't', 1)
+      await owner.releaseThread('t')
+      await backend.put(owner.keys.owner('t'), new TextEncoder().encode('{"v":1,"epochs":"x"}'))
+      expect(await codeOf(owner.getTuple({ configurable: { thread_id: 't' } }))).toBe('CORRUPT')
+      expect(await codeOf(putChain(owner, 't', 1))).toBe('CORRUPT')
+      expect(await backend.getLease(owner.keys.owner('t'))).toBeNull()
+    })
   })
 }
 
