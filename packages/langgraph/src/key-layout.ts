@@ -87,6 +87,7 @@ export function revertId(segment: string, key: string): string {
 
 /** The key builder of one saver. */
 export class KeyLayout {
+  /** `prefix`: a valid backend key without a trailing `/`. */
   constructor(readonly prefix: string) {}
 
   /** Prefix of every thread. */
@@ -94,18 +95,22 @@ export class KeyLayout {
     return `${this.prefix}/`
   }
 
+  /** Prefix of every record of a thread (what `deleteThread` removes). */
   thread(threadId: string): string {
     return `${this.prefix}/${encodeSegment('t', threadId, 'thread_id')}/`
   }
 
+  /** The thread id of a `<prefix>/t<thread>/` group from a delimited listing. */
   threadIdOf(threadPrefix: string): string {
     return decodeSegment('t', threadPrefix.slice(this.prefix.length + 1, -1), threadPrefix)
   }
 
+  /** The thread head: leased by the owner in ownership mode. */
   owner(threadId: string): string {
     return `${this.thread(threadId)}owner`
   }
 
+  /** Prefix of one checkpoint namespace of a thread. */
   namespace(threadId: string, ns: string): string {
     return `${this.thread(threadId)}${encodeSegment('n', ns, 'checkpoint_ns')}/`
   }
@@ -116,10 +121,12 @@ export class KeyLayout {
     return segment.startsWith('n') ? decodeSegment('n', segment, childPrefix) : undefined
   }
 
+  /** Prefix under which each checkpoint is one `<inv(id)>/` group, newest first. */
   checkpointsPrefix(threadId: string, ns: string): string {
     return `${this.namespace(threadId, ns)}c/`
   }
 
+  /** The keys of one checkpoint. */
   checkpoint(threadId: string, ns: string, checkpointId: string): CheckpointKeys {
     const base = `${this.checkpointsPrefix(threadId, ns)}${invertId(checkpointId)}/`
     return { meta: `${base}m`, body: `${base}b`, writes: `${base}w/` }
@@ -135,10 +142,12 @@ export class KeyLayout {
     return `${keys.writes}${encodeSegment('k', taskId, 'task id')}/${idx}.${token}`
   }
 
+  /** Prefix of a namespace's channel values. */
   blobsPrefix(threadId: string, ns: string): string {
     return `${this.namespace(threadId, ns)}v/`
   }
 
+  /** The key of one channel value at one version. */
   blob(threadId: string, ns: string, channel: string, version: string | number): string {
     return `${this.blobsPrefix(threadId, ns)}${encodeSegment('c', channel, 'channel')}/${encodeSegment('v', String(version), 'channel version')}`
   }
