@@ -246,6 +246,14 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    * removed) while another writer owns the thread.
    */
   async deleteThread(threadId: string): Promise<void> {
+    // After this saver's own in-flight writes of the thread, not in the middle of one.
+    if (this.ownership !== undefined) {
+      return this.ownership.serialize(threadId, () => this.removeThread(threadId))
+    }
+    return this.removeThread(threadId)
+  }
+
+  private async removeThread(threadId: string): Promise<void> {
     const ownerKey = this.layout.owner(threadId)
     const lease = this.ownership?.leaseOf(threadId)
     try {
