@@ -227,20 +227,25 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     operation: string,
     key: string,
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
+    bytes = 0,
   ): Promise<T> {
-    return writes.submit(operation, () => {
-      const row = statements.readState(key)
-      if (row === undefined) absent(key)
-      const loaded = row === undefined ? undefined : decodeStateRow(namespace, key, row)
-      let outcome: { next: KeyState | undefined; result: T }
-      try {
-        outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
-      } catch (error) {
-        throw withStoredSize(error, loaded)
-      }
-      if (outcome.next !== undefined) store(key, loaded, outcome.next)
-      return outcome.result
-    })
+    return writes.submit(
+      operation,
+      () => {
+        const row = statements.readState(key)
+        if (row === undefined) absent(key)
+        const loaded = row === undefined ? undefined : decodeStateRow(namespace, key, row)
+        let outcome: { next: KeyState | undefined; result: T }
+        try {
+          outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
+        } catch (error) {
+          throw withStoredSize(error, loaded)
+        }
+        if (outcome.next !== undefined) store(key, loaded, outcome.next)
+        return outcome.result
+      },
+      bytes,
+    )
   }
 
   return {
@@ -280,10 +285,15 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         // caller may reuse its buffer as soon as put returns.
         () => {
           const bytes = value.slice()
-          return update('put', key, (state) => {
-            const next = applyPut(key, state, bytes, writer, putOptions, clock())
-            return { next, result: metaOf(key, next) as ValueMeta }
-          })
+          return update(
+            'put',
+            key,
+            (state) => {
+              const next = applyPut(key, state, bytes, writer, putOptions, clock())
+              return { next, result: metaOf(key, next) as ValueMeta }
+            },
+            bytes.byteLength,
+          )
         },
       )
     },

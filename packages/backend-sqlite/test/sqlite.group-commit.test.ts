@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
+import { MAX_BATCH_OPS } from '../src/group-commit.js'
 import { createSqliteBackend } from '../src/index.js'
 import { rejection, useTempDatabase } from './helpers.js'
 import { walCommits } from './wal-commits.js'
@@ -138,6 +139,23 @@ describe('group commit', () => {
     expect((await rejection(backend.put('k', bytes('x'), { ifMatch: two.version }))).code).toBe(
       'PRECONDITION_FAILED',
     )
+  })
+
+  it(`splits a tick's mutations into batches of at most ${MAX_BATCH_OPS}, keeping their order`, async () => {
+    const backend = db.open()
+    await backend.put('warm', bytes('x'))
+    const before = walCommits(db.path)
+    const count = MAX_BATCH_OPS + 88
+    const metas = await Promise.all(
+      Array.from({ length: count }, (_, i) => backend.put(`n/${i % 100}`, bytes(String(i)))),
+    )
+    expect(walCommits(db.path) - before).toBe(2)
+    for (let k = 0; k < 100; k++) {
+      const last = count - 100 + k
+      const stored = await backend.get(`n/${k}`)
+      expect(text(stored?.value)).toBe(String(last))
+      expect(stored?.meta.version).toBe(metas[last]?.version)
+    }
   })
 
   it('stores the bytes given to put, even if the caller reuses its buffer right away', async () => {
