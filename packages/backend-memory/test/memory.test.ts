@@ -37,6 +37,21 @@ describe('memory backend', () => {
     expect((await backend.get('k'))?.value).toEqual(bytes('abc'))
   })
 
+  it('hands out disjoint copies: mutating one read changes no other read (small and large values)', async () => {
+    const backend = createMemoryBackend({ store: createMemoryStore() })
+    for (const size of [1, 1024, 4096, 4097, 100_000]) {
+      const stored = new Uint8Array(size).fill(7)
+      await backend.put('k', stored)
+      const first = (await backend.get('k'))?.value as Uint8Array
+      const second = (await backend.get('k'))?.value as Uint8Array
+      first.fill(1)
+      expect(second).toEqual(stored)
+      expect((await backend.get('k'))?.value).toEqual(stored)
+      second.fill(2)
+      expect(first.every((byte) => byte === 1)).toBe(true)
+    }
+  })
+
   it('opens from memory: through openBackend', async () => {
     const backend = await openBackend('memory:', {
       namespace: 'url-test',

@@ -19,7 +19,6 @@ import {
   checkPut,
   collectListPage,
   type DeleteOptions,
-  isAgentStateError,
   type KeyState,
   type Lease,
   type ListEntry,
@@ -37,6 +36,7 @@ import {
   type WriterIdentity,
 } from '@agent-state/core'
 import { openConnection } from './connection.js'
+import { createGroupCommit } from './group-commit.js'
 import { afterPosition, prefixRange } from './key-range.js'
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
@@ -57,22 +57,8 @@ import {
   type RawRow,
   valueParams,
 } from './row-codec.js'
-import { isBusy, toAgentStateError } from './sqlite-errors.js'
+import { isBusy, toAgentStateError, withStoredSize } from './sqlite-errors.js'
 import { prepareStatements } from './statements.js'
-
-/**
- * Adds the stored size to a failed precondition's `context.current`: writes
- * read the state without its value, so core's meta of it says size 0.
- */
-function withStoredSize(error: unknown, loaded: LoadedState | undefined): unknown {
-  if (loaded === undefined || !isAgentStateError(error, 'PRECONDITION_FAILED')) return error
-  const current = error.context.current as ValueMeta | null | undefined
-  if (current === null || current === undefined) return error
-  return new AgentStateError(error.code, error.message, {
-    context: { ...error.context, current: { ...current, size: loaded.size } },
-    retryable: error.retryable,
-  })
-}
 
 /**
  * Creates a backend on a SQLite database file (better-sqlite3 12.x).
@@ -136,30 +122,35 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     connection.release()
     throw toAgentStateError(error, 'open', false)
   }
-  // One reusable IMMEDIATE transaction wrapper; the body is passed per call.
-  const transaction = db.transaction((body: () => unknown): unknown => body())
   let closed = false
 
   function closedError(): AgentStateError {
     return new AgentStateError('CLOSED', 'The sqlite backend is closed')
   }
+  // Every mutation goes through the group commit (group-commit.ts): those of
+  // one event-loop turn share one IMMEDIATE transaction, each with its own outcome.
+  const writes = createGroupCommit({
+    db,
+    busyTimeoutMs,
+    isClosed: () => closed,
+    closedError,
+  })
 
   /**
-   * Runs `body` (synchronous; in an IMMEDIATE transaction when `writing`).
-   * The first attempt runs straight away and settles the returned promise
-   * without further hops; only a busy failure (everything rolled back, so
-   * retrying is safe) goes on to {@link retryBusy}.
+   * Runs the read `body` (synchronous). The first attempt runs straight away
+   * and settles the returned promise without further hops; only a busy
+   * failure goes on to {@link retryBusy}.
    */
-  function run<T>(operation: string, writing: boolean, body: () => T): Promise<T> {
+  function run<T>(operation: string, body: () => T): Promise<T> {
     if (closed) return Promise.reject(closedError())
     const started = performance.now()
     try {
-      return Promise.resolve(writing ? (transaction.immediate(body) as T) : body())
+      return Promise.resolve(body())
     } catch (error) {
       if (!isBusy(error) || busyTimeoutMs <= performance.now() - started) {
-        return Promise.reject(toAgentStateError(error, operation, writing))
+        return Promise.reject(toAgentStateError(error, operation, false))
       }
-      return retryBusy(operation, writing, body, started + busyTimeoutMs)
+      return retryBusy(operation, body, started + busyTimeoutMs)
     }
   }
 
@@ -167,21 +158,16 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
    * Waits for locks in slices: SQLite's busy handler blocks at most a slice,
    * then this loop yields to the event loop and tries again until `deadline`.
    */
-  async function retryBusy<T>(
-    operation: string,
-    writing: boolean,
-    body: () => T,
-    deadline: number,
-  ): Promise<T> {
+  async function retryBusy<T>(operation: string, body: () => T, deadline: number): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const backoff = Math.min(2 ** Math.min(attempt, 4), 16) * (0.5 + Math.random())
       await sleep(Math.max(0, Math.min(backoff, deadline - performance.now())))
       if (closed) throw closedError()
       try {
-        return writing ? (transaction.immediate(body) as T) : body()
+        return body()
       } catch (error) {
         if (!isBusy(error) || deadline - performance.now() <= 0) {
-          throw toAgentStateError(error, operation, writing)
+          throw toAgentStateError(error, operation, false)
         }
       }
     }
@@ -241,20 +227,25 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     operation: string,
     key: string,
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
+    bytes = 0,
   ): Promise<T> {
-    return run(operation, true, () => {
-      const row = statements.readState(key)
-      if (row === undefined) absent(key)
-      const loaded = row === undefined ? undefined : decodeStateRow(namespace, key, row)
-      let outcome: { next: KeyState | undefined; result: T }
-      try {
-        outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
-      } catch (error) {
-        throw withStoredSize(error, loaded)
-      }
-      if (outcome.next !== undefined) store(key, loaded, outcome.next)
-      return outcome.result
-    })
+    return writes.submit(
+      operation,
+      () => {
+        const row = statements.readState(key)
+        if (row === undefined) absent(key)
+        const loaded = row === undefined ? undefined : decodeStateRow(namespace, key, row)
+        let outcome: { next: KeyState | undefined; result: T }
+        try {
+          outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
+        } catch (error) {
+          throw withStoredSize(error, loaded)
+        }
+        if (outcome.next !== undefined) store(key, loaded, outcome.next)
+        return outcome.result
+      },
+      bytes,
+    )
   }
 
   return {
@@ -266,7 +257,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       return checked(
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
-          run('get', false, () => {
+          run('get', () => {
             const row = statements.readValue(key)
             return row === undefined ? absent(key) : decodeValueRow(namespace, key, row)
           }),
@@ -277,7 +268,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       return checked(
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
-          run('head', false, () => {
+          run('head', () => {
             const row = statements.readMeta(key)
             return row === undefined ? absent(key) : decodeMetaRow(namespace, key, row)
           }),
@@ -290,12 +281,20 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => {
           writer = checkPut(key, value, putOptions, capabilities)
         },
-        // No copy: the value is bound and written before this call returns control.
-        () =>
-          update('put', key, (state) => {
-            const next = applyPut(key, state, value, writer, putOptions, clock())
-            return { next, result: metaOf(key, next) as ValueMeta }
-          }),
+        // A copy: the write happens later in this turn (group commit), and the
+        // caller may reuse its buffer as soon as put returns.
+        () => {
+          const bytes = value.slice()
+          return update(
+            'put',
+            key,
+            (state) => {
+              const next = applyPut(key, state, bytes, writer, putOptions, clock())
+              return { next, result: metaOf(key, next) as ValueMeta }
+            },
+            bytes.byteLength,
+          )
+        },
       )
     },
 
@@ -322,7 +321,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
           return collectListPage(options, async (position, max) => {
             const scanRange = range === null ? null : afterPosition(range, position)
             if (scanRange === null) return { entries: [], done: true }
-            const rows = await run('list', false, () => statements.scan(scanRange, max))
+            const rows = await run('list', () => statements.scan(scanRange, max))
             const entries: ListEntry[] = new Array(rows.length)
             for (let i = 0; i < rows.length; i++)
               entries[i] = decodeListedRow(namespace, rows[i] as RawRow)
@@ -375,7 +374,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       return checked(
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
-          run('getLease', false, () => {
+          run('getLease', () => {
             const row = statements.readMeta(key)
             if (row === undefined) return absent(key)
             const lease = decodeLeaseRow(namespace, key, row)
@@ -385,11 +384,14 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     },
 
     async destroy(): Promise<void> {
-      await run('destroy', true, () => statements.destroy())
+      await writes.submit('destroy', () => statements.destroy())
     },
 
     async close(): Promise<void> {
       if (closed) return
+      // Mutations already submitted still commit (unless a batch is waiting
+      // for a lock: those fail with CLOSED).
+      writes.flushNow()
       closed = true
       connection.release()
     },

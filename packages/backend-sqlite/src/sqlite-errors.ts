@@ -1,4 +1,5 @@
-import { AgentStateError, isAgentStateError } from '@agent-state/core'
+import { AgentStateError, isAgentStateError, type ValueMeta } from '@agent-state/core'
+import type { LoadedState } from './row-codec.js'
 
 /**
  * Maps better-sqlite3's errors to contract codes. Raw `SqliteError`s never
@@ -68,5 +69,19 @@ export function toAgentStateError(
     context,
     cause: error,
     retryable: transient,
+  })
+}
+
+/**
+ * Adds the stored size to a failed precondition's `context.current`: writes
+ * read the state without its value, so core's meta of it says size 0.
+ */
+export function withStoredSize(error: unknown, loaded: LoadedState | undefined): unknown {
+  if (loaded === undefined || !isAgentStateError(error, 'PRECONDITION_FAILED')) return error
+  const current = error.context.current as ValueMeta | null | undefined
+  if (current === null || current === undefined) return error
+  return new AgentStateError(error.code, error.message, {
+    context: { ...error.context, current: { ...current, size: loaded.size } },
+    retryable: error.retryable,
   })
 }
