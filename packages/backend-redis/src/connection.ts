@@ -32,6 +32,18 @@ export interface RedisConnection {
     keys: readonly string[],
     args: readonly Arg[],
   ): Promise<unknown>
+  /**
+   * Runs a mutating script. With `replication` set, the script and
+   * `WAIT replicas timeoutMs` go in one pipeline, so WAIT runs on the same
+   * connection (in Cluster mode: the node that ran the script) right after
+   * it, and `acked` is its reply; otherwise `acked` is `undefined`.
+   */
+  mutate(
+    script: LuaScript,
+    operation: string,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ): Promise<{ reply: unknown; acked: number | undefined }>
   /** `HMGET` with Buffer replies. */
   hmgetBuffer(operation: string, key: string, fields: readonly string[]): Promise<(Buffer | null)[]>
   /** Quits politely, then disconnects. Idempotent. */
@@ -188,11 +200,63 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     }
   }
 
+  /**
+   * The script, then WAIT, in one pipeline: one write on one socket, so a
+   * reconnect cannot slip between them (WAIT on a fresh connection would
+   * confirm nothing and report success).
+   */
+  async function evalAndWait(
+    c: Client,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly Arg[],
+    replication: { readonly replicas: number; readonly timeoutMs: number },
+  ): Promise<{ reply: unknown; acked: number }> {
+    let sha = shas.get(script)
+    if (sha === undefined) {
+      sha = sha1(script.source)
+      shas.set(script, sha)
+    }
+    const once = async (load: boolean) => {
+      const p = c.pipeline()
+      if (load) p.eval(script.source, keys.length, ...keys, ...args)
+      else p.evalsha(sha, keys.length, ...keys, ...args)
+      p.wait(replication.replicas, replication.timeoutMs)
+      const results = await p.exec()
+      const [scriptResult, waitResult] = results ?? []
+      if (scriptResult === undefined || waitResult === undefined) {
+        throw new Error('pipeline returned no results')
+      }
+      return { scriptResult, waitResult }
+    }
+    let { scriptResult, waitResult } = await once(false)
+    const first = scriptResult[0]
+    if (first instanceof Error && first.message.startsWith('NOSCRIPT')) {
+      ;({ scriptResult, waitResult } = await once(true))
+    }
+    if (scriptResult[0]) throw scriptResult[0]
+    // The script ran; if WAIT itself failed, nothing is confirmed.
+    const acked = waitResult[0] ? 0 : Number(waitResult[1])
+    return { reply: scriptResult[1], acked: Number.isFinite(acked) ? acked : 0 }
+  }
+
   return {
     async script(script, operation, keys, args) {
       const c = await ready(operation)
       try {
         return await evalScript(c, script, keys, args)
+      } catch (error) {
+        throw mapRedisError(error, operation, 'command', secrets)
+      }
+    },
+
+    async mutate(script, operation, keys, args) {
+      const c = await ready(operation)
+      try {
+        if (options.replication === undefined) {
+          return { reply: await evalScript(c, script, keys, args), acked: undefined }
+        }
+        return await evalAndWait(c, script, keys, args, options.replication)
       } catch (error) {
         throw mapRedisError(error, operation, 'command', secrets)
       }

@@ -44,6 +44,20 @@ export const redisOptionsSchema = z
       .min(1)
       .max(500 * 1024 * 1024)
       .optional(),
+    /**
+     * Durable acknowledgement: every mutating script (put, delete,
+     * acquireLease, renewLease, releaseLease) is followed, on the same
+     * connection, by `WAIT replicas timeoutMs`, and succeeds only when at
+     * least `replicas` replicas confirmed it; fewer is `INDETERMINATE`.
+     * Default: off (a write is acknowledged once the primary applied it).
+     */
+    replication: z
+      .object({
+        replicas: z.number().int().min(1).max(64),
+        timeoutMs: z.number().int().min(1).max(600_000),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
 
@@ -82,6 +96,16 @@ export interface RedisBackendOptions {
   readonly commandTimeoutMs?: number
   /** Largest value accepted, in bytes. Default 64 MiB. */
   readonly maxValueBytes?: number
+  /**
+   * Durable acknowledgement. When set, every mutating operation (put, delete,
+   * acquireLease, renewLease, releaseLease) is followed by
+   * `WAIT replicas timeoutMs` on the connection that ran its script, and
+   * resolves only when at least `replicas` replicas confirmed it. Fewer
+   * confirmations within `timeoutMs` fail with `INDETERMINATE` (the write
+   * happened on the primary and may or may not survive a failover), never
+   * success. See the README for what this guarantees across a failover.
+   */
+  readonly replication?: { readonly replicas: number; readonly timeoutMs: number }
 }
 
 /** The options after validation and defaults. */
@@ -98,6 +122,7 @@ export interface ResolvedRedisOptions {
   readonly connectTimeoutMs: number
   readonly commandTimeoutMs: number
   readonly maxValueBytes: number
+  readonly replication: { readonly replicas: number; readonly timeoutMs: number } | undefined
 }
 
 /** Default largest value: 64 MiB. */
@@ -118,5 +143,6 @@ export function resolveOptions(options: RedisBackendOptions): ResolvedRedisOptio
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     commandTimeoutMs: options.commandTimeoutMs ?? 5000,
     maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+    replication: options.replication,
   }
 }

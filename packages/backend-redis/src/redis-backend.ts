@@ -139,6 +139,15 @@ function leaseLost(key: string, token: number, current: string | undefined): Age
   )
 }
 
+/**
+ * The lease id to send: the one the backend gave at acquisition, or '' for a
+ * lease without one (a 0.1/0.2 grant, judged by its token alone; a current
+ * grant refuses it).
+ */
+function leaseIdOf(lease: Lease | undefined): string {
+  return lease !== undefined && typeof lease.leaseId === 'string' ? lease.leaseId : ''
+}
+
 /** Throws the contract error a write script replied with (anything but `OK`). */
 function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): never {
   switch (r[0]) {
@@ -187,6 +196,32 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
 
   function assertOpen(): void {
     if (closed) throw new AgentStateError('CLOSED', 'The redis backend is closed')
+  }
+
+  /**
+   * Runs a mutating script. Under `replication`, a successful reply (`OK`, or
+   * 1 from release) counts only when enough replicas confirmed it; a refusal
+   * (precondition, lease) wrote nothing, so it stands without confirmation.
+   */
+  async function mutate(
+    script: typeof PUT,
+    operation: string,
+    key: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<unknown> {
+    assertOpen()
+    const { reply: raw, acked } = await connection.mutate(script, operation, keys, args)
+    const succeeded = raw === 1 || (Array.isArray(raw) && raw[0] === 'OK')
+    const required = resolved.replication?.replicas
+    if (succeeded && required !== undefined && (acked ?? 0) < required) {
+      throw new AgentStateError(
+        'INDETERMINATE',
+        `${operation} of ${JSON.stringify(key)} was applied on the primary but confirmed by ${acked ?? 0} of ${required} replicas: it may be lost in a failover`,
+        { retryable: true, context: { key, operation, acked: acked ?? 0, required } },
+      )
+    }
+    return raw
   }
 
   async function run(
@@ -279,20 +314,24 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
       assertOpen()
       const writer = checkPut(key, value, putOptions, capabilities)
-      const r = await run(
-        PUT,
-        'put',
-        key,
-        [layout.record(key), layout.index, layout.records],
-        [
+      const r = reply(
+        await mutate(
+          PUT,
+          'put',
           key,
-          Buffer.from(value.buffer, value.byteOffset, value.byteLength),
-          writer === null ? '' : JSON.stringify(writer),
-          putOptions?.ifMatch ?? '',
-          putOptions?.ifNoneMatch === '*' ? '1' : '',
-          putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
-          randomSuffix(),
-        ],
+          [layout.record(key), layout.index, layout.records],
+          [
+            key,
+            Buffer.from(value.buffer, value.byteOffset, value.byteLength),
+            writer === null ? '' : JSON.stringify(writer),
+            putOptions?.ifMatch ?? '',
+            putOptions?.ifNoneMatch === '*' ? '1' : '',
+            putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
+            randomSuffix(),
+            leaseIdOf(putOptions?.lease),
+          ],
+        ),
+        key,
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, putOptions?.lease)
       return {
@@ -307,16 +346,20 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
       assertOpen()
       checkDelete(key, deleteOptions, capabilities.maxKeyBytes)
-      const r = await run(
-        DELETE,
-        'delete',
-        key,
-        [layout.record(key), layout.index],
-        [
+      const r = reply(
+        await mutate(
+          DELETE,
+          'delete',
           key,
-          deleteOptions?.ifMatch ?? '',
-          deleteOptions?.lease === undefined ? '' : String(deleteOptions.lease.token),
-        ],
+          [layout.record(key), layout.index],
+          [
+            key,
+            deleteOptions?.ifMatch ?? '',
+            deleteOptions?.lease === undefined ? '' : String(deleteOptions.lease.token),
+            leaseIdOf(deleteOptions?.lease),
+          ],
+        ),
+        key,
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, deleteOptions?.lease)
       return r[1] === '1'
@@ -352,12 +395,15 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
       assertOpen()
       checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
-      const r = await run(
-        ACQUIRE,
-        'acquireLease',
+      const r = reply(
+        await mutate(
+          ACQUIRE,
+          'acquireLease',
+          key,
+          [layout.record(key), layout.records],
+          [key, leaseOptions.holder, String(leaseOptions.ttlMs), randomSuffix() + randomSuffix()],
+        ),
         key,
-        [layout.record(key), layout.records],
-        [key, leaseOptions.holder, String(leaseOptions.ttlMs)],
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, undefined)
       return {
@@ -366,6 +412,7 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
         token: toNumber(key, r[1], 'lt'),
         ttlMs: leaseOptions.ttlMs,
         expiresAt: toNumber(key, r[2], 'le'),
+        leaseId: r[3] as string,
       }
     },
 
@@ -373,32 +420,37 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
       assertOpen()
       assertLeaseShape(lease)
       assertValidKey(lease.key, capabilities.maxKeyBytes)
-      const r = await run(
-        RENEW,
-        'renewLease',
+      const r = reply(
+        await mutate(
+          RENEW,
+          'renewLease',
+          lease.key,
+          [layout.record(lease.key)],
+          [String(lease.token), leaseIdOf(lease)],
+        ),
         lease.key,
-        [layout.record(lease.key)],
-        [String(lease.token)],
       )
       if (r[0] !== 'OK') throwWriteFailure(lease.key, r, lease)
-      return {
+      const renewed: Lease = {
         key: lease.key,
         holder: r[1] as string,
         token: lease.token,
         ttlMs: toNumber(lease.key, r[2], 'lttl'),
         expiresAt: toNumber(lease.key, r[3], 'le'),
       }
+      return typeof lease.leaseId === 'string' ? { ...renewed, leaseId: lease.leaseId } : renewed
     },
 
     async releaseLease(lease: Lease): Promise<boolean> {
       assertOpen()
       assertLeaseShape(lease)
       assertValidKey(lease.key, capabilities.maxKeyBytes)
-      const released = await connection.script(
+      const released = await mutate(
         RELEASE,
         'releaseLease',
+        lease.key,
         [layout.record(lease.key)],
-        [String(lease.token)],
+        [String(lease.token), leaseIdOf(lease)],
       )
       return released === 1
     },
