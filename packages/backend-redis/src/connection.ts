@@ -44,6 +44,11 @@ export interface RedisConnection {
     keys: readonly string[],
     args: readonly Arg[],
   ): Promise<{ reply: unknown; acked: number | undefined }>
+  /**
+   * `CONFIG GET name` on the server, or on every Cluster primary: one value
+   * per node; `undefined` where CONFIG is refused (disabled, renamed, ACL).
+   */
+  configGet(operation: string, name: string): Promise<(string | undefined)[]>
   /** `HMGET` with Buffer replies. */
   hmgetBuffer(operation: string, key: string, fields: readonly string[]): Promise<(Buffer | null)[]>
   /** Quits politely, then disconnects. Idempotent. */
@@ -257,6 +262,27 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
           return { reply: await evalScript(c, script, keys, args), acked: undefined }
         }
         return await evalAndWait(c, script, keys, args, options.replication)
+      } catch (error) {
+        throw mapRedisError(error, operation, 'command', secrets)
+      }
+    },
+
+    async configGet(operation, name) {
+      const c = await ready(operation)
+      const nodes: Redis[] = c instanceof Cluster ? c.nodes('master') : [c]
+      try {
+        return await Promise.all(
+          nodes.map(async (node) => {
+            try {
+              const reply = (await node.call('CONFIG', 'GET', name)) as unknown
+              return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined
+            } catch (error) {
+              // A refusal (CONFIG disabled or not allowed) is an answer: unknown.
+              if (error instanceof Error && error.name === 'ReplyError') return undefined
+              throw error
+            }
+          }),
+        )
       } catch (error) {
         throw mapRedisError(error, operation, 'command', secrets)
       }

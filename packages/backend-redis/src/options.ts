@@ -51,6 +51,12 @@ export const redisOptionsSchema = z
      * least `replicas` replicas confirmed it; fewer is `INDETERMINATE`.
      * Default: off (a write is acknowledged once the primary applied it).
      */
+    /**
+     * Declares whether acknowledged writes survive a server restart, for
+     * servers where `CONFIG GET` is disabled (managed services). Unset:
+     * `openRedisBackend` probes the server; `createRedisBackend` reports false.
+     */
+    durable: z.boolean().optional(),
     replication: z
       .object({
         replicas: z.number().int().min(1).max(64),
@@ -106,6 +112,14 @@ export interface RedisBackendOptions {
    * success. See the README for what this guarantees across a failover.
    */
   readonly replication?: { readonly replicas: number; readonly timeoutMs: number }
+  /**
+   * Declares `capabilities.durable`: whether acknowledged writes survive a
+   * server restart (AOF on: `appendonly yes`). Set it where `CONFIG GET` is
+   * disabled (managed services). Unset, `openRedisBackend` probes
+   * `CONFIG GET appendonly` on every primary and `createRedisBackend`
+   * (which does not connect) reports `false`: never a guess.
+   */
+  readonly durable?: boolean
 }
 
 /** The options after validation and defaults. */
@@ -123,6 +137,7 @@ export interface ResolvedRedisOptions {
   readonly commandTimeoutMs: number
   readonly maxValueBytes: number
   readonly replication: { readonly replicas: number; readonly timeoutMs: number } | undefined
+  readonly durable: boolean | undefined
 }
 
 /** Default largest value: 64 MiB. */
@@ -144,5 +159,6 @@ export function resolveOptions(options: RedisBackendOptions): ResolvedRedisOptio
     commandTimeoutMs: options.commandTimeoutMs ?? 5000,
     maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
     replication: options.replication,
+    durable: options.durable,
   }
 }

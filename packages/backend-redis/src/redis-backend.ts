@@ -6,7 +6,6 @@ import {
   type Backend,
   type Capabilities,
   CONTRACT_VERSION,
-  type CursorPosition,
   checkAcquire,
   checkDelete,
   checkPut,
@@ -21,7 +20,6 @@ import {
   randomSuffix,
   type StoredValue,
   type ValueMeta,
-  type WriterIdentity,
 } from '@agent-state/core'
 import { createRedisConnection } from './connection.js'
 import {
@@ -36,131 +34,18 @@ import {
   SCAN,
 } from './lua-scripts.js'
 import { type RedisBackendOptions, redisOptionsSchema, resolveOptions } from './options.js'
-import { redisKeyLayout } from './redis-keys.js'
+import { indexBounds, redisKeyLayout } from './redis-keys.js'
+import {
+  corrupt,
+  leaseIdOf,
+  parseWriter,
+  reply,
+  sizeOfVersion,
+  throwWriteFailure,
+  toNumber,
+} from './script-replies.js'
 
 const DESTROY_BATCH = 500
-/** No UTF-8 string contains this byte, so `prefix + 0xFF` is above every key with that prefix. */
-const ABOVE = Buffer.from([0xff])
-
-function corrupt(key: string, problem: string): AgentStateError {
-  return new AgentStateError(
-    'CORRUPT',
-    `Redis record of key ${JSON.stringify(key)} is corrupt: ${problem}`,
-    {
-      context: { key, problem },
-    },
-  )
-}
-
-function toNumber(key: string, text: unknown, field: string): number {
-  const n = typeof text === 'string' && text !== '' ? Number(text) : Number.NaN
-  if (!Number.isSafeInteger(n)) throw corrupt(key, `field ${field} is not an integer`)
-  return n
-}
-
-function parseWriter(key: string, text: string | Buffer | null | undefined): WriterIdentity | null {
-  if (text === null || text === undefined || text.length === 0) return null
-  try {
-    const parsed: unknown = JSON.parse(text.toString())
-    if (
-      typeof parsed === 'object' &&
-      parsed !== null &&
-      typeof (parsed as WriterIdentity).writerId === 'string'
-    ) {
-      return parsed as WriterIdentity
-    }
-  } catch {
-    // reported below
-  }
-  throw corrupt(key, 'writer metadata is not valid JSON')
-}
-
-/**
- * The value size a version carries (`<revision>.<random>.<size>`, written by
- * 0.2 and later), or `undefined` for a 0.1 version (`<revision>.<random>`).
- */
-function sizeOfVersion(version: string): number | undefined {
-  const last = version.lastIndexOf('.')
-  if (last <= 0 || version.indexOf('.') === last) return undefined
-  const part = version.slice(last + 1)
-  if (!/^[0-9]{1,15}$/.test(part)) return undefined
-  return Number(part)
-}
-
-function reply(value: unknown, key: string): string[] {
-  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
-    throw corrupt(key, 'unexpected script reply')
-  }
-  return value as string[]
-}
-
-/** The meta a failed precondition reports, from a `PRECONDITION_FAILED v size w t` reply. */
-function preconditionFailed(key: string, r: string[]): AgentStateError {
-  const current: ValueMeta | null =
-    r[1] === '' || r[1] === undefined
-      ? null
-      : {
-          key,
-          version: r[1],
-          size: toNumber(key, r[2], 'size'),
-          writer: parseWriter(key, r[3]),
-          updatedAt: toNumber(key, r[4], 't'),
-        }
-  return new AgentStateError(
-    'PRECONDITION_FAILED',
-    `Precondition failed for key ${JSON.stringify(key)}`,
-    {
-      context: { key, current },
-    },
-  )
-}
-
-function leaseHeld(
-  key: string,
-  holder: string | undefined,
-  expiresAt: string | undefined,
-): AgentStateError {
-  return new AgentStateError('LEASE_HELD', `Key ${JSON.stringify(key)} is leased by ${holder}`, {
-    context: { key, holder, expiresAt: toNumber(key, expiresAt, 'le') },
-  })
-}
-
-function leaseLost(key: string, token: number, current: string | undefined): AgentStateError {
-  return new AgentStateError(
-    'LEASE_LOST',
-    `The lease on ${JSON.stringify(key)} is no longer current`,
-    {
-      context: {
-        key,
-        token,
-        currentToken: current === undefined || current === '' ? null : Number(current),
-      },
-    },
-  )
-}
-
-/**
- * The lease id to send: the one the backend gave at acquisition, or '' for a
- * lease without one (a 0.1/0.2 grant, judged by its token alone; a current
- * grant refuses it).
- */
-function leaseIdOf(lease: Lease | undefined): string {
-  return lease !== undefined && typeof lease.leaseId === 'string' ? lease.leaseId : ''
-}
-
-/** Throws the contract error a write script replied with (anything but `OK`). */
-function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): never {
-  switch (r[0]) {
-    case 'LEASE_HELD':
-      throw leaseHeld(key, r[1], r[2])
-    case 'LEASE_LOST':
-      throw leaseLost(key, lease?.token ?? 0, r[1])
-    case 'PRECONDITION_FAILED':
-      throw preconditionFailed(key, r)
-    default:
-      throw corrupt(key, `unexpected script status ${JSON.stringify(r[0])}`)
-  }
-}
 
 /**
  * Creates the Redis backend: every conditional operation is one Lua script on
@@ -172,6 +57,30 @@ function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): 
  * @throws `INVALID_ARGUMENT` for invalid options.
  */
 export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
+  return create(options).backend
+}
+
+/**
+ * Like {@link createRedisBackend}, but connects first and, unless the
+ * `durable` option declares it, sets `capabilities.durable` from the server:
+ * true only when every primary runs with `appendonly yes`. A server that
+ * refuses `CONFIG GET` (managed services) is reported not durable; declare
+ * `durable` there.
+ *
+ * @throws `INVALID_ARGUMENT` for invalid options; `UNAVAILABLE` when the server cannot be reached.
+ */
+export async function openRedisBackend(options: RedisBackendOptions = {}): Promise<Backend> {
+  const { backend, probe } = create(options)
+  try {
+    await probe()
+  } catch (error) {
+    await backend.close()
+    throw error
+  }
+  return backend
+}
+
+function create(options: RedisBackendOptions): { backend: Backend; probe: () => Promise<void> } {
   const parsed = redisOptionsSchema.safeParse(options)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -184,8 +93,12 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
   const resolved = resolveOptions(options)
   const layout = redisKeyLayout(resolved.keyPrefix, resolved.namespace)
   const connection = createRedisConnection(resolved)
+  let durable = resolved.durable
   const capabilities: Capabilities = {
-    durable: true,
+    // Declared, probed, or false: never assumed.
+    get durable() {
+      return durable ?? false
+    },
     multiProcess: true,
     multiHost: true,
     leaseClock: 'server',
@@ -233,23 +146,6 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
   ): Promise<string[]> {
     assertOpen()
     return reply(await connection.script(script, operation, keys, args), key)
-  }
-
-  /** Lower and upper `ZRANGE BYLEX` bounds for a scan batch. */
-  function bounds(prefix: string, position: CursorPosition | undefined): [Buffer, Buffer] {
-    const prefixBytes = Buffer.from(prefix, 'utf8')
-    const upper =
-      prefix === '' ? Buffer.from('+') : Buffer.concat([Buffer.from('('), prefixBytes, ABOVE])
-    const fromPrefix =
-      prefix === '' ? Buffer.from('-') : Buffer.concat([Buffer.from('['), prefixBytes])
-    if (position === undefined) return [fromPrefix, upper]
-    // A whole group is skipped by starting above every key that begins with it.
-    const after = Buffer.concat([
-      Buffer.from(position.after, 'utf8'),
-      position.group ? ABOVE : Buffer.alloc(0),
-    ])
-    if (Buffer.compare(after, prefixBytes) < 0) return [fromPrefix, upper]
-    return [Buffer.concat([Buffer.from('('), after]), upper]
   }
 
   const backend: Backend = {
@@ -369,7 +265,7 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
       assertOpen()
       const normalized = normalizeListOptions(listOptions)
       return collectListPage(normalized, async (position, max) => {
-        const [min, upper] = bounds(normalized.prefix, position)
+        const [min, upper] = indexBounds(normalized.prefix, position)
         const r = await run(
           SCAN,
           'list',
@@ -487,5 +383,10 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
       await connection.close()
     },
   }
-  return backend
+  async function probe(): Promise<void> {
+    if (resolved.durable !== undefined) return
+    const values = await connection.configGet('open', 'appendonly')
+    durable = values.length > 0 && values.every((value) => value === 'yes')
+  }
+  return { backend, probe }
 }

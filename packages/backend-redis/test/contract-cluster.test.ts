@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
 import { redisCli, startRedisCluster } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { createRedisBackend, openRedisBackend, redisKeyLayout } from '../src/index.js'
 
 // Three masters, no replicas: every namespace's keys hash to one slot of one of them.
 const cluster = await startRedisCluster({ masters: 3 })
@@ -12,7 +12,7 @@ const nodes = cluster.nodes.map((node) => ({ host: node.host, port: node.port })
 describeBackendContract({
   name: 'redis-cluster',
   create: (ctx) =>
-    createRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+    openRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { cluster: { nodes } },

@@ -1,7 +1,7 @@
 import type { Backend, Lease } from '@agent-state/core'
 import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createRedisBackend } from '../src/index.js'
+import { createRedisBackend, redisKeyLayout } from '../src/index.js'
 import {
   acquirePolling,
   casWorker,
@@ -34,7 +34,7 @@ const backends: Backend[] = []
 afterAll(async () => {
   await Promise.all(backends.map((b) => b.close()))
   await Promise.all(servers.map((s) => s.stop()))
-})
+}, 120_000)
 
 async function waitForLink(replica: RedisServer): Promise<void> {
   const deadline = Date.now() + 15_000
@@ -64,8 +64,47 @@ async function trial(durable: boolean, fault: 'sigstop' | 'partition'): Promise<
   })
   servers.push(primary, replica)
   await waitForLink(replica)
+  const pid = primary.pid
+  if (pid === undefined) throw new Error('primary not running')
+  try {
+    return await loadAndFail(primary, replica, pid, durable, fault)
+  } finally {
+    // SIGTERM would stay pending on a stopped process: kill it outright.
+    process.kill(pid, 'SIGKILL')
+  }
+}
+
+/** Seeds the counter and waits until the replica has it, so every trial starts from a replicated state. */
+async function seed(a: Backend, replica: RedisServer): Promise<void> {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      await a.put('counter', encoder.encode('0'))
+    } catch (error) {
+      // Under load the first WAIT may time out; the put is idempotent.
+      if (Date.now() > deadline) throw error
+      continue
+    }
+    if (
+      (
+        await redisCli(replica.port, ['EXISTS', redisKeyLayout('as', 'default').record('counter')])
+      ).trim() === '1'
+    )
+      return
+    if (Date.now() > deadline) throw new Error('the seed never reached the replica')
+    await sleep(20)
+  }
+}
+
+async function loadAndFail(
+  primary: RedisServer,
+  replica: RedisServer,
+  pid: number,
+  durable: boolean,
+  fault: 'sigstop' | 'partition',
+): Promise<TrialFindings> {
   const a = open(primary, durable)
-  await a.put('counter', encoder.encode('0'))
+  await seed(a, replica)
   const log = newLog()
   // Awaited as one promise at once, so an unexpected failure is never an unhandled rejection.
   const workers = Promise.all([
@@ -85,8 +124,6 @@ async function trial(durable: boolean, fault: 'sigstop' | 'partition'): Promise<
     grantedAt: stale.expiresAt - TTL_MS,
     end: stale.expiresAt,
   })
-  const pid = primary.pid
-  if (pid === undefined) throw new Error('primary not running')
   if (fault === 'partition') {
     await redisCli(replica.port, ['REPLICAOF', 'NO', 'ONE'])
     // Longer than WAIT's timeout, so unconfirmed writes do come back to the clients.
@@ -125,7 +162,6 @@ async function trial(durable: boolean, fault: 'sigstop' | 'partition'): Promise<
   const staleAccepted = await staleAttempts(b, stale)
   const current = await b.getLease('stale-key')
   if (current?.token !== newLeases[1]?.token) staleAccepted.push('the new lease was disturbed')
-  process.kill(pid, 'SIGKILL')
   return {
     acked: log.ackedValues.length,
     lostAcked: lostValues(log, found),
