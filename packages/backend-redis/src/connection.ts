@@ -59,7 +59,9 @@ const sha1 = (source: string) => createHash('sha1').update(source).digest('hex')
 
 /** Opens (lazily) the connection described by `options`. */
 export function createRedisConnection(options: ResolvedRedisOptions): RedisConnection {
-  const secrets = [options.password ?? ''].filter((secret) => secret.length > 0)
+  const secrets = [options.password ?? '', options.sentinel?.password ?? ''].filter(
+    (secret) => secret.length > 0,
+  )
   const shas = new Map<LuaScript, string>()
   let client: Client | undefined
   let lastError: Error | undefined
@@ -81,27 +83,40 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
 
   function open(): Client {
     if (client !== undefined) return client
+    const sentinel = options.sentinel
     const created: Client =
-      options.clusterNodes === undefined
+      sentinel !== undefined
         ? new Redis({
             ...nodeOptions(),
             enableOfflineQueue: false,
             retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
-            host: options.host,
-            port: options.port,
+            sentinels: sentinel.nodes.map((node) => ({ host: node.host, port: node.port })),
+            name: sentinel.name,
             db: options.db,
+            // Reconnect to the new primary as soon as a Sentinel announces the switch.
+            failoverDetector: true,
+            ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
           })
-        : new Cluster(
-            options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
-            {
-              lazyConnect: true,
+        : options.clusterNodes === undefined
+          ? new Redis({
+              ...nodeOptions(),
               enableOfflineQueue: false,
-              maxRedirections: 16,
-              retryDelayOnFailover: 100,
-              clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
-              redisOptions: nodeOptions(),
-            },
-          )
+              retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
+              host: options.host,
+              port: options.port,
+              db: options.db,
+            })
+          : new Cluster(
+              options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
+              {
+                lazyConnect: true,
+                enableOfflineQueue: false,
+                maxRedirections: 16,
+                retryDelayOnFailover: 100,
+                clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+                redisOptions: nodeOptions(),
+              },
+            )
     // Every operation waiting for readiness adds three listeners and removes them when it settles
     // (see `ready`), so 64 concurrent first operations are not a leak: no MaxListeners warning.
     created.setMaxListeners(0)

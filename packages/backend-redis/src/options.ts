@@ -26,6 +26,19 @@ export const redisOptionsSchema = z
     tls: z.boolean().optional(),
     /** Redis Cluster: seed nodes. When set, `host`, `port` and `db` are not used. */
     cluster: z.object({ nodes: z.array(nodeSchema).min(1) }).optional(),
+    /**
+     * Redis Sentinel: the Sentinels and the master group name. The client asks
+     * them for the current primary (and again after a failover). When set,
+     * `host` and `port` are not used.
+     */
+    sentinel: z
+      .object({
+        nodes: z.array(nodeSchema).min(1),
+        name: z.string().min(1).max(256),
+        password: z.string().optional(),
+      })
+      .strict()
+      .optional(),
     /** Isolates this instance's keys; see the package README. Default `"default"`. */
     namespace: namespaceSchema.optional(),
     /** First part of every Redis key this backend writes. Default `"as"`. */
@@ -66,6 +79,10 @@ export const redisOptionsSchema = z
       .optional(),
   })
   .strict()
+  .refine((options) => options.sentinel === undefined || options.cluster === undefined, {
+    message: 'sentinel and cluster cannot be combined',
+    path: ['sentinel'],
+  })
 
 /** Options of `createRedisBackend`. */
 export interface RedisBackendOptions {
@@ -83,6 +100,18 @@ export interface RedisBackendOptions {
   readonly tls?: boolean
   /** Redis Cluster: seed nodes. When set, `host`, `port` and `db` are ignored. */
   readonly cluster?: { readonly nodes: readonly { readonly host: string; readonly port: number }[] }
+  /**
+   * Redis Sentinel: `nodes` are the Sentinels, `name` the master group,
+   * `password` the Sentinels' own password if they require one (never shown).
+   * The client asks them for the current primary at connect and after a
+   * failover (`+switch-master`). When set, `host` and `port` are ignored;
+   * not combinable with `cluster`.
+   */
+  readonly sentinel?: {
+    readonly nodes: readonly { readonly host: string; readonly port: number }[]
+    readonly name: string
+    readonly password?: string
+  }
   /**
    * Isolates this instance's keys from other namespaces in the same database.
    * 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot. Default `"default"`.
@@ -138,6 +167,7 @@ export interface ResolvedRedisOptions {
   readonly maxValueBytes: number
   readonly replication: { readonly replicas: number; readonly timeoutMs: number } | undefined
   readonly durable: boolean | undefined
+  readonly sentinel: RedisBackendOptions['sentinel']
 }
 
 /** Default largest value: 64 MiB. */
@@ -160,5 +190,6 @@ export function resolveOptions(options: RedisBackendOptions): ResolvedRedisOptio
     maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
     replication: options.replication,
     durable: options.durable,
+    sentinel: options.sentinel,
   }
 }
