@@ -74,4 +74,26 @@ describe('redis cluster specifics', () => {
       await Promise.all(backends.map((b) => b.close()))
     }
   })
+
+  it('replication: the script and WAIT run as one pipeline on the slot owner', async () => {
+    // This cluster has no replicas: WAIT 1 on the node that ran the put confirms 0.
+    const b = createRedisBackend({
+      cluster: { nodes },
+      namespace: 'cluster-wait',
+      replication: { replicas: 1, timeoutMs: 50 },
+    })
+    try {
+      let caught: unknown
+      try {
+        await b.put('k', bytes('v'))
+      } catch (error) {
+        caught = error
+      }
+      expect(caught).toMatchObject({ code: 'INDETERMINATE', context: { acked: 0, required: 1 } })
+      // The put itself ran on the owner of the namespace's slot.
+      expect((await b.get('k'))?.value).toEqual(bytes('v'))
+    } finally {
+      await b.close()
+    }
+  })
 })
