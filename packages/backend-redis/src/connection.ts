@@ -32,6 +32,23 @@ export interface RedisConnection {
     keys: readonly string[],
     args: readonly Arg[],
   ): Promise<unknown>
+  /**
+   * Runs a mutating script. With `replication` set, the script and
+   * `WAIT replicas timeoutMs` go in one pipeline, so WAIT runs on the same
+   * connection (in Cluster mode: the node that ran the script) right after
+   * it, and `acked` is its reply; otherwise `acked` is `undefined`.
+   */
+  mutate(
+    script: LuaScript,
+    operation: string,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ): Promise<{ reply: unknown; acked: number | undefined }>
+  /**
+   * `CONFIG GET name` on the server, or on every Cluster primary: one value
+   * per node; `undefined` where CONFIG is refused (disabled, renamed, ACL).
+   */
+  configGet(operation: string, name: string): Promise<(string | undefined)[]>
   /** `HMGET` with Buffer replies. */
   hmgetBuffer(operation: string, key: string, fields: readonly string[]): Promise<(Buffer | null)[]>
   /** Quits politely, then disconnects. Idempotent. */
@@ -42,7 +59,9 @@ const sha1 = (source: string) => createHash('sha1').update(source).digest('hex')
 
 /** Opens (lazily) the connection described by `options`. */
 export function createRedisConnection(options: ResolvedRedisOptions): RedisConnection {
-  const secrets = [options.password ?? ''].filter((secret) => secret.length > 0)
+  const secrets = [options.password ?? '', options.sentinel?.password ?? ''].filter(
+    (secret) => secret.length > 0,
+  )
   const shas = new Map<LuaScript, string>()
   let client: Client | undefined
   let lastError: Error | undefined
@@ -64,27 +83,40 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
 
   function open(): Client {
     if (client !== undefined) return client
+    const sentinel = options.sentinel
     const created: Client =
-      options.clusterNodes === undefined
+      sentinel !== undefined
         ? new Redis({
             ...nodeOptions(),
             enableOfflineQueue: false,
             retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
-            host: options.host,
-            port: options.port,
+            sentinels: sentinel.nodes.map((node) => ({ host: node.host, port: node.port })),
+            name: sentinel.name,
             db: options.db,
+            // Reconnect to the new primary as soon as a Sentinel announces the switch.
+            failoverDetector: true,
+            ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
           })
-        : new Cluster(
-            options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
-            {
-              lazyConnect: true,
+        : options.clusterNodes === undefined
+          ? new Redis({
+              ...nodeOptions(),
               enableOfflineQueue: false,
-              maxRedirections: 16,
-              retryDelayOnFailover: 100,
-              clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
-              redisOptions: nodeOptions(),
-            },
-          )
+              retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
+              host: options.host,
+              port: options.port,
+              db: options.db,
+            })
+          : new Cluster(
+              options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
+              {
+                lazyConnect: true,
+                enableOfflineQueue: false,
+                maxRedirections: 16,
+                retryDelayOnFailover: 100,
+                clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+                redisOptions: nodeOptions(),
+              },
+            )
     // Every operation waiting for readiness adds three listeners and removes them when it settles
     // (see `ready`), so 64 concurrent first operations are not a leak: no MaxListeners warning.
     created.setMaxListeners(0)
@@ -188,11 +220,84 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     }
   }
 
+  /**
+   * The script, then WAIT, in one pipeline: one write on one socket, so a
+   * reconnect cannot slip between them (WAIT on a fresh connection would
+   * confirm nothing and report success).
+   */
+  async function evalAndWait(
+    c: Client,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly Arg[],
+    replication: { readonly replicas: number; readonly timeoutMs: number },
+  ): Promise<{ reply: unknown; acked: number }> {
+    let sha = shas.get(script)
+    if (sha === undefined) {
+      sha = sha1(script.source)
+      shas.set(script, sha)
+    }
+    const once = async (load: boolean) => {
+      const p = c.pipeline()
+      if (load) p.eval(script.source, keys.length, ...keys, ...args)
+      else p.evalsha(sha, keys.length, ...keys, ...args)
+      p.wait(replication.replicas, replication.timeoutMs)
+      const results = await p.exec()
+      const [scriptResult, waitResult] = results ?? []
+      if (scriptResult === undefined || waitResult === undefined) {
+        throw new Error('pipeline returned no results')
+      }
+      return { scriptResult, waitResult }
+    }
+    let { scriptResult, waitResult } = await once(false)
+    const first = scriptResult[0]
+    if (first instanceof Error && first.message.startsWith('NOSCRIPT')) {
+      ;({ scriptResult, waitResult } = await once(true))
+    }
+    if (scriptResult[0]) throw scriptResult[0]
+    // The script ran; if WAIT itself failed, nothing is confirmed.
+    const acked = waitResult[0] ? 0 : Number(waitResult[1])
+    return { reply: scriptResult[1], acked: Number.isFinite(acked) ? acked : 0 }
+  }
+
   return {
     async script(script, operation, keys, args) {
       const c = await ready(operation)
       try {
         return await evalScript(c, script, keys, args)
+      } catch (error) {
+        throw mapRedisError(error, operation, 'command', secrets)
+      }
+    },
+
+    async mutate(script, operation, keys, args) {
+      const c = await ready(operation)
+      try {
+        if (options.replication === undefined) {
+          return { reply: await evalScript(c, script, keys, args), acked: undefined }
+        }
+        return await evalAndWait(c, script, keys, args, options.replication)
+      } catch (error) {
+        throw mapRedisError(error, operation, 'command', secrets)
+      }
+    },
+
+    async configGet(operation, name) {
+      const c = await ready(operation)
+      const nodes: Redis[] = c instanceof Cluster ? c.nodes('master') : [c]
+      try {
+        return await Promise.all(
+          nodes.map(async (node) => {
+            try {
+              const reply = (await node.call('CONFIG', 'GET', name)) as unknown
+              return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined
+            } catch (error) {
+              // A refusal (CONFIG disabled or not allowed) is an answer: unknown.
+              if (error instanceof Error && error.name === 'ReplyError') return undefined
+              throw error
+            }
+          }),
+        )
       } catch (error) {
         throw mapRedisError(error, operation, 'command', secrets)
       }

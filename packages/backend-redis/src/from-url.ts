@@ -1,6 +1,6 @@
 import { AgentStateError, type Backend, type BackendUrlOptions, redactUrl } from '@agent-state/core'
 import type { RedisBackendOptions } from './options.js'
-import { createRedisBackend } from './redis-backend.js'
+import { openRedisBackend } from './redis-backend.js'
 
 const QUERY_KEYS = new Set([
   'cluster',
@@ -115,10 +115,17 @@ export function parseRedisUrl(url: string): RedisBackendOptions {
  * Opens the Redis backend from a URL for `openBackend`; see
  * {@link parseRedisUrl} for the format. `options.namespace` picks the
  * namespace; `options.clock` is ignored (leases use the server's clock).
+ * It connects and probes the server (`openRedisBackend`), so the `durable`
+ * capability a URL user sees reflects the server's persistence instead of
+ * the unprobed default (`false`), and an unreachable server fails here.
+ * Invalid URLs and options are refused before connecting.
  */
-export function createBackendFromUrl(url: string, options: BackendUrlOptions = {}): Backend {
+export async function createBackendFromUrl(
+  url: string,
+  options: BackendUrlOptions = {},
+): Promise<Backend> {
   const fromUrl = parseRedisUrl(url)
-  return createRedisBackend(
+  return openRedisBackend(
     options.namespace === undefined ? fromUrl : { ...fromUrl, namespace: options.namespace },
   )
 }

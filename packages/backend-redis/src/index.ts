@@ -5,5 +5,5 @@ export {
   type RedisBackendOptions,
   redisOptionsSchema,
 } from './options.js'
-export { createRedisBackend } from './redis-backend.js'
+export { createRedisBackend, openRedisBackend } from './redis-backend.js'
 export { type RedisKeyLayout, redisKeyLayout } from './redis-keys.js'

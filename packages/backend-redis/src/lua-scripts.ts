@@ -23,14 +23,25 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function num(x) return string.format('%.0f', x) end
+-- Whether a presented lease (token, id) is the stored one. A lease granted
+-- since 0.3 stores its id as '<token>:<random>' in 'li'; the id must then
+-- match exactly, so a token number re-issued after a failover never passes
+-- for another holder's lease. A lease without an id of its token (granted by
+-- 0.1/0.2, whose 'li' is absent or left over from an older token) is judged
+-- by its token alone.
+local function same_lease(lt, li, token, id)
+  if (not lt) or lt ~= token then return false end
+  if li and string.sub(li, 1, #lt + 1) == lt .. ':' then return li == id end
+  return true
+end
 -- Nil when the lease allows the write; an error reply otherwise. The holder
 -- is read only for the LEASE_HELD reply, so a successful write skips it.
-local function lease_check(key, given, now, lt, le)
+local function lease_check(key, given, id, now, lt, le, li)
   if given == '' then
     if lt and tonumber(le) > now then
       return {'LEASE_HELD', redis.call('HGET', key, 'lh') or '', le}
     end
-  elseif (not lt) or lt ~= given or tonumber(le) <= now then
+  elseif (not same_lease(lt, li, given, id)) or tonumber(le) <= now then
     return {'LEASE_LOST', lt or ''}
   end
   return nil
@@ -45,7 +56,8 @@ end
 
 /**
  * put. KEYS: record, index, records. ARGV: member, value, writer JSON or '',
- * ifMatch or '', '1' for ifNoneMatch, lease token or '', random suffix.
+ * ifMatch or '', '1' for ifNoneMatch, lease token or '', random suffix,
+ * lease id or ''.
  * Reply: OK version updatedAt.
  *
  * The version is `<revision>.<random>.<size>`: carrying the value's size in
@@ -59,9 +71,9 @@ export const PUT: LuaScript = {
   numberOfKeys: 3,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'v', 'r', 'lt', 'le')
+local f = redis.call('HMGET', KEYS[1], 'v', 'r', 'lt', 'le', 'li')
 local v = f[1]
-local bad = lease_check(KEYS[1], ARGV[6], now, f[3], f[4])
+local bad = lease_check(KEYS[1], ARGV[6], ARGV[8], now, f[3], f[4], f[5])
 if bad then return bad end
 if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then return mismatch(KEYS[1], v) end
 local rev = (tonumber(f[2]) or 0) + 1
@@ -75,7 +87,8 @@ return {'OK', version, num(now)}
 }
 
 /**
- * delete. KEYS: record, index. ARGV: member, ifMatch or '', lease token or ''.
+ * delete. KEYS: record, index. ARGV: member, ifMatch or '', lease token or '',
+ * lease id or ''.
  * Reply: OK '1' when a value existed, OK '0' otherwise.
  *
  * The revision `r` stays as the last put left it (equal to the deleted
@@ -86,10 +99,10 @@ export const DELETE: LuaScript = {
   name: 'delete',
   numberOfKeys: 2,
   source: `${PRELUDE}
-local f = redis.call('HMGET', KEYS[1], 'v', 'lt', 'le')
+local f = redis.call('HMGET', KEYS[1], 'v', 'lt', 'le', 'li')
 local v = f[1]
 if f[2] or ARGV[3] ~= '' then
-  local bad = lease_check(KEYS[1], ARGV[3], f[2] and now_ms() or 0, f[2], f[3])
+  local bad = lease_check(KEYS[1], ARGV[3], ARGV[4], f[2] and now_ms() or 0, f[2], f[3], f[4])
   if bad then return bad end
 end
 if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
@@ -101,27 +114,39 @@ return {'OK', '1'}
 }
 
 /**
- * acquireLease. KEYS: record, records. ARGV: member, holder, ttlMs.
- * Reply: OK token expiresAt, or LEASE_HELD holder expiresAt.
+ * acquireLease. KEYS: record, records. ARGV: member, holder, ttlMs, random id.
+ * Reply: OK token expiresAt leaseId, or LEASE_HELD holder expiresAt.
+ *
+ * The token is max(counter + 1, server time in microseconds). The time floor
+ * is what keeps tokens increasing across a failover to a replica that missed
+ * the last grants: the promoted node's clock is past the old primary's last
+ * grant (assumption: the hosts' clocks differ by less than the failover
+ * takes, and no clock steps back by more). Microseconds since the epoch stay
+ * below 2^53 (a JS safe integer) until the year 2255, and one key cannot be
+ * granted twice in a microsecond, so the counter never runs ahead of the clock
+ * in practice. Counters written by 0.1/0.2 (small numbers) are below the floor.
  */
 export const ACQUIRE: LuaScript = {
   name: 'acquire',
   numberOfKeys: 2,
   source: `${PRELUDE}
-local now = now_ms()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'le', 'n')
 if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
-local token = (tonumber(f[4]) or 0) + 1
+local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
 local expires = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'lh', ARGV[2], 'lt', num(token), 'lttl', ARGV[3], 'le', num(expires), 'n', num(token))
+local id = num(token) .. ':' .. ARGV[4]
+redis.call('HSET', KEYS[1], 'lh', ARGV[2], 'lt', num(token), 'lttl', ARGV[3], 'le', num(expires), 'n', num(token), 'li', id)
 -- A fencing counter means an earlier acquire already registered the key.
 if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
-return {'OK', num(token), num(expires)}
+return {'OK', num(token), num(expires), id}
 `,
 }
 
 /**
- * renewLease. KEYS: record. ARGV: token.
+ * renewLease. KEYS: record. ARGV: token, lease id or ''.
  * Reply: OK holder ttlMs expiresAt, or LEASE_LOST currentToken.
  */
 export const RENEW: LuaScript = {
@@ -129,21 +154,22 @@ export const RENEW: LuaScript = {
   numberOfKeys: 1,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'lttl', 'le')
-if (not f[2]) or f[2] ~= ARGV[1] or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
+local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'lttl', 'le', 'li')
+if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
 local expires = now + tonumber(f[3])
 redis.call('HSET', KEYS[1], 'le', num(expires))
 return {'OK', f[1], f[3], num(expires)}
 `,
 }
 
-/** releaseLease. KEYS: record. ARGV: token. Reply: 1 when released, 0 otherwise. */
+/** releaseLease. KEYS: record. ARGV: token, lease id or ''. Reply: 1 when released, 0 otherwise. */
 export const RELEASE: LuaScript = {
   name: 'release',
   numberOfKeys: 1,
-  source: `
-if redis.call('HGET', KEYS[1], 'lt') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'lh', 'lt', 'lttl', 'le')
+  source: `${PRELUDE}
+local f = redis.call('HMGET', KEYS[1], 'lt', 'li')
+if same_lease(f[1], f[2], ARGV[1], ARGV[2]) then
+  redis.call('HDEL', KEYS[1], 'lh', 'lt', 'lttl', 'le', 'li')
   return 1
 end
 return 0

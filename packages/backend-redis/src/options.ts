@@ -26,6 +26,19 @@ export const redisOptionsSchema = z
     tls: z.boolean().optional(),
     /** Redis Cluster: seed nodes. When set, `host`, `port` and `db` are not used. */
     cluster: z.object({ nodes: z.array(nodeSchema).min(1) }).optional(),
+    /**
+     * Redis Sentinel: the Sentinels and the master group name. The client asks
+     * them for the current primary (and again after a failover). When set,
+     * `host` and `port` are not used.
+     */
+    sentinel: z
+      .object({
+        nodes: z.array(nodeSchema).min(1),
+        name: z.string().min(1).max(256),
+        password: z.string().optional(),
+      })
+      .strict()
+      .optional(),
     /** Isolates this instance's keys; see the package README. Default `"default"`. */
     namespace: namespaceSchema.optional(),
     /** First part of every Redis key this backend writes. Default `"as"`. */
@@ -44,8 +57,32 @@ export const redisOptionsSchema = z
       .min(1)
       .max(500 * 1024 * 1024)
       .optional(),
+    /**
+     * Durable acknowledgement: every mutating script (put, delete,
+     * acquireLease, renewLease, releaseLease) is followed, on the same
+     * connection, by `WAIT replicas timeoutMs`, and succeeds only when at
+     * least `replicas` replicas confirmed it; fewer is `INDETERMINATE`.
+     * Default: off (a write is acknowledged once the primary applied it).
+     */
+    /**
+     * Declares whether acknowledged writes survive a server restart, for
+     * servers where `CONFIG GET` is disabled (managed services). Unset:
+     * `openRedisBackend` probes the server; `createRedisBackend` reports false.
+     */
+    durable: z.boolean().optional(),
+    replication: z
+      .object({
+        replicas: z.number().int().min(1).max(64),
+        timeoutMs: z.number().int().min(1).max(600_000),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
+  .refine((options) => options.sentinel === undefined || options.cluster === undefined, {
+    message: 'sentinel and cluster cannot be combined',
+    path: ['sentinel'],
+  })
 
 /** Options of `createRedisBackend`. */
 export interface RedisBackendOptions {
@@ -63,6 +100,18 @@ export interface RedisBackendOptions {
   readonly tls?: boolean
   /** Redis Cluster: seed nodes. When set, `host`, `port` and `db` are ignored. */
   readonly cluster?: { readonly nodes: readonly { readonly host: string; readonly port: number }[] }
+  /**
+   * Redis Sentinel: `nodes` are the Sentinels, `name` the master group,
+   * `password` the Sentinels' own password if they require one (never shown).
+   * The client asks them for the current primary at connect and after a
+   * failover (`+switch-master`). When set, `host` and `port` are ignored;
+   * not combinable with `cluster`.
+   */
+  readonly sentinel?: {
+    readonly nodes: readonly { readonly host: string; readonly port: number }[]
+    readonly name: string
+    readonly password?: string
+  }
   /**
    * Isolates this instance's keys from other namespaces in the same database.
    * 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot. Default `"default"`.
@@ -82,6 +131,24 @@ export interface RedisBackendOptions {
   readonly commandTimeoutMs?: number
   /** Largest value accepted, in bytes. Default 64 MiB. */
   readonly maxValueBytes?: number
+  /**
+   * Durable acknowledgement. When set, every mutating operation (put, delete,
+   * acquireLease, renewLease, releaseLease) is followed by
+   * `WAIT replicas timeoutMs` on the connection that ran its script, and
+   * resolves only when at least `replicas` replicas confirmed it. Fewer
+   * confirmations within `timeoutMs` fail with `INDETERMINATE` (the write
+   * happened on the primary and may or may not survive a failover), never
+   * success. See the README for what this guarantees across a failover.
+   */
+  readonly replication?: { readonly replicas: number; readonly timeoutMs: number }
+  /**
+   * Declares `capabilities.durable`: whether acknowledged writes survive a
+   * server restart (AOF on: `appendonly yes`). Set it where `CONFIG GET` is
+   * disabled (managed services). Unset, `openRedisBackend` probes
+   * `CONFIG GET appendonly` on every primary and `createRedisBackend`
+   * (which does not connect) reports `false`: never a guess.
+   */
+  readonly durable?: boolean
 }
 
 /** The options after validation and defaults. */
@@ -98,6 +165,9 @@ export interface ResolvedRedisOptions {
   readonly connectTimeoutMs: number
   readonly commandTimeoutMs: number
   readonly maxValueBytes: number
+  readonly replication: { readonly replicas: number; readonly timeoutMs: number } | undefined
+  readonly durable: boolean | undefined
+  readonly sentinel: RedisBackendOptions['sentinel']
 }
 
 /** Default largest value: 64 MiB. */
@@ -118,5 +188,8 @@ export function resolveOptions(options: RedisBackendOptions): ResolvedRedisOptio
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     commandTimeoutMs: options.commandTimeoutMs ?? 5000,
     maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+    replication: options.replication,
+    durable: options.durable,
+    sentinel: options.sentinel,
   }
 }

@@ -6,7 +6,6 @@ import {
   type Backend,
   type Capabilities,
   CONTRACT_VERSION,
-  type CursorPosition,
   checkAcquire,
   checkDelete,
   checkPut,
@@ -21,7 +20,6 @@ import {
   randomSuffix,
   type StoredValue,
   type ValueMeta,
-  type WriterIdentity,
 } from '@agent-state/core'
 import { createRedisConnection } from './connection.js'
 import {
@@ -36,122 +34,18 @@ import {
   SCAN,
 } from './lua-scripts.js'
 import { type RedisBackendOptions, redisOptionsSchema, resolveOptions } from './options.js'
-import { redisKeyLayout } from './redis-keys.js'
+import { indexBounds, redisKeyLayout } from './redis-keys.js'
+import {
+  corrupt,
+  leaseIdOf,
+  parseWriter,
+  reply,
+  sizeOfVersion,
+  throwWriteFailure,
+  toNumber,
+} from './script-replies.js'
 
 const DESTROY_BATCH = 500
-/** No UTF-8 string contains this byte, so `prefix + 0xFF` is above every key with that prefix. */
-const ABOVE = Buffer.from([0xff])
-
-function corrupt(key: string, problem: string): AgentStateError {
-  return new AgentStateError(
-    'CORRUPT',
-    `Redis record of key ${JSON.stringify(key)} is corrupt: ${problem}`,
-    {
-      context: { key, problem },
-    },
-  )
-}
-
-function toNumber(key: string, text: unknown, field: string): number {
-  const n = typeof text === 'string' && text !== '' ? Number(text) : Number.NaN
-  if (!Number.isSafeInteger(n)) throw corrupt(key, `field ${field} is not an integer`)
-  return n
-}
-
-function parseWriter(key: string, text: string | Buffer | null | undefined): WriterIdentity | null {
-  if (text === null || text === undefined || text.length === 0) return null
-  try {
-    const parsed: unknown = JSON.parse(text.toString())
-    if (
-      typeof parsed === 'object' &&
-      parsed !== null &&
-      typeof (parsed as WriterIdentity).writerId === 'string'
-    ) {
-      return parsed as WriterIdentity
-    }
-  } catch {
-    // reported below
-  }
-  throw corrupt(key, 'writer metadata is not valid JSON')
-}
-
-/**
- * The value size a version carries (`<revision>.<random>.<size>`, written by
- * 0.2 and later), or `undefined` for a 0.1 version (`<revision>.<random>`).
- */
-function sizeOfVersion(version: string): number | undefined {
-  const last = version.lastIndexOf('.')
-  if (last <= 0 || version.indexOf('.') === last) return undefined
-  const part = version.slice(last + 1)
-  if (!/^[0-9]{1,15}$/.test(part)) return undefined
-  return Number(part)
-}
-
-function reply(value: unknown, key: string): string[] {
-  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
-    throw corrupt(key, 'unexpected script reply')
-  }
-  return value as string[]
-}
-
-/** The meta a failed precondition reports, from a `PRECONDITION_FAILED v size w t` reply. */
-function preconditionFailed(key: string, r: string[]): AgentStateError {
-  const current: ValueMeta | null =
-    r[1] === '' || r[1] === undefined
-      ? null
-      : {
-          key,
-          version: r[1],
-          size: toNumber(key, r[2], 'size'),
-          writer: parseWriter(key, r[3]),
-          updatedAt: toNumber(key, r[4], 't'),
-        }
-  return new AgentStateError(
-    'PRECONDITION_FAILED',
-    `Precondition failed for key ${JSON.stringify(key)}`,
-    {
-      context: { key, current },
-    },
-  )
-}
-
-function leaseHeld(
-  key: string,
-  holder: string | undefined,
-  expiresAt: string | undefined,
-): AgentStateError {
-  return new AgentStateError('LEASE_HELD', `Key ${JSON.stringify(key)} is leased by ${holder}`, {
-    context: { key, holder, expiresAt: toNumber(key, expiresAt, 'le') },
-  })
-}
-
-function leaseLost(key: string, token: number, current: string | undefined): AgentStateError {
-  return new AgentStateError(
-    'LEASE_LOST',
-    `The lease on ${JSON.stringify(key)} is no longer current`,
-    {
-      context: {
-        key,
-        token,
-        currentToken: current === undefined || current === '' ? null : Number(current),
-      },
-    },
-  )
-}
-
-/** Throws the contract error a write script replied with (anything but `OK`). */
-function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): never {
-  switch (r[0]) {
-    case 'LEASE_HELD':
-      throw leaseHeld(key, r[1], r[2])
-    case 'LEASE_LOST':
-      throw leaseLost(key, lease?.token ?? 0, r[1])
-    case 'PRECONDITION_FAILED':
-      throw preconditionFailed(key, r)
-    default:
-      throw corrupt(key, `unexpected script status ${JSON.stringify(r[0])}`)
-  }
-}
 
 /**
  * Creates the Redis backend: every conditional operation is one Lua script on
@@ -163,6 +57,30 @@ function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): 
  * @throws `INVALID_ARGUMENT` for invalid options.
  */
 export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
+  return create(options).backend
+}
+
+/**
+ * Like {@link createRedisBackend}, but connects first and, unless the
+ * `durable` option declares it, sets `capabilities.durable` from the server:
+ * true only when every primary runs with `appendonly yes`. A server that
+ * refuses `CONFIG GET` (managed services) is reported not durable; declare
+ * `durable` there.
+ *
+ * @throws `INVALID_ARGUMENT` for invalid options; `UNAVAILABLE` when the server cannot be reached.
+ */
+export async function openRedisBackend(options: RedisBackendOptions = {}): Promise<Backend> {
+  const { backend, probe } = create(options)
+  try {
+    await probe()
+  } catch (error) {
+    await backend.close()
+    throw error
+  }
+  return backend
+}
+
+function create(options: RedisBackendOptions): { backend: Backend; probe: () => Promise<void> } {
   const parsed = redisOptionsSchema.safeParse(options)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -175,8 +93,12 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
   const resolved = resolveOptions(options)
   const layout = redisKeyLayout(resolved.keyPrefix, resolved.namespace)
   const connection = createRedisConnection(resolved)
+  let durable = resolved.durable
   const capabilities: Capabilities = {
-    durable: true,
+    // Declared, probed, or false: never assumed.
+    get durable() {
+      return durable ?? false
+    },
     multiProcess: true,
     multiHost: true,
     leaseClock: 'server',
@@ -189,6 +111,32 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     if (closed) throw new AgentStateError('CLOSED', 'The redis backend is closed')
   }
 
+  /**
+   * Runs a mutating script. Under `replication`, a successful reply (`OK`, or
+   * 1 from release) counts only when enough replicas confirmed it; a refusal
+   * (precondition, lease) wrote nothing, so it stands without confirmation.
+   */
+  async function mutate(
+    script: typeof PUT,
+    operation: string,
+    key: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<unknown> {
+    assertOpen()
+    const { reply: raw, acked } = await connection.mutate(script, operation, keys, args)
+    const succeeded = raw === 1 || (Array.isArray(raw) && raw[0] === 'OK')
+    const required = resolved.replication?.replicas
+    if (succeeded && required !== undefined && (acked ?? 0) < required) {
+      throw new AgentStateError(
+        'INDETERMINATE',
+        `${operation} of ${JSON.stringify(key)} was applied on the primary but confirmed by ${acked ?? 0} of ${required} replicas: it may be lost in a failover`,
+        { retryable: true, context: { key, operation, acked: acked ?? 0, required } },
+      )
+    }
+    return raw
+  }
+
   async function run(
     script: typeof PUT,
     operation: string,
@@ -198,23 +146,6 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
   ): Promise<string[]> {
     assertOpen()
     return reply(await connection.script(script, operation, keys, args), key)
-  }
-
-  /** Lower and upper `ZRANGE BYLEX` bounds for a scan batch. */
-  function bounds(prefix: string, position: CursorPosition | undefined): [Buffer, Buffer] {
-    const prefixBytes = Buffer.from(prefix, 'utf8')
-    const upper =
-      prefix === '' ? Buffer.from('+') : Buffer.concat([Buffer.from('('), prefixBytes, ABOVE])
-    const fromPrefix =
-      prefix === '' ? Buffer.from('-') : Buffer.concat([Buffer.from('['), prefixBytes])
-    if (position === undefined) return [fromPrefix, upper]
-    // A whole group is skipped by starting above every key that begins with it.
-    const after = Buffer.concat([
-      Buffer.from(position.after, 'utf8'),
-      position.group ? ABOVE : Buffer.alloc(0),
-    ])
-    if (Buffer.compare(after, prefixBytes) < 0) return [fromPrefix, upper]
-    return [Buffer.concat([Buffer.from('('), after]), upper]
   }
 
   const backend: Backend = {
@@ -279,20 +210,24 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
       assertOpen()
       const writer = checkPut(key, value, putOptions, capabilities)
-      const r = await run(
-        PUT,
-        'put',
-        key,
-        [layout.record(key), layout.index, layout.records],
-        [
+      const r = reply(
+        await mutate(
+          PUT,
+          'put',
           key,
-          Buffer.from(value.buffer, value.byteOffset, value.byteLength),
-          writer === null ? '' : JSON.stringify(writer),
-          putOptions?.ifMatch ?? '',
-          putOptions?.ifNoneMatch === '*' ? '1' : '',
-          putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
-          randomSuffix(),
-        ],
+          [layout.record(key), layout.index, layout.records],
+          [
+            key,
+            Buffer.from(value.buffer, value.byteOffset, value.byteLength),
+            writer === null ? '' : JSON.stringify(writer),
+            putOptions?.ifMatch ?? '',
+            putOptions?.ifNoneMatch === '*' ? '1' : '',
+            putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
+            randomSuffix(),
+            leaseIdOf(putOptions?.lease),
+          ],
+        ),
+        key,
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, putOptions?.lease)
       return {
@@ -307,16 +242,20 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
       assertOpen()
       checkDelete(key, deleteOptions, capabilities.maxKeyBytes)
-      const r = await run(
-        DELETE,
-        'delete',
-        key,
-        [layout.record(key), layout.index],
-        [
+      const r = reply(
+        await mutate(
+          DELETE,
+          'delete',
           key,
-          deleteOptions?.ifMatch ?? '',
-          deleteOptions?.lease === undefined ? '' : String(deleteOptions.lease.token),
-        ],
+          [layout.record(key), layout.index],
+          [
+            key,
+            deleteOptions?.ifMatch ?? '',
+            deleteOptions?.lease === undefined ? '' : String(deleteOptions.lease.token),
+            leaseIdOf(deleteOptions?.lease),
+          ],
+        ),
+        key,
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, deleteOptions?.lease)
       return r[1] === '1'
@@ -326,7 +265,7 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
       assertOpen()
       const normalized = normalizeListOptions(listOptions)
       return collectListPage(normalized, async (position, max) => {
-        const [min, upper] = bounds(normalized.prefix, position)
+        const [min, upper] = indexBounds(normalized.prefix, position)
         const r = await run(
           SCAN,
           'list',
@@ -352,12 +291,15 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
     async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
       assertOpen()
       checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
-      const r = await run(
-        ACQUIRE,
-        'acquireLease',
+      const r = reply(
+        await mutate(
+          ACQUIRE,
+          'acquireLease',
+          key,
+          [layout.record(key), layout.records],
+          [key, leaseOptions.holder, String(leaseOptions.ttlMs), randomSuffix() + randomSuffix()],
+        ),
         key,
-        [layout.record(key), layout.records],
-        [key, leaseOptions.holder, String(leaseOptions.ttlMs)],
       )
       if (r[0] !== 'OK') throwWriteFailure(key, r, undefined)
       return {
@@ -366,6 +308,7 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
         token: toNumber(key, r[1], 'lt'),
         ttlMs: leaseOptions.ttlMs,
         expiresAt: toNumber(key, r[2], 'le'),
+        leaseId: r[3] as string,
       }
     },
 
@@ -373,32 +316,37 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
       assertOpen()
       assertLeaseShape(lease)
       assertValidKey(lease.key, capabilities.maxKeyBytes)
-      const r = await run(
-        RENEW,
-        'renewLease',
+      const r = reply(
+        await mutate(
+          RENEW,
+          'renewLease',
+          lease.key,
+          [layout.record(lease.key)],
+          [String(lease.token), leaseIdOf(lease)],
+        ),
         lease.key,
-        [layout.record(lease.key)],
-        [String(lease.token)],
       )
       if (r[0] !== 'OK') throwWriteFailure(lease.key, r, lease)
-      return {
+      const renewed: Lease = {
         key: lease.key,
         holder: r[1] as string,
         token: lease.token,
         ttlMs: toNumber(lease.key, r[2], 'lttl'),
         expiresAt: toNumber(lease.key, r[3], 'le'),
       }
+      return typeof lease.leaseId === 'string' ? { ...renewed, leaseId: lease.leaseId } : renewed
     },
 
     async releaseLease(lease: Lease): Promise<boolean> {
       assertOpen()
       assertLeaseShape(lease)
       assertValidKey(lease.key, capabilities.maxKeyBytes)
-      const released = await connection.script(
+      const released = await mutate(
         RELEASE,
         'releaseLease',
+        lease.key,
         [layout.record(lease.key)],
-        [String(lease.token)],
+        [String(lease.token), leaseIdOf(lease)],
       )
       return released === 1
     },
@@ -435,5 +383,10 @@ export function createRedisBackend(options: RedisBackendOptions = {}): Backend {
       await connection.close()
     },
   }
-  return backend
+  async function probe(): Promise<void> {
+    if (resolved.durable !== undefined) return
+    const values = await connection.configGet('open', 'appendonly')
+    durable = values.length > 0 && values.every((value) => value === 'yes')
+  }
+  return { backend, probe }
 }

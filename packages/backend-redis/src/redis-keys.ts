@@ -1,3 +1,5 @@
+import type { CursorPosition } from '@agent-state/core'
+
 /**
  * Layout of a namespace in Redis. Every key starts with
  * `<keyPrefix>:{ns:<namespace>}:`, so all of a namespace's keys share one
@@ -36,4 +38,27 @@ export function redisKeyLayout(keyPrefix: string, namespace: string): RedisKeyLa
     records: `${base}records`,
     record: (key) => recordPrefix + key,
   }
+}
+
+/** No UTF-8 string contains this byte, so `prefix + 0xFF` is above every key with that prefix. */
+const ABOVE = Buffer.from([0xff])
+
+/** Lower and upper `ZRANGE BYLEX` bounds of the index for one scan batch. */
+export function indexBounds(
+  prefix: string,
+  position: CursorPosition | undefined,
+): [Buffer, Buffer] {
+  const prefixBytes = Buffer.from(prefix, 'utf8')
+  const upper =
+    prefix === '' ? Buffer.from('+') : Buffer.concat([Buffer.from('('), prefixBytes, ABOVE])
+  const fromPrefix =
+    prefix === '' ? Buffer.from('-') : Buffer.concat([Buffer.from('['), prefixBytes])
+  if (position === undefined) return [fromPrefix, upper]
+  // A whole group is skipped by starting above every key that begins with it.
+  const after = Buffer.concat([
+    Buffer.from(position.after, 'utf8'),
+    position.group ? ABOVE : Buffer.alloc(0),
+  ])
+  if (Buffer.compare(after, prefixBytes) < 0) return [fromPrefix, upper]
+  return [Buffer.concat([Buffer.from('('), after]), upper]
 }

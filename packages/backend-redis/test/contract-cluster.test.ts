@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
 import { redisCli, startRedisCluster } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { createRedisBackend, openRedisBackend, redisKeyLayout } from '../src/index.js'
 
 // Three masters, no replicas: every namespace's keys hash to one slot of one of them.
 const cluster = await startRedisCluster({ masters: 3 })
@@ -12,7 +12,7 @@ const nodes = cluster.nodes.map((node) => ({ host: node.host, port: node.port })
 describeBackendContract({
   name: 'redis-cluster',
   create: (ctx) =>
-    createRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+    openRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { cluster: { nodes } },
@@ -72,6 +72,28 @@ describe('redis cluster specifics', () => {
       expect(await keysEverywhere('as:{ns:spread-*')).toEqual([])
     } finally {
       await Promise.all(backends.map((b) => b.close()))
+    }
+  })
+
+  it('replication: the script and WAIT run as one pipeline on the slot owner', async () => {
+    // This cluster has no replicas: WAIT 1 on the node that ran the put confirms 0.
+    const b = createRedisBackend({
+      cluster: { nodes },
+      namespace: 'cluster-wait',
+      replication: { replicas: 1, timeoutMs: 50 },
+    })
+    try {
+      let caught: unknown
+      try {
+        await b.put('k', bytes('v'))
+      } catch (error) {
+        caught = error
+      }
+      expect(caught).toMatchObject({ code: 'INDETERMINATE', context: { acked: 0, required: 1 } })
+      // The put itself ran on the owner of the namespace's slot.
+      expect((await b.get('k'))?.value).toEqual(bytes('v'))
+    } finally {
+      await b.close()
     }
   })
 })

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
 import { startRedisServer } from '@agent-state/test-services'
 import { afterAll } from 'vitest'
-import { createRedisBackend } from '../src/index.js'
+import { openRedisBackend } from '../src/index.js'
 
 // A missing or broken redis-server fails here, loudly: never a skip.
 const server = await startRedisServer()
@@ -11,7 +11,7 @@ afterAll(() => server.stop())
 describeBackendContract({
   name: 'redis',
   create: (ctx) =>
-    createRedisBackend({ port: server.port, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+    openRedisBackend({ port: server.port, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { port: server.port },

@@ -2,7 +2,7 @@ import { inspect } from 'node:util'
 import { type Backend, isAgentStateError, openBackend } from '@agent-state/core'
 import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { createRedisBackend, openRedisBackend, redisKeyLayout } from '../src/index.js'
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 let server: RedisServer
@@ -28,15 +28,41 @@ async function redisKeys(pattern: string): Promise<string[]> {
 }
 
 describe('redis backend specifics', () => {
-  it('declares the server lease clock and multi-host durability', () => {
-    const b = backend('caps')
-    expect(b.capabilities).toMatchObject({
-      durable: true,
+  it('declares the server lease clock; durable only as probed or declared', async () => {
+    // Not connected: nothing is known about the server's persistence, so not durable.
+    expect(backend('caps').capabilities).toMatchObject({
+      durable: false,
       multiProcess: true,
       multiHost: true,
       leaseClock: 'server',
       maxKeyBytes: 1024,
     })
+    expect(backend('caps', { durable: true }).capabilities.durable).toBe(true)
+    // The test server runs with appendonly yes: the probe finds it.
+    const probed = await openRedisBackend({ port: server.port, namespace: 'caps' })
+    opened.push(probed)
+    expect(probed.capabilities.durable).toBe(true)
+    const volatile = await startRedisServer({ extraArgs: ['--appendonly', 'no'] })
+    try {
+      const onVolatile = await openRedisBackend({ port: volatile.port, namespace: 'caps' })
+      expect(onVolatile.capabilities.durable).toBe(false)
+      await onVolatile.close()
+      // CONFIG disabled (as on managed services): unknown is reported as not durable...
+      const locked = await startRedisServer({ extraArgs: ['--rename-command', 'CONFIG', ''] })
+      try {
+        const onLocked = await openRedisBackend({ port: locked.port, namespace: 'caps' })
+        expect(onLocked.capabilities.durable).toBe(false)
+        await onLocked.close()
+        // ...unless declared.
+        const declared = await openRedisBackend({ port: locked.port, durable: true })
+        expect(declared.capabilities.durable).toBe(true)
+        await declared.close()
+      } finally {
+        await locked.stop()
+      }
+    } finally {
+      await volatile.stop()
+    }
   })
 
   it('keeps namespaces side by side in one db, and destroy removes only its own keys', async () => {

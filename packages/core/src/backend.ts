@@ -75,6 +75,13 @@ export interface Lease {
    * acquisition or renewal time plus `ttlMs`).
    */
   readonly expiresAt: number
+  /**
+   * Opaque identity of this grant, set by backends that can re-issue a token
+   * number after a failover (Redis). Pass the lease object back unchanged:
+   * such a backend refuses a fenced write, renew or release whose `leaseId`
+   * does not match the stored grant. Backends that never set it ignore it.
+   */
+  readonly leaseId?: string
 }
 
 /** Options of `put`. `ifMatch` and `ifNoneMatch` are mutually exclusive. */

@@ -2,6 +2,11 @@ export { ensureDebianPackages } from './debian-packages.js'
 export { freePort } from './free-port.js'
 export { type RedisCluster, type RedisClusterOptions, startRedisCluster } from './redis-cluster.js'
 export {
+  type RedisSentinel,
+  type RedisSentinelOptions,
+  startRedisSentinel,
+} from './redis-sentinel.js'
+export {
   ensureRedisInstalled,
   type RedisServer,
   type RedisServerOptions,

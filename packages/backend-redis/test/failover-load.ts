@@ -1,0 +1,166 @@
+import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+
+/**
+ * Load and bookkeeping for the failover tier: compare-and-set increments and
+ * lease cycles on the old primary, recorded as the client saw them (only
+ * what was acknowledged counts), then checks on the promoted replica.
+ */
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A lease the old primary acknowledged, and until when its holder could rely on it. */
+interface HeldInterval {
+  readonly key: string
+  readonly token: number
+  readonly grantedAt: number
+  /** The acknowledged expiry, or the moment the holder sent its release. */
+  end: number
+}
+
+/** What the clients of the old primary saw. */
+export interface OldPrimaryLog {
+  stopped: boolean
+  /** Counter values whose compare-and-set was acknowledged. */
+  readonly ackedValues: number[]
+  readonly tokens: number[]
+  readonly held: HeldInterval[]
+  indeterminate: number
+}
+
+export function newLog(): OldPrimaryLog {
+  return { stopped: false, ackedValues: [], tokens: [], held: [], indeterminate: 0 }
+}
+
+function codeOf(error: unknown): string {
+  return isAgentStateError(error) ? error.code : 'RAW'
+}
+
+/** Reads the counter; `undefined` when absent. */
+export async function readCounter(b: Backend, key: string): Promise<number | undefined> {
+  const stored = await b.get(key)
+  return stored === null ? undefined : Number(decoder.decode(stored.value))
+}
+
+/** Compare-and-set increments until the log is stopped; acknowledged values go to `ackedValues`. */
+export async function casWorker(b: Backend, key: string, log: OldPrimaryLog): Promise<void> {
+  while (!log.stopped) {
+    try {
+      const current = await b.get(key)
+      if (current === null) throw new Error('counter missing')
+      const next = Number(decoder.decode(current.value)) + 1
+      await b.put(key, encoder.encode(String(next)), { ifMatch: current.meta.version })
+      log.ackedValues.push(next)
+    } catch (error) {
+      const code = codeOf(error)
+      if (code === 'PRECONDITION_FAILED') continue
+      if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE') throw error
+      log.indeterminate++
+      if (!log.stopped) await sleep(5)
+    }
+  }
+}
+
+/** Acquire, fenced put, renew, release, until stopped. */
+export async function leaseWorker(
+  b: Backend,
+  key: string,
+  holder: string,
+  ttlMs: number,
+  log: OldPrimaryLog,
+): Promise<void> {
+  while (!log.stopped) {
+    let interval: HeldInterval | undefined
+    try {
+      const lease = await b.acquireLease(key, { holder, ttlMs })
+      interval = {
+        key,
+        token: lease.token,
+        grantedAt: lease.expiresAt - ttlMs,
+        end: lease.expiresAt,
+      }
+      log.tokens.push(lease.token)
+      log.held.push(interval)
+      await b.put(key, encoder.encode(holder), { lease })
+      await sleep(10)
+      const renewed = await b.renewLease(lease)
+      interval.end = renewed.expiresAt
+      await sleep(10)
+      // From here on the holder no longer relies on the lease.
+      interval.end = Math.min(interval.end, Date.now())
+      await b.releaseLease(renewed)
+    } catch (error) {
+      const code = codeOf(error)
+      if (code === 'LEASE_HELD') {
+        await sleep(5)
+        continue
+      }
+      if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE' && code !== 'LEASE_LOST') throw error
+      log.indeterminate++
+      if (!log.stopped) await sleep(5)
+    }
+  }
+}
+
+/** Acquires `key` on `b`, polling while it is held, for up to `timeoutMs`. */
+export async function acquirePolling(
+  b: Backend,
+  key: string,
+  holder: string,
+  ttlMs: number,
+  timeoutMs: number,
+): Promise<Lease> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await b.acquireLease(key, { holder, ttlMs })
+    } catch (error) {
+      if (codeOf(error) !== 'LEASE_HELD' || Date.now() > deadline) throw error
+      await sleep(20)
+    }
+  }
+}
+
+/** The findings of one trial on the promoted replica. */
+export interface TrialFindings {
+  readonly acked: number
+  readonly lostAcked: number
+  readonly grants: number
+  readonly reissuedTokens: number
+  readonly doubleHolders: number
+  readonly staleAccepted: string[]
+  readonly indeterminate: number
+}
+
+/** Grants on the new primary that an acknowledged lease on the old one could still hold. */
+export function overlaps(log: OldPrimaryLog, key: string, newGrantAt: number): number {
+  return log.held.filter((h) => h.key === key && h.end > newGrantAt).length
+}
+
+/** Counts acknowledged counter values above what the new primary holds. */
+export function lostValues(log: OldPrimaryLog, found: number): number {
+  return log.ackedValues.filter((v) => v > found).length
+}
+
+/** A stale holder's put, delete, renew and release on the new primary: each must be refused. */
+export async function staleAttempts(b: Backend, stale: Lease): Promise<string[]> {
+  const accepted: string[] = []
+  const attempt = async (name: string, run: () => Promise<unknown>, refusedWith: string) => {
+    try {
+      const result = await run()
+      if (refusedWith !== 'false' || result !== false) accepted.push(name)
+    } catch (error) {
+      if (codeOf(error) !== refusedWith) accepted.push(`${name}: ${codeOf(error)}`)
+    }
+  }
+  await attempt(
+    'put',
+    () => b.put(stale.key, encoder.encode('stale'), { lease: stale }),
+    'LEASE_LOST',
+  )
+  await attempt('delete', () => b.delete(stale.key, { lease: stale }), 'LEASE_LOST')
+  await attempt('renew', () => b.renewLease(stale), 'LEASE_LOST')
+  await attempt('release', () => b.releaseLease(stale), 'false')
+  return accepted
+}

@@ -1,0 +1,97 @@
+import { type Backend, isAgentStateError } from '@agent-state/core'
+import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+
+/** Durable acknowledgement (`replication`) on a real primary and replica. */
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+let primary: RedisServer
+let replica: RedisServer
+const opened: Backend[] = []
+
+function backend(namespace: string, replicas = 1): Backend {
+  const created = createRedisBackend({
+    port: primary.port,
+    namespace,
+    replication: { replicas, timeoutMs: 300 },
+  })
+  opened.push(created)
+  return created
+}
+
+beforeAll(async () => {
+  primary = await startRedisServer()
+  replica = await startRedisServer({
+    extraArgs: ['--replicaof', '127.0.0.1', String(primary.port)],
+  })
+  const deadline = Date.now() + 15_000
+  while (
+    !(await redisCli(replica.port, ['INFO', 'replication'])).includes('master_link_status:up')
+  ) {
+    if (Date.now() > deadline) throw new Error('the replica never linked')
+    await sleep(50)
+  }
+}, 60_000)
+afterAll(async () => {
+  await Promise.all(opened.map((b) => b.close()))
+  await Promise.all([primary.stop(), replica.stop()])
+})
+
+async function failure(promise: Promise<unknown>): Promise<{ code: string; context: unknown }> {
+  try {
+    await promise
+    return { code: 'resolved', context: null }
+  } catch (error) {
+    if (!isAgentStateError(error)) return { code: `raw: ${String(error)}`, context: null }
+    return { code: error.code, context: error.context }
+  }
+}
+
+describe('replication: WAIT after every mutating script', () => {
+  it('a confirmed write is on the replica when it resolves', async () => {
+    const b = backend('confirmed')
+    const record = redisKeyLayout('as', 'confirmed').record('k')
+    for (let i = 0; i < 20; i++) {
+      const meta = await b.put('k', bytes(`v${i}`))
+      // Read on the replica right away: WAIT made the primary wait for it.
+      expect((await redisCli(replica.port, ['HGET', record, 'v'])).trim()).toBe(meta.version)
+    }
+    const lease = await b.acquireLease('k', { holder: 'h', ttlMs: 60_000 })
+    expect((await redisCli(replica.port, ['HGET', record, 'li'])).trim()).toBe(lease.leaseId)
+    await b.renewLease(lease)
+    expect(await b.releaseLease(lease)).toBe(true)
+    expect(await b.delete('k')).toBe(true)
+  })
+
+  it('fewer confirmations than required is INDETERMINATE, never success', async () => {
+    const b = backend('too-few', 2)
+    const result = await failure(b.put('k', bytes('x')))
+    expect(result).toMatchObject({ code: 'INDETERMINATE', context: { acked: 1, required: 2 } })
+  })
+
+  it('with the replica frozen every mutating operation is INDETERMINATE; refusals stay refusals', async () => {
+    const b = backend('frozen')
+    await b.put('held', bytes('v'))
+    const lease = await b.acquireLease('leased', { holder: 'h', ttlMs: 60_000 })
+    const pid = replica.pid
+    if (pid === undefined) throw new Error('replica not running')
+    process.kill(pid, 'SIGSTOP')
+    try {
+      expect((await failure(b.put('k', bytes('x')))).code).toBe('INDETERMINATE')
+      expect((await failure(b.delete('held'))).code).toBe('INDETERMINATE')
+      expect((await failure(b.acquireLease('other', { holder: 'h', ttlMs: 60_000 }))).code).toBe(
+        'INDETERMINATE',
+      )
+      expect((await failure(b.renewLease(lease))).code).toBe('INDETERMINATE')
+      expect((await failure(b.releaseLease(lease))).code).toBe('INDETERMINATE')
+      // Nothing written: no confirmation is needed to report the refusal.
+      expect((await failure(b.put('k', bytes('y'), { ifNoneMatch: '*' }))).code).toBe(
+        'PRECONDITION_FAILED',
+      )
+    } finally {
+      process.kill(pid, 'SIGCONT')
+    }
+  })
+})

@@ -1,0 +1,115 @@
+import { type Backend, isAgentStateError } from '@agent-state/core'
+import {
+  type RedisSentinel,
+  type RedisServer,
+  redisCli,
+  startRedisSentinel,
+  startRedisServer,
+} from '@agent-state/test-services'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+
+/**
+ * Sentinel on real processes: a primary, a replica and one Sentinel (quorum 1).
+ * The primary is frozen; Sentinel promotes the replica; the same backend
+ * instance finds the new primary by itself.
+ */
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+let primary: RedisServer
+let replica: RedisServer
+let sentinel: RedisSentinel
+const opened: Backend[] = []
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+beforeAll(async () => {
+  primary = await startRedisServer()
+  replica = await startRedisServer({
+    extraArgs: ['--replicaof', '127.0.0.1', String(primary.port)],
+  })
+  await until('the replica link', async () =>
+    (await redisCli(replica.port, ['INFO', 'replication'])).includes('master_link_status:up'),
+  )
+  sentinel = await startRedisSentinel({ primaryPort: primary.port })
+  // Sentinel learns the replica from the primary's INFO.
+  await until('Sentinel to see the replica', async () =>
+    (await redisCli(sentinel.port, ['SENTINEL', 'REPLICAS', sentinel.name])).includes(
+      String(replica.port),
+    ),
+  )
+}, 60_000)
+afterAll(async () => {
+  await Promise.all(opened.map((b) => b.close()))
+  const pid = primary.pid
+  if (pid !== undefined) process.kill(pid, 'SIGKILL')
+  await Promise.all([sentinel.stop(), primary.stop(), replica.stop()])
+})
+
+describe('Sentinel', () => {
+  it('refuses sentinel with cluster', () => {
+    let code = 'none'
+    try {
+      createRedisBackend({
+        sentinel: { nodes: [{ host: '127.0.0.1', port: 1 }], name: 'x' },
+        cluster: { nodes: [{ host: '127.0.0.1', port: 2 }] },
+      })
+    } catch (error) {
+      code = isAgentStateError(error) ? error.code : 'raw'
+    }
+    expect(code).toBe('INVALID_ARGUMENT')
+  })
+
+  it('finds the primary, and the new one after a failover', async () => {
+    const b = createRedisBackend({
+      sentinel: { nodes: [{ host: sentinel.host, port: sentinel.port }], name: sentinel.name },
+      namespace: 'sentinel',
+      commandTimeoutMs: 1000,
+      connectTimeoutMs: 2000,
+    })
+    opened.push(b)
+    const layout = redisKeyLayout('as', 'sentinel')
+    const before = await b.put('before', bytes('v1'))
+    expect((await redisCli(primary.port, ['HGET', layout.record('before'), 'v'])).trim()).toBe(
+      before.version,
+    )
+    await until(
+      'the write to replicate',
+      async () =>
+        (await redisCli(replica.port, ['EXISTS', layout.record('before')])).trim() === '1',
+    )
+    const pid = primary.pid
+    if (pid === undefined) throw new Error('primary not running')
+    process.kill(pid, 'SIGSTOP')
+    // The frozen primary fails each operation within the command timeout; then Sentinel switches.
+    const codes = new Set<string>()
+    let after: Awaited<ReturnType<Backend['put']>> | undefined
+    const deadline = Date.now() + 60_000
+    while (after === undefined) {
+      try {
+        after = await b.put('after', bytes('v2'))
+      } catch (error) {
+        if (!isAgentStateError(error) || Date.now() > deadline) throw error
+        codes.add(error.code)
+        await sleep(100)
+      }
+    }
+    expect(codes.size).toBeGreaterThan(0)
+    expect([...codes].every((code) => code === 'INDETERMINATE' || code === 'UNAVAILABLE')).toBe(
+      true,
+    )
+    // The same instance now writes to the promoted replica.
+    expect((await redisCli(replica.port, ['ROLE'])).split('\n')[0]?.trim()).toBe('master')
+    expect((await redisCli(replica.port, ['HGET', layout.record('after'), 'v'])).trim()).toBe(
+      after.version,
+    )
+    expect((await b.get('before'))?.meta.version).toBe(before.version)
+  }, 120_000)
+})
