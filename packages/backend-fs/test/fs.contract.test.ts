@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
 import { afterAll } from 'vitest'
 import { createFsBackend } from '../src/index.js'
+import { WRITE_STEPS } from './child-factory.js'
 
 const root = mkdtempSync(join(tmpdir(), 'agent-state-fs-contract-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -18,5 +19,7 @@ describeBackendContract({
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { root, maxValueBytes },
+    // The frozen-writer tier also stops the holder at each of these steps of a write.
+    writeSteps: WRITE_STEPS,
   },
 })

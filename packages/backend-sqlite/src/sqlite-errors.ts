@@ -51,7 +51,7 @@ export function toAgentStateError(
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new AgentStateError(
       'UNAVAILABLE',
-      `The SQLite database stayed locked by another connection (${code}) during ${operation}`,
+      `The SQLite database stayed locked (${code}) during ${operation}: a process holds the database lock (another connection, perhaps of a stopped process)`,
       { context, cause: error },
     )
   }

@@ -14,3 +14,25 @@ export function createBackend(options: unknown, ctx: { namespace: string }): Bac
     ...(synchronous === undefined ? {} : { synchronous }),
   })
 }
+
+/**
+ * For the contract suite's frozen-writer tier: the same backend, whose clock
+ * reports the step `in-transaction`. Every write reads the clock inside its
+ * IMMEDIATE transaction, so a child stopping itself there is frozen holding
+ * the database lock.
+ */
+export function createSteppedBackend(
+  options: unknown,
+  ctx: { namespace: string },
+  onStep: (step: string) => void,
+): Backend {
+  const { path } = options as { path: string }
+  return createSqliteBackend({
+    path,
+    namespace: ctx.namespace,
+    clock: () => {
+      onStep('in-transaction')
+      return Date.now()
+    },
+  })
+}

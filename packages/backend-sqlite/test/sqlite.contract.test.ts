@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describeBackendContract } from '@agent-state/contract'
 import Database from 'better-sqlite3'
 import { afterAll, expect, it } from 'vitest'
-import { createSqliteBackend } from '../src/index.js'
+import { createSqliteBackend, DEFAULT_BUSY_TIMEOUT_MS } from '../src/index.js'
 
 // One real database file shared by every instance of the suite; each check
 // works in its own namespace, as the contract asks.
@@ -22,7 +22,18 @@ describeBackendContract({
       clock: ctx.clock,
       maxValueBytes: 16 * 1024 * 1024,
     }),
-  process: { module: join(import.meta.dirname, 'child-factory.ts'), options: { path } },
+  process: {
+    module: join(import.meta.dirname, 'child-factory.ts'),
+    options: { path },
+    writeSteps: ['in-transaction'],
+  },
+  // A holder frozen inside its write transaction keeps SQLite's database lock: no takeover is
+  // possible until it wakes, so contenders must fail fast and say so (README, Caveats).
+  frozenWriterLimitation: {
+    code: 'UNAVAILABLE',
+    message: /a process holds the database lock/,
+    busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
+  },
 })
 
 // Declared after the suite, so it runs after every tier, the kill -9 crash cycles included.

@@ -41,6 +41,7 @@ function tsxLoader(): string {
 export async function spawnContractChild(
   spec: ContractProcessOptions,
   namespace: string,
+  stepped = false,
 ): Promise<ContractChild> {
   const child: ChildProcess = fork(runnerPath(), [], {
     execArgv: ['--conditions=@agent-state/source', '--import', tsxLoader()],
@@ -74,7 +75,13 @@ export async function spawnContractChild(
       } else for (const listener of listeners) listener(message)
     })
   })
-  child.send({ type: 'init', module: spec.module, options: spec.options ?? null, namespace })
+  child.send({
+    type: 'init',
+    module: spec.module,
+    options: spec.options ?? null,
+    namespace,
+    ...(stepped ? { stepped } : {}),
+  })
   const timeout = setTimeout(() => child.kill('SIGKILL'), 60_000)
   try {
     await ready

@@ -9,6 +9,8 @@ export interface InitMessage {
   readonly module: string
   readonly options: unknown
   readonly namespace: string
+  /** Load the module's `createSteppedBackend` (frozen-writer tier) instead of `createBackend`. */
+  readonly stepped?: boolean
 }
 
 /** A scenario step the parent asks a child to run. */
@@ -51,6 +53,20 @@ export type ChildCommand =
       readonly durationMs: number
     }
   | {
+      /**
+       * The frozen-writer tier's holder: takes the key's lease, sends
+       * `frozen-held`, then loops a fenced put and a renew until one fails.
+       * With a `step`, it stops itself (SIGSTOP) when a write reaches that
+       * step for the (skip + 1)th time (skip 0: in a put, 1: in a renew);
+       * otherwise the parent stops it. Replies with a {@link FrozenWoke}.
+       */
+      readonly type: 'frozen-holder'
+      readonly key: string
+      readonly ttlMs: number
+      readonly step: string | null
+      readonly skip: number
+    }
+  | {
       readonly type: 'crash-writer'
       readonly prefix: string
       readonly start: number
@@ -84,6 +100,20 @@ export type ChildMessage =
       readonly version?: string
     }
   | { readonly type: 'crash-lease'; readonly token: number }
+  | { readonly type: 'frozen-held'; readonly token: number }
+
+/**
+ * What a frozen holder saw once woken: the code of its first failed
+ * operation, then what a renew, a fenced put and a release of its lease did
+ * (a code, or `ok:<json result>`), and how many writes it had started.
+ */
+export interface FrozenWoke {
+  readonly failed: string
+  readonly renew: string
+  readonly put: string
+  readonly release: string
+  readonly writes: number
+}
 
 /** One write of the crash writer. */
 export interface CrashOp {

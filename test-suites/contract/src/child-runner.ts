@@ -6,7 +6,13 @@
  */
 import { pathToFileURL } from 'node:url'
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
-import type { ChildCommand, ChildMessage, InitMessage, RequestMessage } from './child-protocol.js'
+import type {
+  ChildCommand,
+  ChildMessage,
+  FrozenWoke,
+  InitMessage,
+  RequestMessage,
+} from './child-protocol.js'
 import { makeCheckedValue } from './child-values.js'
 
 const encoder = new TextEncoder()
@@ -119,6 +125,46 @@ async function crashWriter(
   }
 }
 
+/** Where a stepped backend's holder stops itself (frozen-writer tier). */
+let stopAt: { step: string; skip: number } | undefined
+
+/** The `onStep` hook of a stepped backend: synchronous, so the stop is exactly at the step. */
+function onStep(step: string): void {
+  if (stopAt === undefined || step !== stopAt.step) return
+  if (stopAt.skip-- > 0) return
+  stopAt = undefined
+  process.kill(process.pid, 'SIGSTOP')
+}
+
+async function frozenHolder(
+  b: Backend,
+  command: Extract<ChildCommand, { type: 'frozen-holder' }>,
+): Promise<FrozenWoke> {
+  let lease = await b.acquireLease(command.key, { holder: 'frozen', ttlMs: command.ttlMs })
+  await send({ type: 'frozen-held', token: lease.token })
+  if (command.step !== null) stopAt = { step: command.step, skip: command.skip }
+  let writes = 0
+  let failed: string
+  for (;;) {
+    try {
+      writes++
+      await b.put(command.key, encoder.encode(`frozen ${writes}`), { lease })
+      lease = await b.renewLease(lease)
+    } catch (error) {
+      failed = isAgentStateError(error) ? error.code : `error:${String(error)}`
+      break
+    }
+  }
+  stopAt = undefined
+  const held = lease
+  const renew = await outcome(() => b.renewLease(held))
+  const put = await outcome(() =>
+    b.put(command.key, encoder.encode('frozen late'), { lease: held }),
+  )
+  const release = await outcome(() => b.releaseLease(held))
+  return { failed, renew, put, release, writes }
+}
+
 async function run(b: Backend, command: ChildCommand): Promise<unknown> {
   switch (command.type) {
     case 'increments':
@@ -164,6 +210,8 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
     }
     case 'crash-writer':
       return crashWriter(b, command)
+    case 'frozen-holder':
+      return frozenHolder(b, command)
     case 'put-many':
       for (const key of command.keys) await b.put(key, encoder.encode(command.value))
       return command.keys.length
@@ -190,8 +238,19 @@ process.on('message', (raw: InitMessage | RequestMessage) => {
     if (raw.type === 'init') {
       const loaded = (await import(pathToFileURL(raw.module).href)) as {
         createBackend(options: unknown, ctx: { namespace: string }): Backend | Promise<Backend>
+        createSteppedBackend?(
+          options: unknown,
+          ctx: { namespace: string },
+          onStep: (step: string) => void,
+        ): Backend | Promise<Backend>
       }
-      backend = await loaded.createBackend(raw.options, { namespace: raw.namespace })
+      const ctx = { namespace: raw.namespace }
+      if (raw.stepped === true) {
+        if (loaded.createSteppedBackend === undefined) {
+          throw new Error(`${raw.module} gives writeSteps but exports no createSteppedBackend`)
+        }
+        backend = await loaded.createSteppedBackend(raw.options, ctx, onStep)
+      } else backend = await loaded.createBackend(raw.options, ctx)
       await send({ type: 'ready' })
       return
     }

@@ -28,6 +28,24 @@ export async function runContractCheck(
   options: ContractOptions,
   capabilities?: Capabilities,
 ): Promise<CheckScale> {
+  return (await runContractCheckOutcome(check, options, capabilities)).scale
+}
+
+/** What a check that did not fail ran at, and the declared limitation it verified, if any. */
+export interface ContractCheckOutcome {
+  readonly scale: CheckScale
+  readonly limitation?: string
+}
+
+/**
+ * As {@link runContractCheck}, also resolving the declared limitation the
+ * check verified (the frozen-writer tier on a backend that declares one).
+ */
+export async function runContractCheckOutcome(
+  check: ContractCheck,
+  options: ContractOptions,
+  capabilities?: Capabilities,
+): Promise<ContractCheckOutcome> {
   const caps = capabilities ?? (await probeCapabilities(options))
   const harness = createHarness(options, caps)
   let failure: unknown
@@ -48,7 +66,8 @@ export async function runContractCheck(
     }
     throw failure
   }
-  return scale
+  const limitation = harness.limitation
+  return limitation === undefined ? { scale } : { scale, limitation }
 }
 
 function scaleOf(error: unknown): CheckScale | undefined {
@@ -128,8 +147,13 @@ export function describeBackendContract(options: ContractOptions): void {
               recorder.started({ id: check.id, category, title: check.title })
               const started = performance.now()
               let scale: CheckScale
+              let limitation: string | undefined
               try {
-                scale = await runContractCheck(check, options, capabilities)
+                ;({ scale, limitation } = await runContractCheckOutcome(
+                  check,
+                  options,
+                  capabilities,
+                ))
               } catch (error) {
                 const failedScale = scaleOf(error)
                 recorder.record({
@@ -147,7 +171,9 @@ export function describeBackendContract(options: ContractOptions): void {
                 id: check.id,
                 category,
                 title: check.title,
-                status: 'passed',
+                // A verified declared limitation is reported as such, never as a pass.
+                status: limitation === undefined ? 'passed' : 'limitation',
+                ...(limitation === undefined ? {} : { limitation }),
                 durationMs: Math.round(performance.now() - started),
                 ...(Object.keys(scale).length === 0 ? {} : { scale }),
               })

@@ -12,7 +12,13 @@ import {
 import { fail } from './assert.js'
 import { type ContractChild, spawnContractChild } from './child-process.js'
 import { resolveScale, resolveSeed } from './knobs.js'
-import type { CheckScale, ContractOptions, ContractProcessOptions, ContractScale } from './types.js'
+import type {
+  CheckScale,
+  ContractOptions,
+  ContractProcessOptions,
+  ContractScale,
+  FrozenWriterLimitation,
+} from './types.js'
 
 /**
  * What every check receives: a fresh namespace, a manual clock, a factory of
@@ -49,7 +55,16 @@ export interface Harness {
    * for a backend that claims `multiProcess`, so a missing option is an
    * unproved claim, a failure.
    */
-  child(): Promise<ContractChild>
+  child(options?: { stepped?: boolean }): Promise<ContractChild>
+  /** The backend's declared frozen-writer limitation, if any. */
+  readonly frozenWriterLimitation: FrozenWriterLimitation | undefined
+  /**
+   * Records that the check verified a limitation the backend declared: the
+   * summary then shows the check as `limitation`, not `passed`.
+   */
+  declareLimitation(text: string): void
+  /** What {@link declareLimitation} recorded. */
+  readonly limitation: string | undefined
   /** Records the scale the check ran at (merged; shown in the summary and the JSON). */
   report(scale: CheckScale): void
   /** What {@link report} collected so far. */
@@ -82,6 +97,7 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
   const spawning: Array<Promise<ContractChild>> = []
   const hostClock = capabilities.leaseClock === 'host'
   const reported: Record<string, number> = {}
+  let limitation: string | undefined
 
   async function backend(opts: { realClock?: boolean } = {}): Promise<Backend> {
     const useClock: Clock = opts.realClock === true ? systemClock : clock.now
@@ -128,13 +144,20 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
       Object.assign(reported, scale)
     },
     reported,
-    async child() {
+    frozenWriterLimitation: options.frozenWriterLimitation,
+    declareLimitation(text) {
+      limitation = text
+    },
+    get limitation() {
+      return limitation
+    },
+    async child(childOptions = {}) {
       if (options.process === undefined) {
         throw new Error(
           'the backend claims multiProcess but no `process` option (child backend module) was given: a claimed capability must be proved, so this tier fails instead of being skipped',
         )
       }
-      const spawned = spawnContractChild(options.process, namespace)
+      const spawned = spawnContractChild(options.process, namespace, childOptions.stepped === true)
       spawning.push(spawned)
       return spawned
     },

@@ -8,10 +8,14 @@ export {
 } from './check.js'
 export { CONTRACT_CHECKS } from './checks/all.js'
 export { MIN_CRASH_CYCLES } from './checks/crash.js'
+export { MIN_FROZEN_ROUNDS } from './checks/frozen-writer.js'
+export type { FrozenWoke } from './child-protocol.js'
 export {
+  type ContractCheckOutcome,
   describeBackendContract,
   lastSummaries,
   runContractCheck,
+  runContractCheckOutcome,
   skipReason,
 } from './describe-contract.js'
 export { createHarness, type Harness, probeCapabilities } from './harness.js'
@@ -38,5 +42,6 @@ export type {
   ContractProcessOptions,
   ContractReportOptions,
   ContractScale,
+  FrozenWriterLimitation,
   SkipCause,
 } from './types.js'

@@ -6,6 +6,7 @@ export const DEFAULT_SCALE: Required<ContractScale> = {
   increments: 10,
   processes: 4,
   crashCycles: 50,
+  frozenRounds: 10,
 }
 
 /** Default seed of the model-based property test. */
@@ -32,6 +33,8 @@ export function resolveScale(scale: ContractScale | undefined): Required<Contrac
       envInt('AGENT_STATE_CONTRACT_PROCESSES') ?? scale?.processes ?? DEFAULT_SCALE.processes,
     crashCycles:
       envInt('AGENT_STATE_CRASH_CYCLES') ?? scale?.crashCycles ?? DEFAULT_SCALE.crashCycles,
+    frozenRounds:
+      envInt('AGENT_STATE_FROZEN_ROUNDS') ?? scale?.frozenRounds ?? DEFAULT_SCALE.frozenRounds,
   }
 }
 

@@ -52,16 +52,17 @@ export class SummaryRecorder {
   summary(): ConformanceSummary {
     const checks = this.#order.map((id) => this.#results.get(id) as CheckResult)
     const categories: Record<string, CategorySummary> = {}
-    const totals = { passed: 0, failed: 0, skipped: 0 }
+    const totals = { passed: 0, failed: 0, skipped: 0, limitation: 0 }
     for (const category of CATEGORIES) {
       const mine = checks.filter((c) => c.category === category)
       if (mine.length === 0) continue
-      const counts = { passed: 0, failed: 0, skipped: 0 }
+      const counts = { passed: 0, failed: 0, skipped: 0, limitation: 0 }
       for (const c of mine) counts[c.status]++
       categories[category] = counts
       totals.passed += counts.passed
       totals.failed += counts.failed
       totals.skipped += counts.skipped
+      totals.limitation += counts.limitation
     }
     return {
       backend: this.#backend,
@@ -83,20 +84,25 @@ export function formatSummary(summary: ConformanceSummary): string {
     lines.push(`  claims ${JSON.stringify(summary.capabilities)}`)
   }
   for (const [category, c] of Object.entries(summary.categories)) {
-    lines.push(
-      `  ${category.padEnd(16)} passed ${c.passed}  failed ${c.failed}  skipped ${c.skipped}`,
-    )
+    lines.push(`  ${category.padEnd(16)} ${formatCounts(c)}`)
   }
-  const t = summary.totals
-  lines.push(`  ${'total'.padEnd(16)} passed ${t.passed}  failed ${t.failed}  skipped ${t.skipped}`)
+  lines.push(`  ${'total'.padEnd(16)} ${formatCounts(summary.totals)}`)
   for (const check of summary.checks) {
     const scale = check.scale === undefined ? '' : ` [ran at ${formatScale(check.scale)}]`
     if (check.status === 'failed') lines.push(`  FAILED  ${check.id}${scale}: ${check.error ?? ''}`)
-    else if (check.status === 'skipped') {
+    else if (check.status === 'limitation') {
+      lines.push(`  declared limitation  ${check.id}${scale}: ${check.limitation ?? ''}`)
+    } else if (check.status === 'skipped') {
       lines.push(`  skipped ${check.id} (${check.skipCause ?? 'not-run'}): ${check.reason ?? ''}`)
     } else if (scale !== '') lines.push(`  passed  ${check.id}${scale}`)
   }
   return lines.join('\n')
+}
+
+function formatCounts(c: CategorySummary): string {
+  const base = `passed ${c.passed}  failed ${c.failed}  skipped ${c.skipped}`
+  // Only shown where there is one, so the usual table stays as it was.
+  return c.limitation > 0 ? `${base}  declared limitation ${c.limitation}` : base
 }
 
 function formatScale(scale: Readonly<Record<string, number>>): string {

@@ -22,6 +22,30 @@ export interface ContractProcessOptions {
   readonly module: string
   /** JSON-serializable options passed to `createBackend`. */
   readonly options?: unknown
+  /**
+   * Optional, for the frozen-writer tier: the write steps the module's
+   * `createSteppedBackend(options, ctx, onStep)` reports through `onStep(step)`
+   * (synchronously, at that point of a write). With them, half of the tier's
+   * rounds stop the holder at an exact step (cycled through, in a put and in a
+   * renew); without them every round stops it at a random moment.
+   */
+  readonly writeSteps?: readonly string[]
+}
+
+/**
+ * A backend's declared limitation of the frozen-writer tier: a holder
+ * frozen inside its write keeps a lock no contender may break (SQLite's
+ * database lock). The tier then requires every contender blocked by it to
+ * fail fast, within `busyTimeoutMs` + 1000 ms, with exactly `code` and a
+ * message matching `message`; the summary records the check as a declared
+ * limitation (never a pass), and any other behaviour fails it. Requires
+ * `process.writeSteps`, so the tier can freeze the holder inside its write.
+ */
+export interface FrozenWriterLimitation {
+  readonly code: string
+  readonly message: RegExp
+  /** How long the backend waits for a lock before failing (its busy timeout). */
+  readonly busyTimeoutMs: number
 }
 
 /** Sizes of the concurrency, multi-process and crash tiers. */
@@ -34,6 +58,8 @@ export interface ContractScale {
   readonly processes?: number
   /** Kill -9 cycles in the crash tier. */
   readonly crashCycles?: number
+  /** Rounds of the frozen-writer tier (at least 10, `MIN_FROZEN_ROUNDS`). */
+  readonly frozenRounds?: number
 }
 
 /** Where to write the conformance summary. */
@@ -59,10 +85,12 @@ export interface ContractOptions {
   readonly seed?: number
   /** Conformance summary output. */
   readonly report?: ContractReportOptions
+  /** A declared limitation of the frozen-writer tier (see {@link FrozenWriterLimitation}). */
+  readonly frozenWriterLimitation?: FrozenWriterLimitation
 }
 
 /** Outcome of one check in the summary. */
-export type CheckStatus = 'passed' | 'failed' | 'skipped'
+export type CheckStatus = 'passed' | 'failed' | 'skipped' | 'limitation'
 
 /**
  * Why a check was skipped:
@@ -99,6 +127,8 @@ export interface CheckResult {
   readonly scale?: CheckScale
   /** The failure message. */
   readonly error?: string
+  /** What the backend declared and the check verified, for status `limitation`. */
+  readonly limitation?: string
   readonly durationMs?: number
 }
 
@@ -107,6 +137,8 @@ export interface CategorySummary {
   readonly passed: number
   readonly failed: number
   readonly skipped: number
+  /** Checks that verified a limitation the backend declared (neither passed nor skipped). */
+  readonly limitation: number
 }
 
 /** The conformance summary, printed after the suite and written as JSON on request. */

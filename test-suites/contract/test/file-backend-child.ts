@@ -8,3 +8,15 @@ export function createBackend(options: unknown, ctx: { namespace: string }): Bac
     createFileRecordStore({ root, namespace: ctx.namespace, ...(mode ? { mode } : {}) }),
   )
 }
+
+/** The same store, reporting its write step, for the frozen-writer tier's exact-step stops. */
+export function createSteppedBackend(
+  options: unknown,
+  ctx: { namespace: string },
+  onStep: (step: string) => void,
+): Backend {
+  const { root, mode } = options as { root: string; mode?: FileStoreMode }
+  return createRecordBackend(
+    createFileRecordStore({ root, namespace: ctx.namespace, onStep, ...(mode ? { mode } : {}) }),
+  )
+}

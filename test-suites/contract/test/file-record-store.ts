@@ -13,9 +13,15 @@ import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-st
  * - `racy`: checks the version, then renames over the target (check-then-write);
  * - `lazy`: acknowledges writes before they reach the disk;
  * - `cached-names`: lists from a per-process cache of key names that only this
- *   process's own writes invalidate (right inside one process, stale across).
+ *   process's own writes invalidate (right inside one process, stale across);
+ * - `locked`: correct, but each commit holds a per-key lock file that waiters
+ *   never break (they fail with `UNAVAILABLE` after 3 s), so a writer frozen
+ *   inside its commit blocks every takeover: the frozen-writer tier's mutant.
  */
-export type FileStoreMode = 'correct' | 'racy' | 'lazy' | 'cached-names'
+export type FileStoreMode = 'correct' | 'racy' | 'lazy' | 'cached-names' | 'locked'
+
+/** The write step {@link FileRecordStoreOptions.onStep} reports (the suite's `writeSteps`). */
+export const FILE_STORE_STEPS: readonly string[] = ['data-written']
 
 /** The `cached-names` mode's per-process cache: directory to its key names. */
 const nameCache = new Map<string, string[]>()
@@ -25,6 +31,8 @@ export interface FileRecordStoreOptions {
   readonly root: string
   readonly namespace: string
   readonly mode?: FileStoreMode
+  /** Called when a commit's data is durable and not yet linked (lock held in `locked` mode). */
+  readonly onStep?: (step: string) => void
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -87,14 +95,34 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
     }
   }
 
+  /** The `locked` mode's lock: exclusive creation, waited for, never broken. */
+  async function lock(kd: string): Promise<() => Promise<void>> {
+    const path = join(kd, 'lock')
+    const deadline = Date.now() + 3000
+    for (;;) {
+      try {
+        await (
+          await open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600)
+        ).close()
+        return () => unlink(path)
+      } catch (error) {
+        if (code(error) !== 'EEXIST') throw error
+        if (Date.now() > deadline) throw new AgentStateError('UNAVAILABLE', 'record locked')
+        await sleep(5)
+      }
+    }
+  }
+
   async function commit(key: string, data: Uint8Array, target: number): Promise<void> {
     const kd = keyDir(key)
     await mkdir(kd, { recursive: true, mode: 0o700 })
+    const unlock = mode === 'locked' ? await lock(kd) : undefined
     const tmp = join(kd, `tmp-${randomUUID()}`)
     try {
       await durableWrite(tmp, new TextEncoder().encode(key))
       await rename(tmp, join(kd, 'key'))
       await durableWrite(tmp, data)
+      options.onStep?.('data-written')
       if (mode === 'racy') await rename(tmp, join(kd, String(target)))
       else {
         try {
@@ -109,6 +137,7 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
       nameCache.delete(dir)
     } finally {
       await unlink(tmp).catch(() => undefined)
+      await unlock?.()
     }
   }
 
@@ -127,7 +156,7 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
     async write(key, data, condition) {
       const current = pending.get(key)?.version ?? String(await latest(key))
       const expected = 'absent' in condition ? '0' : condition.version
-      if (mode !== 'correct' && current !== expected)
+      if (mode !== 'correct' && mode !== 'locked' && current !== expected)
         throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
       const target = Number(expected) + 1
       if (mode === 'racy') await sleep(1)

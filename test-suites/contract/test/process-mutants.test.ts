@@ -10,9 +10,10 @@ import {
   type ContractOptions,
   probeCapabilities,
   runContractCheck,
+  runContractCheckOutcome,
   skipReason,
 } from '../src/index.js'
-import { createFileRecordStore, type FileStoreMode } from './file-record-store.js'
+import { createFileRecordStore, FILE_STORE_STEPS, type FileStoreMode } from './file-record-store.js'
 import { contractVerdict } from './verdict.js'
 
 const childModule = fileURLToPath(new URL('./file-backend-child.ts', import.meta.url))
@@ -35,7 +36,9 @@ function fileOptions(
       createRecordBackend(createFileRecordStore({ root, namespace: ctx.namespace, mode }), {
         clock: ctx.clock,
       }),
-    ...(withProcess ? { process: { module: childModule, options: { root, mode } } } : {}),
+    ...(withProcess
+      ? { process: { module: childModule, options: { root, mode }, writeSteps: FILE_STORE_STEPS } }
+      : {}),
     scale: { crashCycles },
   }
 }
@@ -47,6 +50,8 @@ function checkById(id: string) {
 }
 
 const CRASH = 'crash/acknowledged-writes-survive-kill-9-and-nothing-is-torn'
+const FROZEN =
+  'multi-process/a-holder-frozen-mid-write-never-blocks-a-takeover-and-is-refused-when-it-wakes'
 const MP_COUNTER = 'multi-process/n-by-m-compare-and-set-increments-across-processes-lose-no-update'
 
 /** Runs the check and returns the suite's verdict; a crash (any other error) fails the test. */
@@ -130,4 +135,61 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
     expect(scale).toMatchObject({ cyclesConfigured: 10, cyclesVerified: 10 })
     expect(scale.acknowledgedWrites).toBeGreaterThanOrEqual(10)
   }, 180_000)
+
+  it('catches a per-key lock that a writer frozen inside its commit keeps', async () => {
+    const error = await verdict(runContractCheck(checkById(FROZEN), fileOptions('locked', 1)))
+    expect(error.message).toMatch(
+      /round \d+ \(.*\): the contender's takeover failed with UNAVAILABLE/,
+    )
+    const scale = await runContractCheck(checkById(FROZEN), fileOptions('correct', 1))
+    expect(scale).toMatchObject({ rounds: 10, randomRounds: 5, steppedRounds: 5, limitedRounds: 0 })
+  }, 300_000)
+
+  it('verifies a declared frozen-writer limitation and fails any other behaviour', async () => {
+    const declared = {
+      code: 'UNAVAILABLE',
+      message: /record locked/,
+      busyTimeoutMs: 3000,
+    }
+    const limited = await runContractCheckOutcome(checkById(FROZEN), {
+      ...fileOptions('locked', 1),
+      frozenWriterLimitation: declared,
+    })
+    expect(limited.limitation).toMatch(/failed fast with UNAVAILABLE/)
+    expect(limited.scale.limitedRounds).toBeGreaterThanOrEqual(5)
+    // A message other than the declared one.
+    const wrongMessage = await verdict(
+      runContractCheck(checkById(FROZEN), {
+        ...fileOptions('locked', 1),
+        frozenWriterLimitation: { ...declared, message: /a process holds the database lock/ },
+      }),
+    )
+    expect(wrongMessage.message).toMatch(/the declared limitation's message/)
+    // Slower than the declared busy timeout + 1 s.
+    const slow = await verdict(
+      runContractCheck(checkById(FROZEN), {
+        ...fileOptions('locked', 1),
+        frozenWriterLimitation: { ...declared, busyTimeoutMs: 500 },
+      }),
+    )
+    expect(slow.message).toMatch(/the declared limitation fails fast/)
+    // A backend without the limitation must not declare it.
+    const stale = await verdict(
+      runContractCheck(checkById(FROZEN), {
+        ...fileOptions('correct', 1),
+        frozenWriterLimitation: declared,
+      }),
+    )
+    expect(stale.message).toMatch(/remove the declaration/)
+  }, 600_000)
+
+  it('fails a frozen-writer tier configured below the floor of 10 rounds', async () => {
+    const error = await verdict(
+      runContractCheck(checkById(FROZEN), {
+        ...fileOptions('correct', 1),
+        scale: { frozenRounds: 3 },
+      }),
+    )
+    expect(error.message).toMatch(/configured with 3 rounds, below the floor of 10/)
+  }, 60_000)
 })

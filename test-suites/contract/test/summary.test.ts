@@ -8,6 +8,7 @@ import {
   describeBackendContract,
   formatSummary,
   lastSummaries,
+  SummaryRecorder,
   skipCauseOf,
 } from '../src/index.js'
 
@@ -55,5 +56,33 @@ describe('skip causes', () => {
     expect(skipCauseOf('maxValueBytes 67108864 is above the testable 16777216')).toBe(
       'not-testable',
     )
+  })
+})
+
+describe('declared limitations', () => {
+  it('are counted and shown apart from passes, failures and skips', () => {
+    const recorder = new SummaryRecorder('sqlite')
+    recorder.record({ id: 'basic/x', category: 'basic', title: 'x', status: 'passed' })
+    recorder.record({
+      id: 'multi-process/frozen',
+      category: 'multi-process',
+      title: 'frozen',
+      status: 'limitation',
+      limitation: 'a holder frozen inside its write blocks the takeover',
+      scale: { rounds: 10, limitedRounds: 10 },
+    })
+    const summary = recorder.summary()
+    expect(summary.totals).toEqual({ passed: 1, failed: 0, skipped: 0, limitation: 1 })
+    expect(summary.categories['multi-process']).toEqual({
+      passed: 0,
+      failed: 0,
+      skipped: 0,
+      limitation: 1,
+    })
+    const text = formatSummary(summary)
+    expect(text).toContain(
+      'declared limitation  multi-process/frozen [ran at rounds 10, limitedRounds 10]: a holder frozen inside its write blocks the takeover',
+    )
+    expect(text).toMatch(/total +passed 1 {2}failed 0 {2}skipped 0 {2}declared limitation 1/)
   })
 })

@@ -1,5 +1,6 @@
 import type { ContractCheck } from '../check.js'
 import { crashChecks } from './crash.js'
+import { frozenWriterChecks } from './frozen-writer.js'
 import { IN_PROCESS_CHECKS } from './index.js'
 import { multiProcessChecks } from './multi-process.js'
 
@@ -7,5 +8,6 @@ import { multiProcessChecks } from './multi-process.js'
 export const CONTRACT_CHECKS: readonly ContractCheck[] = [
   ...IN_PROCESS_CHECKS,
   ...multiProcessChecks,
+  ...frozenWriterChecks,
   ...crashChecks,
 ]
