@@ -40,6 +40,8 @@ const STORY = [
   /^recovered after the kill, and why:$/m,
   /agent-state workers --url 'file:\.\/\.agent-state' --namespace demo-\d{14}-[0-9a-f]{4}/,
   /agent-state stat runs\/researcher-ticket\/run\.json --url/,
+  /agent-state daemons --url 'file:\.\/\.agent-state' --namespace demo-/,
+  /agent-state runs --url 'file:\.\/\.agent-state' --namespace demo-/,
 ]
 
 describe('agent-state demo', () => {
@@ -74,6 +76,30 @@ describe('agent-state demo', () => {
     expect(workers.status, workers.stderr).toBe(0)
     const [worker] = JSON.parse(workers.stdout).workers
     expect(worker).toMatchObject({ workerId: 'researcher', status: 'done', lease: null })
+    const runs = await runCli(['runs', '--json', '--namespace', namespace], { cwd })
+    expect(runs.status, runs.stderr).toBe(0)
+    expect(JSON.parse(runs.stdout).runs).toEqual([
+      {
+        runId: 'researcher-ticket',
+        status: 'completed',
+        attempt: { attemptId: 'researcher-ticket@2', holder: expect.any(String), count: 2 },
+        position: { seq: 2, next: null },
+        effects: { unknown: 0, submitted: 0, planned: 0, settled: 1, incomplete: [] },
+        error: null,
+      },
+    ])
+    const daemons = await runCli(['daemons', '--json', '--namespace', namespace], { cwd })
+    expect(daemons.status, daemons.stderr).toBe(0)
+    expect(JSON.parse(daemons.stdout).daemons).toEqual([
+      expect.objectContaining({
+        daemonId: 'researcher',
+        state: 'done',
+        pending: 0,
+        inflight: null,
+        queued: 0,
+        iterations: 4,
+      }),
+    ])
     const sessions = await runCli(['sessions', '--json', '--namespace', namespace], { cwd })
     expect(JSON.parse(sessions.stdout).sessions[0]).toMatchObject({
       sessionId: 'triage',

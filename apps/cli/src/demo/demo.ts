@@ -364,6 +364,8 @@ export async function runDemo(
     print(`look at what it left${shown === url ? '' : ' (put the password back in the URL)'}:`)
     print(`  ${command} sessions ${flags}`)
     print(`  ${command} workers ${flags}`)
+    print(`  ${command} daemons ${flags}`)
+    print(`  ${command} runs ${flags}`)
     print(`  ${command} stat ${workerSnapshotKey(ctx.workerId)} ${flags}`)
     print(`  ${command} stat ${runHeadKey(ctx.runId)} ${flags}`)
     print(`  ${command} ls -r -l ${flags}`)
