@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { MIN_CRASH_CYCLES } from '@agent-state/contract'
 import { freePort } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
@@ -8,9 +9,12 @@ import { redisUrl, s3Env, s3Url } from './services.js'
 
 afterAll(removeTemps)
 
-/** Small tiers: these tests prove the command's behaviour, the backends prove themselves elsewhere. */
+/**
+ * Small tiers: these tests prove the command's behaviour, the backends prove themselves elsewhere.
+ * The crash tier runs at the suite's floor: fewer cycles fail it as proving nothing.
+ */
 const SMALL = {
-  AGENT_STATE_CRASH_CYCLES: '3',
+  AGENT_STATE_CRASH_CYCLES: String(MIN_CRASH_CYCLES),
   AGENT_STATE_CONTRACT_INSTANCES: '16',
   AGENT_STATE_CONTRACT_INCREMENTS: '3',
 }
