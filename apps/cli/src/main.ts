@@ -4,6 +4,7 @@ import { guarded, withBackend } from './command-runner.js'
 import { AGENT_VIEWS } from './commands/agent-views.js'
 import { type CopyFlags, runCopy } from './commands/copy-command.js'
 import { catValue, printKeys, statKey, statLines } from './commands/inspect.js'
+import { addQuarantineCommand } from './commands/quarantine-command.js'
 import { addViewCommand } from './commands/view-command.js'
 import {
   addBackendOptions,
@@ -151,6 +152,7 @@ function buildProgram(setCode: (code: ExitCode) => void): Command {
   })
 
   for (const view of AGENT_VIEWS) addViewCommand(program, view, setCode)
+  addQuarantineCommand(program, setCode)
 
   addFormatOptions(
     addTimeoutOption(

@@ -9,6 +9,7 @@ import {
   workerSnapshotKey,
 } from '@agent-state/runtime'
 import { isoTime, printable } from '../output.js'
+import { daemonsView, runsView } from './daemon-run-views.js'
 import { relative } from './inspect.js'
 
 /**
@@ -200,10 +201,11 @@ export const workersView: AgentView<WorkerRow> = {
   broken: (row) => row.error !== null,
 }
 
-/**
- * Every agent-level view, each a command of its own. Daemon queues (pending,
- * in flight, capacity) and effect-ledger runs (attempt, position, effects by
- * state) join here as views once the runtime stores them.
- */
+/** Every agent-level view, each a command of its own. */
 // biome-ignore lint/suspicious/noExplicitAny: rows differ per view; each view is typed by itself
-export const AGENT_VIEWS: readonly AgentView<any>[] = [sessionsView, workersView]
+export const AGENT_VIEWS: readonly AgentView<any>[] = [
+  sessionsView,
+  workersView,
+  daemonsView,
+  runsView,
+]

@@ -3,6 +3,9 @@ import { extname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 
+/** The demo's effect: its stable id in the run (with the run id, it makes the idempotency key). */
+export const DEMO_EFFECT_ID = 'ticket-1'
+
 /** One JSON event an agent process printed. */
 export interface AgentEvent {
   readonly pid: number
@@ -28,8 +31,16 @@ export interface AgentProcess {
  * `@agent-state/source` condition.
  */
 export function startAgent(args: readonly string[]): AgentProcess {
+  return startDemoProcess('demo-agent', args)
+}
+
+/**
+ * Starts one of the demo's scripts (`demo-agent`, `demo-provider`) in a fresh
+ * process, the same way as {@link startAgent}.
+ */
+export function startDemoProcess(name: string, args: readonly string[]): AgentProcess {
   const here = fileURLToPath(import.meta.url)
-  const script = fileURLToPath(new URL(`./demo-agent${extname(here)}`, import.meta.url))
+  const script = fileURLToPath(new URL(`./${name}${extname(here)}`, import.meta.url))
   const fromSource = extname(here) === '.ts'
   const node = fromSource
     ? ['--conditions=@agent-state/source', '--import', import.meta.resolve('tsx'), script]
@@ -73,11 +84,14 @@ export function startAgent(args: readonly string[]): AgentProcess {
           }
           if (ended) {
             done()
-            reject(
-              new Error(
-                `the agent process ${child.pid} ended first${errText === '' ? '' : `: ${errText.trim().split('\n').at(-1)}`}`,
-              ),
-            )
+            const failed = events.find((event) => event.event === 'failed')
+            const why =
+              failed !== undefined
+                ? `: ${String(failed.code)}: ${String(failed.message)}`
+                : errText === ''
+                  ? ''
+                  : `: ${errText.trim().split('\n').at(-1)}`
+            reject(new Error(`the agent process ${child.pid} ended first${why}`))
             return true
           }
           return false

@@ -1,72 +1,250 @@
 /**
  * The scripted agent of `agent-state demo`, one role per process:
  *
- *   demo-agent <url> <namespace> work    <workerId>   starts the worker, runs turns until killed
- *   demo-agent <url> <namespace> resume  <workerId>   takes over the dead worker, waits for "go", finishes
- *   demo-agent <url> <namespace> contend <workerId>   tries to resume the same worker at the same time
+ *   demo-agent <url> <namespace> work    <workerId> <runId> <provider>  consumes events, killed mid-effect
+ *   demo-agent <url> <namespace> resume  <workerId> <runId> <provider>  takes over, waits for "go", finishes
+ *   demo-agent <url> <namespace> contend <workerId> <runId> <provider>  tries to resume the same at once
  *
- * Deterministic: no model, no network beyond the backend. Each process prints
- * one JSON line per event on stdout; the demo reads them to build its timeline.
+ * The worker is a daemon (a worker fed by a durable queue). Its events are
+ * findings, each checkpointed with the event's acknowledgement, and one
+ * `file-ticket` event whose turn records a side effect in the effect ledger:
+ * a ticket filed at the provider (`demo-provider.ts`). Deterministic: no
+ * model, no network beyond the backend and the local provider. Each process
+ * prints one JSON line per event on stdout; the demo builds its timeline from them.
  */
-import { openBackend } from '@agent-state/core'
-import { resumeWorker, startWorker } from '@agent-state/runtime'
+import { isAgentStateError, openBackend } from '@agent-state/core'
+import {
+  type Daemon,
+  type EffectHandler,
+  openRun,
+  type Run,
+  resumeDaemon,
+  resumeRun,
+  spawnDaemon,
+} from '@agent-state/runtime'
 import { importBackendPackage } from '../backend-importer.js'
+import { DEMO_EFFECT_ID } from './agent-process.js'
 
-/** The lease of the demo's worker: short, so a dead owner's lease runs out within the demo. */
+/** Leases of the demo's worker, run and deliveries: short, so a dead owner's run out within the demo. */
 const DEMO_LEASE_TTL_MS = 1500
 
-const [url, namespace, role, workerId] = process.argv.slice(2)
-if (url === undefined || namespace === undefined || role === undefined || workerId === undefined) {
-  throw new Error('usage: demo-agent <url> <namespace> work|resume|contend <workerId>')
+/** One event of the demo's queue. */
+type DemoEvent = { kind: 'finding'; text: string } | { kind: 'file-ticket'; title: string }
+type DemoState = { turn: number; notes: string[]; ticket?: string }
+
+const argv = process.argv.slice(2)
+if (argv.length !== 6) {
+  throw new Error(
+    'usage: demo-agent <url> <namespace> work|resume|contend <workerId> <runId> <provider>',
+  )
 }
+const [url, namespace, role, workerId, runId, provider] = argv as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+]
 const say = (event: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify({ pid: process.pid, ...event })}\n`)
 }
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 const backend = await openBackend(url, { namespace, importer: importBackendPackage })
 const holder = `${role}:${process.pid}`
 
-if (role === 'work') {
-  const worker = await startWorker(backend, {
-    workerId,
-    holder,
-    leaseTtlMs: DEMO_LEASE_TTL_MS,
-    state: { turn: 0, notes: [] },
-  })
-  say({ event: 'started', token: worker.lease?.token })
-  // Turns until the demo kills this process; each one checkpointed (a fenced write).
-  for (let turn = 1; ; turn++) {
-    const notes = [...((worker.state as { notes: string[] }).notes ?? []), `finding ${turn}`]
-    await worker.checkpoint({ state: { turn, notes }, iterations: 1 })
-    say({ event: 'checkpoint', turn })
-    await new Promise((resolve) => setTimeout(resolve, 150))
+/**
+ * Files a ticket at the provider. Not retry-safe: the provider does not
+ * deduplicate, so an effect it reports absent must not be sent again blindly.
+ * `hold` asks the provider to keep the answer back (the demo kills this
+ * process while it waits).
+ */
+function ticketHandler(hold: boolean): EffectHandler {
+  return {
+    retrySafe: false,
+    timeoutMs: 30_000,
+    async dispatch({ idempotencyKey, request, signal }) {
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'idempotency-key': idempotencyKey,
+      }
+      if (hold) headers['x-hold'] = '1'
+      const response = await fetch(`${provider}/apply`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(request),
+        signal,
+      })
+      if (!response.ok) throw new Error(`the provider answered ${response.status}`)
+      return ((await response.json()) as { result: { ticket: string } }).result
+    },
+    async reconcile({ idempotencyKey }) {
+      const response = await fetch(`${provider}/status/${encodeURIComponent(idempotencyKey)}`)
+      const body = (await response.json()) as { status: string; result?: { ticket: string } }
+      return body.status === 'confirmed'
+        ? { status: 'confirmed', result: body.result ?? null }
+        : { status: 'absent' }
+    },
   }
-} else if (role === 'resume' || role === 'contend') {
-  try {
-    const worker = await resumeWorker(backend, workerId, {
+}
+
+const ticketRequest = (state: DemoState, title: string) => ({ title, findings: state.notes })
+
+function handleFinding(delivery: { event: unknown }, state: DemoState): DemoState {
+  const event = delivery.event as DemoEvent & { kind: 'finding' }
+  return { ...state, turn: state.turn + 1, notes: [...state.notes, event.text] }
+}
+
+/** The role's script; a failure is printed as a `failed` event, so the demo can say why. */
+async function main(): Promise<void> {
+  if (role === 'work') {
+    const daemon = await spawnDaemon(backend, {
+      daemonId: workerId,
       holder,
-      leaseTtlMs: 60_000,
-      recoverRunning: true,
-      cause: role === 'resume' ? 'previous owner killed' : 'a second resumer',
+      leaseTtlMs: DEMO_LEASE_TTL_MS,
+      visibilityTimeoutMs: DEMO_LEASE_TTL_MS,
+      state: { turn: 0, notes: [] },
     })
-    const state = worker.state as { turn: number; notes: string[] }
-    say({ event: 'resumed', token: worker.lease?.token, turn: state.turn })
-    if (role === 'resume') {
-      // Hold the worker until the demo has shown the contender being refused.
-      await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()))
-      await worker.complete(
-        { summary: `${state.notes.length} findings`, resumedFromTurn: state.turn },
-        { state: { ...state, turn: state.turn + 1 }, iterations: 1 },
-      )
-      say({ event: 'completed', turn: state.turn + 1 })
+    say({ event: 'started', token: daemon.worker.lease?.token })
+    for (;;) {
+      const delivery = await daemon.next()
+      if (delivery === null) {
+        await daemon.heartbeat()
+        await sleep(50)
+        continue
+      }
+      const state = daemon.state as DemoState
+      const event = delivery.event as DemoEvent
+      if (event.kind === 'finding') {
+        const next = handleFinding(delivery, state)
+        await daemon.ack(delivery, { state: next })
+        say({ event: 'checkpoint', seq: delivery.seq, turn: next.turn })
+        continue
+      }
+      say({ event: 'claimed', seq: delivery.seq, attempt: delivery.attempt })
+      const run = await openRun(backend, runId, {
+        handlers: { ticket: ticketHandler(true) },
+        leaseTtlMs: DEMO_LEASE_TTL_MS,
+      })
+      await run.commitStep('draft', { title: event.title }, { next: 'file' })
+      say({ event: 'dispatching', attempt: run.attempt.attemptId })
+      // The provider applies it and keeps the answer back: the demo kills this process here.
+      await run.effect('ticket', DEMO_EFFECT_ID, ticketRequest(state, event.title))
+      say({ event: 'unexpected', text: 'the provider answered a held request' })
     }
-  } catch (error) {
-    const code = (error as { code?: unknown }).code
+  } else if (role === 'resume' || role === 'contend') {
+    let daemon: Daemon
+    try {
+      daemon = await resumeDaemon(backend, workerId, {
+        holder,
+        leaseTtlMs: 60_000,
+        recoverRunning: true,
+        cause: role === 'resume' ? 'previous owner killed' : 'a second resumer',
+      })
+    } catch (error) {
+      // The contender also tries the run itself, which the resumer owns.
+      const runCode = await resumeRun(backend, runId, {
+        handlers: { ticket: ticketHandler(false) },
+      }).then(
+        async (run) => {
+          await run.close()
+          return 'OPENED'
+        },
+        (runError: unknown) => codeOf(runError),
+      )
+      say({ event: 'refused', code: codeOf(error), runCode, message: (error as Error).message })
+      await backend.close()
+      process.exit(0)
+    }
+    const run = await resumeWhenFree()
+    const decisions = run.audit
+      .filter(
+        (entry) => entry.event === 'effect_reconciled' && entry.attemptId === run.attempt.attemptId,
+      )
+      .map((entry) => entry.detail)
+    const state = daemon.state as DemoState
     say({
-      event: 'refused',
-      code: typeof code === 'string' ? code : 'UNKNOWN',
-      message: (error as Error).message,
+      event: 'resumed',
+      token: daemon.worker.lease?.token,
+      turn: state.turn,
+      runAttempt: run.attempt.attemptId,
+      runAttempts: run.attemptCount,
+      decisions,
     })
+    // Hold the worker and the run until the demo has shown the contender being refused.
+    await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()))
+    let current = state
+    for (
+      let delivery = await nextDelivery(daemon);
+      delivery !== null;
+      delivery = await nextDelivery(daemon)
+    ) {
+      const event = delivery.event as DemoEvent
+      say({ event: 'delivered', seq: delivery.seq, attempt: delivery.attempt, kind: event.kind })
+      if (event.kind === 'finding') {
+        current = handleFinding(delivery, current)
+      } else {
+        // Confirmed by the reconciler at open: this returns the stored result, no dispatch.
+        const receipt = (await run.effect(
+          'ticket',
+          DEMO_EFFECT_ID,
+          ticketRequest(current, event.title),
+        )) as {
+          ticket: string
+        }
+        await run.commitStep('file', { receipt }, { next: null })
+        await run.complete()
+        current = { ...current, turn: current.turn + 1, ticket: receipt.ticket }
+        say({ event: 'ticket', ticket: receipt.ticket })
+      }
+      await daemon.ack(delivery, { state: current })
+    }
+    await daemon.worker.complete(
+      { summary: `${current.notes.length} findings, ticket ${current.ticket}` },
+      { state: current, iterations: 1 },
+    )
+    say({ event: 'completed', turn: current.turn })
+
+    /** Opens the run once the killed owner's run lease has run out. */
+    async function resumeWhenFree(): Promise<Run> {
+      for (;;) {
+        try {
+          return await resumeRun(backend, runId, {
+            handlers: { ticket: ticketHandler(false) },
+            leaseTtlMs: 60_000,
+          })
+        } catch (error) {
+          if (!isAgentStateError(error, 'RUN_OWNED')) throw error
+          const wait = Number(error.context.expiresAt) - Date.now()
+          await sleep(Math.max(50, Math.min(wait + 20, 2000)))
+        }
+      }
+    }
   }
+}
+
+try {
+  await main()
+} catch (error) {
+  say({ event: 'failed', code: codeOf(error), message: (error as Error).message })
+  process.exit(1)
 }
 await backend.close()
 process.exit(0)
+
+/** The next event, waiting out a dead consumer's delivery lease (`DELIVERY_IN_FLIGHT`). */
+async function nextDelivery(daemon: Daemon) {
+  for (;;) {
+    try {
+      return await daemon.next()
+    } catch (error) {
+      if (!isAgentStateError(error, 'DELIVERY_IN_FLIGHT')) throw error
+      await sleep(100)
+    }
+  }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' ? code : 'UNKNOWN'
+}

@@ -1,9 +1,19 @@
 import { randomBytes } from 'node:crypto'
 import { type Backend, redactUrl } from '@agent-state/core'
-import { inspectWorker, openSession, resumeSession, workerSnapshotKey } from '@agent-state/runtime'
+import {
+  idempotencyKeyOf,
+  inspectRun,
+  inspectWorker,
+  openDaemonQueue,
+  openSession,
+  readEffect,
+  resumeSession,
+  runHeadKey,
+  workerSnapshotKey,
+} from '@agent-state/runtime'
 import { connect } from '../connect.js'
 import { CliError, EXIT } from '../exit-codes.js'
-import { type AgentProcess, startAgent } from './agent-process.js'
+import { type AgentProcess, DEMO_EFFECT_ID, startAgent, startDemoProcess } from './agent-process.js'
 
 /** One line of the demo's timeline. */
 export interface TimelineEntry {
@@ -20,6 +30,8 @@ export interface DemoContext {
   readonly namespace: string
   readonly backend: Backend
   readonly workerId: string
+  /** The effect-ledger run the worker's ticket is filed in. */
+  readonly runId: string
   /** Adds a line to the timeline (printed as it happens). */
   note(who: string, text: string): void
   /** Agent processes started by steps, kept for later steps and stopped at the end. */
@@ -30,9 +42,7 @@ export interface DemoContext {
 
 /**
  * One step of the story. `run` throws a {@link DemoFailure} (or anything)
- * when the product did not behave as the step expects. Effect-ledger and
- * daemon-queue steps slot into {@link DEMO_STEPS} the same way once the
- * runtime has them.
+ * when the product did not behave as the step expects.
  */
 export interface DemoStep {
   readonly title: string
@@ -74,46 +84,102 @@ const sessionStep: DemoStep = {
   },
 }
 
+/** The agent's command line for one role (see `demo-agent.ts`). */
+function agentArgs(ctx: DemoContext, role: string): string[] {
+  return [ctx.url, ctx.namespace, role, ctx.workerId, ctx.runId, String(ctx.facts.get('provider'))]
+}
+
+/** How often the provider applied the demo's effect (its `/log`, read over HTTP). */
+async function providerApplied(ctx: DemoContext): Promise<number> {
+  const response = await fetch(`${String(ctx.facts.get('provider'))}/log`)
+  const log = (await response.json()) as { applied: Record<string, number> }
+  return log.applied[idempotencyKeyOf(ctx.runId, DEMO_EFFECT_ID)] ?? 0
+}
+
+/** The daemon queue's events: findings, a ticket to file (the side effect), one more finding. */
+const DEMO_EVENTS = [
+  { kind: 'finding', text: 'login fails for SSO users' },
+  { kind: 'finding', text: 'the token refresh races the logout' },
+  { kind: 'file-ticket', title: 'SSO logout race' },
+  { kind: 'finding', text: 'a retry storm follows every outage' },
+]
+
 const workStep: DemoStep = {
-  title: 'a worker runs turns and is killed with SIGKILL',
+  title: 'a worker consumes queued events and files a ticket; SIGKILL lands mid-effect',
   async run(ctx) {
-    const agent = startAgent([ctx.url, ctx.namespace, 'work', ctx.workerId])
+    const provider = startDemoProcess('demo-provider', [])
+    ctx.agents.set('provider', provider)
+    const listening = await provider.waitFor((e) => e.event === 'listening', 30_000)
+    ctx.facts.set('provider', `http://127.0.0.1:${String(listening.port)}`)
+    ctx.note(
+      `provider ${provider.pid}`,
+      `a ticket tracker on 127.0.0.1:${String(listening.port)}: records requests by idempotency key`,
+    )
+    const agent = startAgent(agentArgs(ctx, 'work'))
     ctx.agents.set('work', agent)
     const started = await agent.waitFor((e) => e.event === 'started', 30_000)
     ctx.note(
       `agent ${agent.pid}`,
-      `started worker ${ctx.workerId} (lease token ${String(started.token)})`,
+      `spawned daemon ${ctx.workerId}: a worker (lease token ${String(started.token)}) fed by a durable queue`,
     )
-    const third = await agent.waitFor((e) => e.event === 'checkpoint' && e.turn === 3, 30_000)
+    const queue = await openDaemonQueue(ctx.backend, ctx.workerId)
+    for (const event of DEMO_EVENTS) await queue.trigger(event)
+    ctx.note('demo', `triggered ${DEMO_EVENTS.length} events: 3 findings and a ticket to file`)
+    const second = await agent.waitFor((e) => e.event === 'checkpoint' && e.turn === 2, 30_000)
     ctx.note(
       `agent ${agent.pid}`,
-      `checkpointed turns 1-${String(third.turn)}, each a fenced write`,
+      `handled events 0-${String(second.seq)}: each acknowledged with a checkpoint (a fenced write)`,
     )
+    const claimed = await agent.waitFor((e) => e.event === 'claimed', 30_000)
+    await agent.waitFor((e) => e.event === 'dispatching', 30_000)
+    ctx.note(
+      `agent ${agent.pid}`,
+      `took event ${String(claimed.seq)} (file a ticket), opened run ${ctx.runId}, recorded the effect as submitted and called the provider`,
+    )
+    const deadline = Date.now() + 30_000
+    while ((await providerApplied(ctx)) === 0) {
+      expectThat(Date.now() < deadline, 'the provider applies the effect within 30 s')
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
     agent.child.kill('SIGKILL')
     const end = await agent.exited
     expectThat(end.signal === 'SIGKILL', 'the agent process died by SIGKILL')
     ctx.note(
       'demo',
-      `killed agent ${agent.pid} with SIGKILL mid-run: no suspend, its lease still held`,
+      `killed agent ${agent.pid} with SIGKILL after the provider filed the ticket, before its answer reached the agent`,
+    )
+    const run = await inspectRun(ctx.backend, ctx.runId)
+    const effect = run.incomplete.find((record) => record.effectId === DEMO_EFFECT_ID)
+    expectThat(
+      effect?.state === 'submitted',
+      'the ledger holds the effect as submitted (outcome unknown)',
     )
     const body = await inspectWorker(ctx.backend, ctx.workerId)
-    const turn = (body.state as { turn: number }).turn
-    expectThat(body.status === 'running' && turn >= 3, 'the snapshot holds every acknowledged turn')
+    const turn = (body.state as { app?: { turn?: number } }).app?.turn
+    expectThat(
+      body.status === 'running' && turn === 2,
+      'the snapshot holds both acknowledged turns',
+    )
+    const counts = await queue.counts()
+    expectThat(counts.head === 2, 'the ticket event is still at the head of the queue')
     ctx.facts.set('turn', turn)
     ctx.facts.set('token', started.token)
-    ctx.note('demo', `the stored snapshot is verified (checksum) and says: running, turn ${turn}`)
+    ctx.note(
+      'demo',
+      `left behind: effect ${DEMO_EFFECT_ID} "submitted" (did the call land? the ledger cannot know), event 2 unacknowledged at the head, snapshot at turn ${turn}`,
+    )
   },
 }
 
 const expiryStep: DemoStep = {
-  title: "the dead owner's lease runs out",
+  title: "the dead owner's leases run out",
   async run(ctx) {
     const key = workerSnapshotKey(ctx.workerId)
     const lease = await ctx.backend.getLease(key)
     expectThat(lease !== null, 'the killed owner still holds the lease')
     ctx.note(
       'demo',
-      `lease held by ${lease?.holder}, expires in ${Math.max(0, (lease?.expiresAt ?? 0) - Date.now())} ms`,
+      `worker lease held by ${lease?.holder}, expires in ${Math.max(0, (lease?.expiresAt ?? 0) - Date.now())} ms (run and delivery leases alike)`,
     )
     const deadline = Date.now() + 30_000
     while ((await ctx.backend.getLease(key)) !== null) {
@@ -125,9 +191,10 @@ const expiryStep: DemoStep = {
 }
 
 const resumeStep: DemoStep = {
-  title: 'a fresh process resumes the worker; a second one at the same time is refused',
+  title:
+    'a fresh process resumes: the unknown effect is reconciled, not repeated; a second resumer is refused',
   async run(ctx) {
-    const resumer = startAgent([ctx.url, ctx.namespace, 'resume', ctx.workerId])
+    const resumer = startAgent(agentArgs(ctx, 'resume'))
     ctx.agents.set('resume', resumer)
     const resumed = await resumer.waitFor(
       (e) => e.event === 'resumed' || e.event === 'refused',
@@ -146,7 +213,20 @@ const resumeStep: DemoStep = {
       `agent ${resumer.pid}`,
       `resumed worker ${ctx.workerId} at turn ${String(resumed.turn)} with fencing token ${String(resumed.token)} (the killed owner had ${String(ctx.facts.get('token'))})`,
     )
-    const contender = startAgent([ctx.url, ctx.namespace, 'contend', ctx.workerId])
+    const decisions = (resumed.decisions ?? []) as { effectId?: string; rule?: string }[]
+    const decision = decisions.find((d) => d.effectId === DEMO_EFFECT_ID)
+    expectThat(
+      decision?.rule === 'reconciler:confirmed',
+      `the open reconciles the effect through the provider (${JSON.stringify(decisions)})`,
+    )
+    const effect = await readEffect(ctx.backend, ctx.runId, DEMO_EFFECT_ID)
+    expectThat(effect?.state === 'confirmed', 'the effect is recorded confirmed')
+    expectThat((await providerApplied(ctx)) === 1, 'the provider applied it once, not again')
+    ctx.note(
+      `agent ${resumer.pid}`,
+      `opened run ${ctx.runId} (attempt ${String(resumed.runAttempts)}): asked the provider by idempotency key; it had filed ${(effect?.result as { ticket?: string } | null)?.ticket}, so the ledger recorded "confirmed" with that result instead of calling again`,
+    )
+    const contender = startAgent(agentArgs(ctx, 'contend'))
     ctx.agents.set('contend', contender)
     const answer = await contender.waitFor(
       (e) => e.event === 'resumed' || e.event === 'refused',
@@ -154,36 +234,56 @@ const resumeStep: DemoStep = {
     )
     expectThat(
       answer.event === 'refused' && answer.code === 'CONCURRENT_RESUME',
-      'a second resumer is refused with CONCURRENT_RESUME',
+      `a second resumer is refused with CONCURRENT_RESUME (${String(answer.code)})`,
+    )
+    expectThat(
+      answer.runCode === 'RUN_OWNED',
+      `and the run with RUN_OWNED (${String(answer.runCode)})`,
     )
     ctx.note(
       `agent ${contender.pid}`,
-      `tried to resume the same worker: refused, ${String(answer.code)}`,
-    )
-    resumer.child.stdin?.write('go\n')
-    const completed = await resumer.waitFor((e) => e.event === 'completed', 30_000)
-    const body = await inspectWorker(ctx.backend, ctx.workerId)
-    expectThat(body.status === 'done', 'the worker finishes')
-    ctx.note(
-      `agent ${resumer.pid}`,
-      `finished the worker at turn ${String(completed.turn)}: status ${body.status}`,
+      `tried to resume the same worker and run: refused, ${String(answer.code)} and ${String(answer.runCode)}`,
     )
   },
 }
 
-/**
- * The story, in order. Still to come, once `@agent-state/runtime` has them:
- * effects recorded in the ledger against a local provider process (the kill
- * lands in the middle of one, the resume reconciles it by idempotency key
- * instead of repeating it) and a daemon-queue event in flight at the kill
- * and re-delivered to the resumed worker.
- */
-export const DEMO_STEPS: readonly DemoStep[] = [sessionStep, workStep, expiryStep, resumeStep]
+const redeliveryStep: DemoStep = {
+  title: 'the event in flight at the kill comes first; the worker finishes',
+  async run(ctx) {
+    const resumer = ctx.agents.get('resume')
+    expectThat(resumer !== undefined, 'the resumer is still running')
+    if (resumer === undefined) return
+    resumer.child.stdin?.write('go\n')
+    const first = await resumer.waitFor((e) => e.event === 'delivered', 30_000)
+    expectThat(
+      first.seq === 2 && first.attempt === 2,
+      `event 2 is re-delivered first, attempt 2 (got ${String(first.seq)}, attempt ${String(first.attempt)})`,
+    )
+    const ticket = await resumer.waitFor((e) => e.event === 'ticket', 30_000)
+    ctx.note(
+      `agent ${resumer.pid}`,
+      `event 2 re-delivered first (attempt 2: it was in flight at the kill); its effect returned the recorded ${String(ticket.ticket)} without dispatching`,
+    )
+    const completed = await resumer.waitFor((e) => e.event === 'completed', 30_000)
+    const body = await inspectWorker(ctx.backend, ctx.workerId)
+    expectThat(body.status === 'done', 'the worker finishes')
+    const run = await inspectRun(ctx.backend, ctx.runId)
+    expectThat(run.head.status === 'completed', 'the run is completed')
+    expectThat((await providerApplied(ctx)) === 1, 'the provider applied the effect exactly once')
+    ctx.note(
+      `agent ${resumer.pid}`,
+      `handled event 3, finished the worker at turn ${String(completed.turn)} (${body.status}) and the run (${run.head.status}); the provider filed the ticket exactly once`,
+    )
+  },
+}
 
-/** What the demo does not show yet, printed at the end so nobody mistakes it for the whole story. */
-export const NOT_YET_SHOWN = [
-  'effect ledger: a side effect interrupted by the kill, reconciled through the provider instead of repeated',
-  'daemon queue: the event in flight at the kill, re-delivered first after the resume',
+/** The story, in order. */
+export const DEMO_STEPS: readonly DemoStep[] = [
+  sessionStep,
+  workStep,
+  expiryStep,
+  resumeStep,
+  redeliveryStep,
 ]
 
 /**
@@ -228,6 +328,7 @@ export async function runDemo(
       namespace,
       backend,
       workerId: 'researcher',
+      runId: 'researcher-ticket',
       agents,
       facts: new Map(),
       note(who, text) {
@@ -247,14 +348,26 @@ export async function runDemo(
       }
     }
     print(`every step behaved as expected (${((Date.now() - started) / 1000).toFixed(1)} s)`)
-    print('not shown yet (not in @agent-state/runtime yet):')
-    for (const line of NOT_YET_SHOWN) print(`  - ${line}`)
+    print('recovered after the kill, and why:')
+    print('  - the worker, from its last checkpoint: its owner had died and its lease ran out')
+    print(
+      `  - effect ${DEMO_EFFECT_ID}: "submitted" means the call may have landed, so the provider was asked`,
+    )
+    print(
+      '    by idempotency key; it had applied it, so its result was recorded instead of calling again',
+    )
+    print(
+      '  - queue event 2: never acknowledged, so it stayed at the head and came first (attempt 2)',
+    )
     const flags = `--url '${shown}' --namespace ${namespace}`
     const command = invokedAs()
     print(`look at what it left${shown === url ? '' : ' (put the password back in the URL)'}:`)
     print(`  ${command} sessions ${flags}`)
     print(`  ${command} workers ${flags}`)
+    print(`  ${command} daemons ${flags}`)
+    print(`  ${command} runs ${flags}`)
     print(`  ${command} stat ${workerSnapshotKey(ctx.workerId)} ${flags}`)
+    print(`  ${command} stat ${runHeadKey(ctx.runId)} ${flags}`)
     print(`  ${command} ls -r -l ${flags}`)
     return true
   } finally {

@@ -1,0 +1,76 @@
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
+
+afterAll(removeTemps)
+
+describe('daemons and runs views on state a crashed process left', () => {
+  let url: string
+  beforeAll(async () => {
+    url = `file:${join(tempDir('agent-state-views-'), 'state')}`
+    const seeded = await runScript('./seed-runs.ts', [url])
+    expect(seeded.status, seeded.stderr).toBe(0)
+  }, 120_000)
+
+  it('daemons: pending, in flight, capacity; a damaged daemon is a row with its code and exit 1', async () => {
+    const json = await runCli(['daemons', '--json', '--url', url])
+    expect(json.status, json.stderr).toBe(1)
+    expect(json.stderr).toContain('1 record(s) could not be read')
+    const rows = JSON.parse(json.stdout).daemons
+    expect(rows.map((r: { daemonId: string }) => r.daemonId)).toEqual(['broken', 'inbox'])
+    expect(rows[0]).toMatchObject({ state: null, error: { code: 'QUEUE_CORRUPT' } })
+    expect(rows[1]).toMatchObject({
+      daemonId: 'inbox',
+      state: 'active',
+      pending: 2,
+      inflight: { seq: 1, attempt: 1, holder: 'seed' },
+      queued: 3,
+      capacity: 8,
+      iterations: 1,
+      error: null,
+    })
+    const lines = await runCli(['daemons', '--jsonl', '--url', url])
+    const streamed = lines.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    expect(streamed.map((r: { daemonId: string }) => r.daemonId)).toEqual(['broken', 'inbox'])
+    expect(streamed[1]).toMatchObject({ pending: 2, queued: 3, capacity: 8 })
+    const table = await runCli(['daemons', '--url', url])
+    const inbox = table.stdout.split('\n').find((l) => l.startsWith('inbox'))
+    expect(inbox).toMatch(/^inbox\s+active\s+2\s+seq 1\s+1\s+seed\s+in \d+m \d+s\s+3\s+8\s+1$/)
+  })
+
+  it('runs: attempt, position, effects by state with unknown first; a damaged run is a row and exit 1', async () => {
+    const json = await runCli(['runs', '--json', '--url', url])
+    expect(json.status, json.stderr).toBe(1)
+    const rows = JSON.parse(json.stdout).runs
+    expect(rows.map((r: { runId: string }) => r.runId)).toEqual(['bad', 'ledger'])
+    expect(rows[0]).toMatchObject({ status: null, error: { code: 'RUN_RECORD_CORRUPT' } })
+    expect(rows[1]).toEqual({
+      runId: 'ledger',
+      status: 'open',
+      attempt: { attemptId: 'ledger@1', holder: expect.any(String), count: 1 },
+      position: { seq: 1, next: 'charge' },
+      effects: {
+        unknown: 1,
+        submitted: 1,
+        planned: 0,
+        settled: 2,
+        // Unknown first, although e-crash sorts before e-unknown.
+        incomplete: [
+          { effectId: 'e-unknown', kind: 'pay', state: 'unknown' },
+          { effectId: 'e-crash', kind: 'pay', state: 'submitted' },
+        ],
+      },
+      error: null,
+    })
+    const table = await runCli(['runs', '--url', url])
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^RUN\s+STATUS\s+ATTEMPT\s+ATTEMPTS\s+STEPS\s+NEXT\s+UNKNOWN\s+SUBMITTED\s+PLANNED\s+SETTLED$/,
+    )
+    const ledger = table.stdout.split('\n').find((l) => l.startsWith('ledger'))
+    expect(ledger).toMatch(/^ledger\s+open\s+ledger@1\s+1\s+1\s+charge\s+1\s+1\s+0\s+2$/)
+    expect(table.stdout).toMatch(/^bad\s+RUN_RECORD_CORRUPT/m)
+  })
+})
