@@ -87,9 +87,19 @@ let passed = 0
 let failed = 0
 let skipped = 0
 const failures = []
+const missing = []
 for (const dir of packages) {
   const file = join(dir, REPORT)
-  if (!existsSync(file)) continue
+  if (!existsSync(file)) {
+    // A package with tests that left no report did not run (killed, or turbo skipped it): that is
+    // a failure, never a silent pass of fewer packages.
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+    if (manifest.scripts?.test !== undefined) {
+      missing.push(dir.slice(root.length + 1))
+      console.log(`${dir.slice(root.length + 1)}: NO REPORT (its suite did not run to the end)`)
+    }
+    continue
+  }
   const report = JSON.parse(readFileSync(file, 'utf8'))
   passed += report.numPassedTests
   failed += report.numFailedTests
@@ -117,6 +127,7 @@ if (failures.length > 0) {
   }
   console.log('')
 }
+failed += missing.length // each package that did not report counts as a failure
 if (!ok && failed === 0) failed = 1 // lint, typecheck or a crashed suite: count it as a failure
 console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`)
-process.exit(ok && failed === 0 ? 0 : 1)
+process.exit(ok && failed === 0 && missing.length === 0 ? 0 : 1)
