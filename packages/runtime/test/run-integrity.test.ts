@@ -159,8 +159,9 @@ describe.each(BACKENDS)('ledger integrity on $name', (factory) => {
     const cases = [
       // Both confirmed and failed.
       resealed({ ...e, body: { ...e.body, error: { message: 'declined', code: null } } }),
-      // Written by an attempt newer than the run's newest.
-      resealed({ ...e, body: { ...e.body, token: 1_000_000 } }),
+      // Written by an attempt newer than the run's newest: no backend's token reaches the largest
+      // safe integer (Redis tokens carry a server-time floor in microseconds, ~1.7e15).
+      resealed({ ...e, body: { ...e.body, token: Number.MAX_SAFE_INTEGER } }),
       // Another effect's record under this key.
       resealed({ ...e, body: { ...e.body, effectId: 'other' } }),
       // A step record where an effect record belongs.
