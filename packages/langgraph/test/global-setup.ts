@@ -1,39 +1,8 @@
 import type { TestProject } from 'vitest/node'
 // Relative import: global setup files resolve outside the test environments' export conditions.
-import {
-  type RedisServer,
-  type RgwServer,
-  startRedisServer,
-  startRgw,
-} from '../../../test-suites/services/src/index.js'
-import type { RedisTestConfig, S3TestConfig } from './services.js'
+import { startBackendServers } from '../../../test-suites/backend-targets/src/global-setup.js'
 
-/**
- * Starts one private `redis-server` and one private Ceph RGW for the whole run
- * and hands their connection settings to the tests through `provide`. A server
- * that cannot start fails the run: the Redis and S3 suites never skip.
- */
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const [redis, rgw] = await Promise.allSettled([startRedisServer(), startRgw()])
-  const started = [redis, rgw].flatMap((result) =>
-    result.status === 'fulfilled' ? [result.value as RedisServer | RgwServer] : [],
-  )
-  const stopAll = async (): Promise<void> => {
-    await Promise.all(started.map((server) => server.stop()))
-  }
-  if (redis.status === 'rejected' || rgw.status === 'rejected') {
-    await stopAll()
-    throw redis.status === 'rejected' ? redis.reason : (rgw as PromiseRejectedResult).reason
-  }
-  const redisConfig: RedisTestConfig = { host: redis.value.host, port: redis.value.port }
-  const s3Config: S3TestConfig = {
-    endpoint: rgw.value.endpoint,
-    region: rgw.value.region,
-    accessKeyId: rgw.value.accessKeyId,
-    secretAccessKey: rgw.value.secretAccessKey,
-    bucket: 'agent-state-langgraph',
-  }
-  project.provide('adapterRedis', redisConfig)
-  project.provide('adapterS3', s3Config)
-  return stopAll
+/** One private redis-server and one Ceph RGW for the run (see @agent-state/backend-targets). */
+export default function setup(project: TestProject): Promise<() => Promise<void>> {
+  return startBackendServers(project, { bucket: 'agent-state-langgraph' })
 }

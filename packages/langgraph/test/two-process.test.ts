@@ -3,13 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { freshName, MULTI_PROCESS_BACKENDS, type UrlTarget } from '@agent-state/backend-targets'
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AgentStateSaver, createCheckpointSaver } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
-import { freshName } from './services.js'
-import { MULTI_PROCESS_BACKENDS, type UrlTarget } from './url-targets.js'
 
 const TTL_MS = 1500
 

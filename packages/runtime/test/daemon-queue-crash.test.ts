@@ -2,11 +2,11 @@ import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MULTI_PROCESS_BACKENDS, type UrlTarget } from '@agent-state/backend-targets'
 import { isAgentStateError } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDaemonQueue, type Daemon, openDaemonQueue, resumeDaemon } from '../src/index.js'
 import { claimEventually, exited, sleep, spawnTs, waitForLine } from './queue-helpers.js'
-import { MULTI_PROCESS_BACKENDS, type UrlTarget } from './url-targets.js'
 
 /**
  * Triggers per producer (4 producers): the issue's 250 on every backend

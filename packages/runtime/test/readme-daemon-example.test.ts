@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runTs } from './child-process.js'
-import { MULTI_PROCESS_BACKENDS } from './url-targets.js'
 
 describe('the README daemon example: stop mid-turn in one process, resume in another', () => {
   let dir: string

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inspectWorker, suspensionSchema } from '../src/index.js'
 import { runTs } from './child-process.js'
-import { MULTI_PROCESS_BACKENDS } from './url-targets.js'
 
 describe('the README example: suspend in one process, resume in another', () => {
   let dir: string

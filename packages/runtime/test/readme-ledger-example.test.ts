@@ -2,12 +2,11 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { idempotencyKeyOf, inspectRun, readEffect } from '../src/index.js'
 import { PACKAGE_DIR, runTs } from './child-process.js'
 import { type Provider, startProvider } from './provider.js'
-import { freshName } from './services.js'
-import { MULTI_PROCESS_BACKENDS } from './url-targets.js'
 
 function crashPhase(args: readonly string[], env: Readonly<Record<string, string>>) {
   return new Promise<NodeJS.Signals | null>((resolve, reject) => {

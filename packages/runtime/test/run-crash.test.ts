@@ -2,13 +2,12 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import type { Backend } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type EffectRecord, idempotencyKeyOf, inspectRun, readEffect } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
 import { type Provider, type ProviderLog, startProvider } from './provider.js'
-import { freshName } from './services.js'
-import { MULTI_PROCESS_BACKENDS } from './url-targets.js'
 
 /**
  * Crash cycles per backend: `AGENT_STATE_CRASH_CYCLES` (default 50). Each

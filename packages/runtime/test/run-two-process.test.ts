@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   idempotencyKeyOf,
@@ -13,8 +14,6 @@ import {
 } from '../src/index.js'
 import { PACKAGE_DIR, runTs } from './child-process.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
-import { freshName } from './services.js'
-import { MULTI_PROCESS_BACKENDS } from './url-targets.js'
 
 describe.each(MULTI_PROCESS_BACKENDS)('two processes and one run on $name', ({ target: make }) => {
   let dir: string

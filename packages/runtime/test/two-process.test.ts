@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MULTI_PROCESS_BACKENDS, type UrlTarget } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inspectWorker, openSession, startWorker } from '../src/index.js'
 import { runTs } from './child-process.js'
-import { MULTI_PROCESS_BACKENDS, type UrlTarget } from './url-targets.js'
 
 describe.each(MULTI_PROCESS_BACKENDS)(
   'two processes race to resume one worker on $name',

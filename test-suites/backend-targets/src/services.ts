@@ -18,21 +18,21 @@ export interface S3TestConfig {
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    adapterRedis: RedisTestConfig
-    adapterS3: S3TestConfig
+    backendTargetsRedis: RedisTestConfig
+    backendTargetsS3: S3TestConfig
   }
 }
 
 /** The Redis settings; throws (fails the test) when the global setup provided none. */
 export function redisConfig(): RedisTestConfig {
-  const config = inject('adapterRedis')
+  const config = inject('backendTargetsRedis')
   if (config === undefined) throw new Error('the redis-server global setup did not run')
   return config
 }
 
 /** The RGW settings; throws (fails the test) when the global setup provided none. */
 export function s3Config(): S3TestConfig {
-  const config = inject('adapterS3')
+  const config = inject('backendTargetsS3')
   if (config === undefined) throw new Error('the RGW global setup did not run')
   return config
 }

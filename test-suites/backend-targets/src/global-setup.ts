@@ -1,0 +1,50 @@
+import type { TestProject } from 'vitest/node'
+// Relative import: global setup files resolve outside the test environments' export conditions.
+import {
+  type RedisServer,
+  type RgwServer,
+  startRedisServer,
+  startRgw,
+} from '../../services/src/index.js'
+import type { RedisTestConfig, S3TestConfig } from './services.js'
+
+/** What differs between the packages' runs. */
+export interface BackendServersOptions {
+  /** The S3 bucket the tests use on the run's RGW (created on first use). */
+  readonly bucket: string
+}
+
+/**
+ * Starts one private `redis-server` and one private Ceph RGW for the whole run
+ * and hands their connection settings to the tests through `provide` (read them
+ * with `redisConfig()` / `s3Config()`). A server that cannot start fails the
+ * run: the Redis and S3 suites never skip. Call it from a package's vitest
+ * global setup file; resolves the teardown.
+ */
+export async function startBackendServers(
+  project: TestProject,
+  options: BackendServersOptions,
+): Promise<() => Promise<void>> {
+  const [redis, rgw] = await Promise.allSettled([startRedisServer(), startRgw()])
+  const started = [redis, rgw].flatMap((result) =>
+    result.status === 'fulfilled' ? [result.value as RedisServer | RgwServer] : [],
+  )
+  const stopAll = async (): Promise<void> => {
+    await Promise.all(started.map((server) => server.stop()))
+  }
+  if (redis.status === 'rejected' || rgw.status === 'rejected') {
+    await stopAll()
+    throw redis.status === 'rejected' ? redis.reason : (rgw as PromiseRejectedResult).reason
+  }
+  const redisConfig: RedisTestConfig = { host: redis.value.host, port: redis.value.port }
+  const s3Config: S3TestConfig = {
+    endpoint: rgw.value.endpoint,
+    region: rgw.value.region,
+    accessKeyId: rgw.value.accessKeyId,
+    secretAccessKey: rgw.value.secretAccessKey,
+    bucket: options.bucket,
+  }
+  project.provide('backendTargetsRedis', redisConfig)
+  project.provide('backendTargetsS3', s3Config)
+  return stopAll
+}

@@ -1,0 +1,19 @@
+export {
+  type BackendFactory,
+  type BackendFixture,
+  type BackendTargetsOptions,
+  backendTargets,
+} from './backends.js'
+export { packageDir, type TsRunner, tsRunner } from './child-process.js'
+export { type BackendServersOptions, startBackendServers } from './global-setup.js'
+export {
+  type ChildBackend,
+  freshName,
+  type RedisTestConfig,
+  redisChildBackend,
+  redisConfig,
+  type S3TestConfig,
+  s3ChildBackend,
+  s3Config,
+} from './services.js'
+export { MULTI_PROCESS_BACKENDS, type MultiProcessBackend, type UrlTarget } from './url-targets.js'
