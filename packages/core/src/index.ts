@@ -28,6 +28,14 @@ export {
   type ValueMeta,
   type WriterIdentity,
 } from './backend.js'
+export {
+  type BackendOptionIssue,
+  invalidBackendUrl,
+  parseBackendOptions,
+  readUrlQuery,
+  type UrlQueryParameterKind,
+  type UrlQueryValues,
+} from './backend-options.js'
 export { compareUtf8, sortUtf8 } from './byte-order.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
