@@ -18,6 +18,7 @@ export {
   runContractCheckOutcome,
   skipReason,
 } from './describe-contract.js'
+export { errorCodeOf } from './error-code-of.js'
 export { createHarness, type Harness, probeCapabilities } from './harness.js'
 export { DEFAULT_SCALE, DEFAULT_SEED } from './knobs.js'
 export {
