@@ -1,0 +1,9 @@
+export { parseBlocks, type ReadmeBlock, readmeBlocks } from './blocks.js'
+export {
+  type CommandResult,
+  type RunCommandOptions,
+  type RunTsBlockOptions,
+  runCommand,
+  runTsBlock,
+} from './run-block.js'
+export { type TypecheckBlocksOptions, typecheckBlocks } from './typecheck-blocks.js'
