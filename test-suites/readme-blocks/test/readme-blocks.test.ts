@@ -53,7 +53,7 @@ describe('typecheckBlocks', () => {
   it('passes a correct block and names the block and line of a wrong one', () => {
     expect(typecheckBlocks(['const n: number = 1\nconsole.log(n)\n'], { packageDir })).toEqual([])
     const problems = typecheckBlocks(
-      ['const ok = 1\n', 'console.log(1)\nconst n: number = "x"\n'],
+      ['console.log(1)\n', 'console.log(1)\nconst n: number = "x"\nconsole.log(n)\n'],
       {
         packageDir,
       },
