@@ -30,6 +30,20 @@ export function parseBackendOptions<Schema extends z.ZodType>(
   input: unknown,
   backend: string,
 ): z.output<Schema> {
+  return parseOptions(schema, input, `${backend} backend`, { backend })
+}
+
+/**
+ * The same for any other options object of the packages built on a backend
+ * (a Keyv store, a LangGraph saver): message `Invalid <subject> option
+ * <field>: <problem>`, `context: { field, issues, ...extraContext }`.
+ */
+export function parseOptions<Schema extends z.ZodType>(
+  schema: Schema,
+  input: unknown,
+  subject: string,
+  extraContext: Readonly<Record<string, unknown>> = {},
+): z.output<Schema> {
   const parsed = schema.safeParse(input)
   if (parsed.success) return parsed.data
   const issues: BackendOptionIssue[] = parsed.error.issues.map((issue) => ({
@@ -40,8 +54,8 @@ export function parseBackendOptions<Schema extends z.ZodType>(
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''
   throw new AgentStateError(
     'INVALID_ARGUMENT',
-    `Invalid ${backend} backend option ${first.field}: ${first.message}${more}`,
-    { context: { backend, field: first.field, issues } },
+    `Invalid ${subject} option ${first.field}: ${first.message}${more}`,
+    { context: { ...extraContext, field: first.field, issues } },
   )
 }
 

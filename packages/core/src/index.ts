@@ -32,6 +32,7 @@ export {
   type BackendOptionIssue,
   invalidBackendUrl,
   parseBackendOptions,
+  parseOptions,
   readUrlQuery,
   type UrlQueryParameterKind,
   type UrlQueryValues,
@@ -70,6 +71,7 @@ export {
   utf8ByteLength,
 } from './keys.js'
 export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
+export { mapLimited } from './map-limited.js'
 export {
   BACKEND_PACKAGES,
   type BackendUrlModule,
@@ -89,3 +91,4 @@ export type {
   ScannedRecord,
   VersionedRecord,
 } from './record-store.js'
+export { backendSchema, keyPrefixSchema, writerIdentitySchema } from './shared-schemas.js'

@@ -2,9 +2,13 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
   AgentStateError,
+  backendSchema,
   invalidBackendUrl,
+  keyPrefixSchema,
   parseBackendOptions,
+  parseOptions,
   readUrlQuery,
+  writerIdentitySchema,
 } from '../src/index.js'
 
 const schema = z.strictObject({
@@ -108,5 +112,31 @@ describe('readUrlQuery', () => {
 
   it('does not treat inherited names as known', () => {
     expect(caught(() => read('toString=x')).message).toContain('unknown query parameter')
+  })
+})
+
+describe('shared option schemas', () => {
+  it('writerIdentitySchema applies the backends own writer rule', () => {
+    expect(writerIdentitySchema.safeParse({ writerId: 'w', sessionId: 's' }).success).toBe(true)
+    expect(writerIdentitySchema.safeParse({ writerId: '' }).success).toBe(false)
+    expect(
+      writerIdentitySchema.safeParse({ writerId: 'w', stageId: 'x'.repeat(257) }).success,
+    ).toBe(false)
+  })
+
+  it('keyPrefixSchema refuses a trailing slash and backendSchema a non-backend', () => {
+    expect(keyPrefixSchema.safeParse('keyv').success).toBe(true)
+    expect(keyPrefixSchema.safeParse('keyv/').success).toBe(false)
+    expect(backendSchema.safeParse({ contractVersion: 1 }).success).toBe(true)
+    expect(backendSchema.safeParse({ contractVersion: 2 }).success).toBe(false)
+  })
+
+  it('parseOptions words errors for any subject', () => {
+    const error = caught(() => parseOptions(schema, { root: '' }, 'Keyv store'))
+    expect(error.message).toBe('Invalid Keyv store option root: root must be a non-empty path')
+    expect(error.context).toEqual({
+      field: 'root',
+      issues: [{ field: 'root', message: 'root must be a non-empty path' }],
+    })
   })
 })

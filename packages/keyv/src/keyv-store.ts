@@ -1,5 +1,11 @@
 import { EventEmitter } from 'node:events'
-import { AgentStateError, isAgentStateError, type ListEntry } from '@agent-state/core'
+import {
+  AgentStateError,
+  isAgentStateError,
+  type ListEntry,
+  mapLimited,
+  parseOptions,
+} from '@agent-state/core'
 import type { KeyvStoreAdapter, StoredData } from 'keyv'
 import { createKeyLayout, type KeyLayout } from './key-layout.js'
 import {
@@ -14,24 +20,6 @@ export interface KeyvEntryInput {
   readonly key: string
   readonly value: unknown
   readonly ttl?: number
-}
-
-/** Runs `work` over `items`, at most `limit` at a time; resolves the results in order. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = new Array(items.length)
-  let next = 0
-  const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++
-      results[index] = await work(items[index] as T)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
-  return results
 }
 
 /**
@@ -211,17 +199,5 @@ export class AgentStateKeyvStore extends EventEmitter implements KeyvStoreAdapte
  * ```
  */
 export function createKeyvStore(options: KeyvStoreOptions): AgentStateKeyvStore {
-  const parsed = keyvStoreOptionsSchema.safeParse(options)
-  if (!parsed.success) {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `Invalid Keyv store options: ${parsed.error.message}`,
-    )
-  }
-  return new AgentStateKeyvStore({
-    backend: options.backend,
-    prefix: options.prefix ?? 'keyv',
-    writer: options.writer,
-    clearConcurrency: options.clearConcurrency ?? 32,
-  })
+  return new AgentStateKeyvStore(parseOptions(keyvStoreOptionsSchema, options, 'Keyv store'))
 }

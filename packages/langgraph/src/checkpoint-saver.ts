@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { AgentStateError, type Backend, isAgentStateError } from '@agent-state/core'
+import {
+  AgentStateError,
+  type Backend,
+  isAgentStateError,
+  mapLimited,
+  parseOptions,
+} from '@agent-state/core'
 import type { RunnableConfig } from '@langchain/core/runnables'
 import {
   BaseCheckpointSaver,
@@ -11,14 +17,13 @@ import {
   getCheckpointId,
   JsonPlusSerializer,
   type PendingWrite,
-  type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint'
 import { KeyLayout } from './key-layout.js'
-import { assertFits, mapLimited } from './limits.js'
+import { assertFits } from './limits.js'
 import {
   type CheckpointSaverOptions,
   checkpointSaverOptionsSchema,
-  type OwnershipOptions,
+  type ResolvedCheckpointSaverOptions,
 } from './options.js'
 import { buildCheckpointRecords, buildWriteRecords } from './record-builders.js'
 import type { OwnerStamp } from './records.js'
@@ -46,14 +51,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   private readonly reader: ReaderContext
 
   /** Use {@link createCheckpointSaver}. */
-  constructor(options: {
-    backend: Backend
-    prefix: string
-    serde: SerializerProtocol | undefined
-    ownership: OwnershipOptions | undefined
-    keepLast: number | undefined
-    concurrency: number
-  }) {
+  constructor(options: ResolvedCheckpointSaverOptions) {
     super(options.serde ?? new JsonPlusSerializer())
     this.backend = options.backend
     this.layout = new KeyLayout(options.prefix)
@@ -318,19 +316,5 @@ export class AgentStateSaver extends BaseCheckpointSaver {
  * ```
  */
 export function createCheckpointSaver(options: CheckpointSaverOptions): AgentStateSaver {
-  const parsed = checkpointSaverOptionsSchema.safeParse(options)
-  if (!parsed.success) {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `Invalid LangGraph saver options: ${parsed.error.message}`,
-    )
-  }
-  return new AgentStateSaver({
-    backend: options.backend,
-    prefix: options.prefix ?? 'langgraph',
-    serde: options.serde,
-    ownership: options.ownership,
-    keepLast: options.keepLast,
-    concurrency: options.concurrency ?? 16,
-  })
+  return new AgentStateSaver(parseOptions(checkpointSaverOptionsSchema, options, 'LangGraph saver'))
 }

@@ -11,5 +11,7 @@ export {
   type CheckpointSaverOptions,
   checkpointSaverOptionsSchema,
   type OwnershipOptions,
+  ownershipOptionsSchema,
+  type ResolvedCheckpointSaverOptions,
 } from './options.js'
 export type { PruneResult } from './retention.js'

@@ -1,23 +1,5 @@
 import { AgentStateError, assertValidKey, type Backend, utf8ByteLength } from '@agent-state/core'
 
-/** Runs `work` over `items`, at most `limit` at a time; resolves the results in order. */
-export async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = new Array(items.length)
-  let next = 0
-  const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++
-      results[index] = await work(items[index] as T)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
-  return results
-}
-
 /** One record a call is about to write. */
 export interface PendingRecord {
   readonly key: string

@@ -1,20 +1,22 @@
-import { type Backend, isValidKey } from '@agent-state/core'
+import { backendSchema, keyPrefixSchema } from '@agent-state/core'
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint'
 import { z } from 'zod'
 
-/** Options of `createCheckpointSaver`, as a zod schema; see {@link CheckpointSaverOptions}. */
-export const checkpointSaverOptionsSchema = z.object({
-  backend: z.custom<Backend>(
-    (value) =>
-      typeof value === 'object' &&
-      value !== null &&
-      (value as { contractVersion?: unknown }).contractVersion === 1,
-    'backend must be an agent-state Backend (contract version 1)',
-  ),
-  prefix: z
-    .string()
-    .refine((value) => isValidKey(value), 'prefix must be a valid backend key (no trailing /)')
-    .optional(),
+/** Thread ownership settings, as a zod schema; see the README. */
+export const ownershipOptionsSchema = z.strictObject({
+  /** Who owns the threads this saver writes (1 to 256 characters), e.g. `host:pid`. */
+  holder: z.string().min(1).max(256),
+  /** Lease time-to-live in ms (1 s to 24 h); renewed by writes once half of it has passed. */
+  ttlMs: z.number().int().min(1000).max(86_400_000),
+})
+
+/** Options of `createCheckpointSaver`, as a zod schema: the single source of {@link CheckpointSaverOptions}. */
+export const checkpointSaverOptionsSchema = z.strictObject({
+  /** The storage. The saver does not own it: close it yourself. */
+  backend: backendSchema,
+  /** Backend key prefix of every thread. Default `"langgraph"`. */
+  prefix: keyPrefixSchema.default('langgraph'),
+  /** LangGraph serializer. Default: LangGraph's `JsonPlusSerializer`. */
   serde: z
     .custom<SerializerProtocol>(
       (value) =>
@@ -22,42 +24,26 @@ export const checkpointSaverOptionsSchema = z.object({
         value !== null &&
         typeof (value as SerializerProtocol).dumpsTyped === 'function' &&
         typeof (value as SerializerProtocol).loadsTyped === 'function',
+      'serde must be a LangGraph SerializerProtocol (dumpsTyped and loadsTyped)',
     )
     .optional(),
-  ownership: z
-    .object({
-      holder: z.string().min(1).max(256),
-      ttlMs: z.number().int().min(1000).max(86_400_000),
-    })
-    .optional(),
-  keepLast: z.number().int().min(1).optional(),
-  concurrency: z.number().int().min(1).max(256).optional(),
-})
-
-/** Thread ownership settings; see the README. */
-export interface OwnershipOptions {
-  /** Who owns the threads this saver writes (1 to 256 characters), e.g. `host:pid`. */
-  readonly holder: string
-  /** Lease time-to-live in ms (1 s to 24 h); renewed by writes once half of it has passed. */
-  readonly ttlMs: number
-}
-
-/** Options of `createCheckpointSaver`. */
-export interface CheckpointSaverOptions {
-  /** The storage. The saver does not own it: close it yourself. */
-  readonly backend: Backend
-  /** Backend key prefix of every thread. Default `"langgraph"`. */
-  readonly prefix?: string
-  /** LangGraph serializer. Default: LangGraph's `JsonPlusSerializer`. */
-  readonly serde?: SerializerProtocol
   /**
    * Thread ownership: this saver takes a thread's lease on its first write
    * and every `put`/`putWrites` is fenced by it. Off by default. Every writer
    * of a thread must use it for it to protect the thread.
    */
-  readonly ownership?: OwnershipOptions
+  ownership: ownershipOptionsSchema.optional(),
   /** Retention: after every `put`, prune the namespace to its last N checkpoints (see `prune`). */
-  readonly keepLast?: number
-  /** How many backend requests one call runs at once. Default 16. */
-  readonly concurrency?: number
-}
+  keepLast: z.number().int().min(1).optional(),
+  /** How many backend requests one call runs at once (1-256). Default 16. */
+  concurrency: z.number().int().min(1).max(256).default(16),
+})
+
+/** Thread ownership settings; see {@link ownershipOptionsSchema} for each field. */
+export type OwnershipOptions = z.input<typeof ownershipOptionsSchema>
+
+/** Options of `createCheckpointSaver`; see {@link checkpointSaverOptionsSchema} for each field. */
+export type CheckpointSaverOptions = z.input<typeof checkpointSaverOptionsSchema>
+
+/** The options with defaults applied. */
+export type ResolvedCheckpointSaverOptions = z.output<typeof checkpointSaverOptionsSchema>

@@ -1,4 +1,4 @@
-import { mapLimited } from './limits.js'
+import { mapLimited } from '@agent-state/core'
 import { decodeRecord } from './record-codec.js'
 import { isBodyHeader, isWriteHeader, type MetaHeader } from './records.js'
 import { listKeys } from './thread-scan.js'

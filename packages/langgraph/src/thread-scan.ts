@@ -1,5 +1,5 @@
 import type { Backend } from '@agent-state/core'
-import { mapLimited } from './limits.js'
+import { mapLimited } from '@agent-state/core'
 import { type ReaderContext, readMeta, type StoredMeta } from './tuple-reader.js'
 
 /** Every key under `prefix`, all pages. */

@@ -1,4 +1,4 @@
-import { AgentStateError, type Backend } from '@agent-state/core'
+import { AgentStateError, type Backend, mapLimited } from '@agent-state/core'
 import {
   type CheckpointPendingWrite,
   type CheckpointTuple,
@@ -9,7 +9,6 @@ import {
   writesSortKey,
 } from '@langchain/langgraph-checkpoint'
 import type { KeyLayout } from './key-layout.js'
-import { mapLimited } from './limits.js'
 import { decodeRecord } from './record-codec.js'
 import {
   type BodyHeader,
