@@ -6,7 +6,7 @@ import { AgentStateError } from '@agent-state/core'
  * `"AS3\x01"`, a count `n` (1 to {@link HISTORY_DEPTH}), `n` write ids of
  * 16 bytes each (this write's first, then its predecessors' newest first),
  * the key (u16 length in bytes, then UTF-8; long keys are stored under a
- * shortened object name, see `object-keys.ts`), then the record bytes of
+ * shortened object name, see `key-layout.ts`), then the record bytes of
  * core's codec.
  *
  * The write id makes every body unique, so the object's ETag (an MD5 of the
