@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { AgentStateError } from '@agent-state/core'
+import { AgentStateError, quoteForMessage } from '@agent-state/core'
 
 /**
  * The body of every object this backend writes:
@@ -73,7 +73,7 @@ export function decodeEnvelope(
   const corrupt = (problem: string): AgentStateError =>
     new AgentStateError(
       'CORRUPT',
-      `Object ${JSON.stringify(objectName)} is not a valid agent-state record: ${problem}`,
+      `Object ${quoteForMessage(objectName)} is not a valid agent-state record: ${problem}`,
       { context: { key: expectedKey ?? objectName, problem } },
     )
   const count = body[4] ?? 0

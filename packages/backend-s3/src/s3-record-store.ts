@@ -3,6 +3,7 @@ import {
   AgentStateError,
   type Capabilities,
   compareUtf8,
+  quoteForMessage,
   type RecordCondition,
   type RecordScanOptions,
   type RecordStore,
@@ -110,7 +111,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       body = got.body
     } catch (error) {
       if (statusOf(error) === 404 && sdkErrorCode(error) !== 'NoSuchBucket') throw NOT_FOUND
-      throw toAgentStateError(error, `Reading ${JSON.stringify(key)}`, key)
+      throw toAgentStateError(error, `Reading ${quoteForMessage(key)}`, key)
     }
     const envelope = decodeEnvelope(name, body, expectedKey)
     historyByEtag.set(etag, envelope.history)
@@ -179,7 +180,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
   }
 
   function preconditionFailed(key: string): AgentStateError {
-    return new AgentStateError('PRECONDITION_FAILED', `Record of ${JSON.stringify(key)} changed`, {
+    return new AgentStateError('PRECONDITION_FAILED', `Record of ${quoteForMessage(key)} changed`, {
       context: { key },
     })
   }
@@ -187,7 +188,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
   function indeterminate(key: string, cause: unknown): AgentStateError {
     return new AgentStateError(
       'INDETERMINATE',
-      `The write of ${JSON.stringify(key)} may or may not have been applied: the server's answer was lost and reading it back could not tell`,
+      `The write of ${quoteForMessage(key)} may or may not have been applied: the server's answer was lost and reading it back could not tell`,
       { context: { key }, cause: cause instanceof AgentStateError ? cause : undefined },
     )
   }
@@ -224,7 +225,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
         throw preconditionFailed(key)
       }
       if (result.outcome === 'fatal') {
-        throw toAgentStateError(result.error, `Writing ${JSON.stringify(key)}`, key)
+        throw toAgentStateError(result.error, `Writing ${quoteForMessage(key)}`, key)
       }
       if (result.outcome === 'ambiguous') ambiguous = true
       // Resend the same body: if the first one landed, the resend is refused
@@ -232,13 +233,13 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       if (attempt < config.writeAttempts) await sleep(10 * attempt + Math.random() * 20)
     }
     if (!ambiguous) {
-      throw toAgentStateError(lastError, `Writing ${JSON.stringify(key)}`, key)
+      throw toAgentStateError(lastError, `Writing ${quoteForMessage(key)}`, key)
     }
     const found = await readBack(key, writeId, body, condition)
     if (found.landed) return found.etag
     // The condition no longer holds and versions never repeat: our write can never land now.
     if (!found.unchanged) throw preconditionFailed(key)
-    throw indeterminate(key, toAgentStateError(lastError, `Writing ${JSON.stringify(key)}`, key))
+    throw indeterminate(key, toAgentStateError(lastError, `Writing ${quoteForMessage(key)}`, key))
   }
 
   async function listPage(

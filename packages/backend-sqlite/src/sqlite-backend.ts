@@ -31,6 +31,7 @@ import {
   normalizeListOptions,
   type PutOptions,
   parseBackendOptions,
+  quoteForMessage,
   type StoredValue,
   systemClock,
   type ValueMeta,
@@ -196,7 +197,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     if (statements.listedAsLive(key)) {
       throw new AgentStateError(
         'CORRUPT',
-        `Row of key ${JSON.stringify(key)} is corrupt: the listing index has it but the primary key finds no row`,
+        `Row of key ${quoteForMessage(key)} is corrupt: the listing index has it but the primary key finds no row`,
         { context: { key, problem: 'missing from the primary index' } },
       )
     }
