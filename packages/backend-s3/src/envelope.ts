@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { AgentStateError } from '@agent-state/core'
+import { AgentStateError, quoteForMessage } from '@agent-state/core'
 
 /**
  * The body of every object this backend writes:
  * `"AS3\x01"`, a count `n` (1 to {@link HISTORY_DEPTH}), `n` write ids of
  * 16 bytes each (this write's first, then its predecessors' newest first),
  * the key (u16 length in bytes, then UTF-8; long keys are stored under a
- * shortened object name, see `object-keys.ts`), then the record bytes of
+ * shortened object name, see `key-layout.ts`), then the record bytes of
  * core's codec.
  *
  * The write id makes every body unique, so the object's ETag (an MD5 of the
@@ -73,7 +73,7 @@ export function decodeEnvelope(
   const corrupt = (problem: string): AgentStateError =>
     new AgentStateError(
       'CORRUPT',
-      `Object ${JSON.stringify(objectName)} is not a valid agent-state record: ${problem}`,
+      `Object ${quoteForMessage(objectName)} is not a valid agent-state record: ${problem}`,
       { context: { key: expectedKey ?? objectName, problem } },
     )
   const count = body[4] ?? 0

@@ -1,4 +1,9 @@
-import { AgentStateError, type Backend, type BackendUrlOptions, redactUrl } from '@agent-state/core'
+import {
+  type Backend,
+  type BackendUrlOptions,
+  invalidBackendUrl,
+  readUrlQuery,
+} from '@agent-state/core'
 import type { S3BackendOptions } from './options.js'
 import { createS3Backend } from './s3-backend.js'
 
@@ -6,59 +11,40 @@ import { createS3Backend } from './s3-backend.js'
 export type S3UrlOptions = BackendUrlOptions &
   Partial<Omit<S3BackendOptions, 'bucket' | 'prefix' | 'namespace' | 'clock'>>
 
-const QUERY_FIELDS = new Set(['endpoint', 'region', 'forcePathStyle', 'createBucket'])
-
-function invalid(url: string, problem: string): AgentStateError {
-  return new AgentStateError('INVALID_ARGUMENT', `Invalid S3 backend URL: ${problem}`, {
-    context: { url: redactUrl(url) },
-  })
-}
-
-function parseBoolean(url: string, name: string, value: string): boolean {
-  if (value === 'true' || value === '1') return true
-  if (value === 'false' || value === '0') return false
-  throw invalid(url, `${name} must be true or false`)
-}
-
 /**
  * Opens the S3 backend from `s3://bucket/prefix?endpoint=…&region=…&forcePathStyle=…&createBucket=…`.
  * Credentials never go in the URL: pass `credentials` in `options` or use the
  * AWS SDK's default chain (environment, shared config, instance roles).
+ *
+ * @throws `INVALID_ARGUMENT` (core's `invalidBackendUrl` shape, the URL
+ *   redacted) for a URL that is not `s3://bucket…`, carries credentials, or has
+ *   an unknown, repeated or malformed query parameter.
  */
 export function createBackendFromUrl(url: string, options: S3UrlOptions = {}): Backend {
   if (typeof url !== 'string' || !/^s3:\/\//i.test(url)) {
-    throw invalid(String(url), 'expected s3://bucket/prefix')
+    throw invalidBackendUrl('S3', String(url), 'expected s3://bucket/prefix')
   }
   let parsed: URL
   try {
     parsed = new URL(url)
   } catch {
-    throw invalid(url, 'not a URL')
+    throw invalidBackendUrl('S3', url, 'not a URL')
   }
   if (parsed.username !== '' || parsed.password !== '') {
-    throw invalid(url, 'credentials do not belong in the URL; pass them as options')
+    throw invalidBackendUrl('S3', url, 'credentials do not belong in the URL; pass them as options')
   }
-  if (parsed.hostname === '') throw invalid(url, 'the bucket is missing')
-  for (const name of parsed.searchParams.keys()) {
-    if (!QUERY_FIELDS.has(name)) throw invalid(url, `unknown parameter ${JSON.stringify(name)}`)
-  }
-  const query = parsed.searchParams
+  if (parsed.hostname === '') throw invalidBackendUrl('S3', url, 'the bucket is missing')
+  const query = readUrlQuery('S3', url, parsed.searchParams, {
+    endpoint: 'string',
+    region: 'string',
+    forcePathStyle: 'boolean',
+    createBucket: 'boolean',
+  })
   const prefix = decodeURIComponent(parsed.pathname.replace(/^\/+/, ''))
-  const backendOptions: { -readonly [K in keyof S3BackendOptions]: S3BackendOptions[K] } = {
+  return createS3Backend({
     ...options,
     bucket: decodeURIComponent(parsed.hostname),
-  }
-  if (prefix !== '') backendOptions.prefix = prefix
-  const endpoint = query.get('endpoint')
-  if (endpoint !== null) backendOptions.endpoint = endpoint
-  const region = query.get('region')
-  if (region !== null) backendOptions.region = region
-  const pathStyle = query.get('forcePathStyle')
-  if (pathStyle !== null)
-    backendOptions.forcePathStyle = parseBoolean(url, 'forcePathStyle', pathStyle)
-  const createBucket = query.get('createBucket')
-  if (createBucket !== null) {
-    backendOptions.createBucket = parseBoolean(url, 'createBucket', createBucket)
-  }
-  return createS3Backend(backendOptions)
+    ...(prefix === '' ? {} : { prefix }),
+    ...query,
+  })
 }

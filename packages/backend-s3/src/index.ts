@@ -1,5 +1,6 @@
 export { createBackendFromUrl, type S3UrlOptions } from './from-url.js'
 export {
+  type ResolvedS3Options,
   type S3BackendOptions,
   type S3Credentials,
   s3CredentialsSchema,

@@ -1,6 +1,6 @@
 import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3'
+import { classify, toAgentStateError } from './errors.js'
 import { withinDeadline } from './request-deadline.js'
-import { classify, toAgentStateError } from './s3-errors.js'
 
 /**
  * What the start-up probe learned about the server's conditional writes:

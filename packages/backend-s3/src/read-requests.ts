@@ -1,5 +1,5 @@
+import { classify } from './errors.js'
 import { withinDeadline } from './request-deadline.js'
-import { classify } from './s3-errors.js'
 
 /** How idempotent requests (reads, listings, bucket checks) are run. */
 export interface ReadPolicy {

@@ -4,15 +4,21 @@ import {
   type Backend,
   createRecordBackend,
   MAX_KEY_BYTES,
+  parseBackendOptions,
   RESERVED_SEGMENT_PREFIX,
   utf8ByteLength,
 } from '@agent-state/core'
-import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
-import { createObjectNaming } from './object-keys.js'
+import {
+  CreateBucketCommand,
+  HeadBucketCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3'
+import { sdkErrorCode, statusOf, toAgentStateError } from './errors.js'
+import { createObjectNaming } from './key-layout.js'
 import { type S3BackendOptions, s3OptionsSchema } from './options.js'
 import { type ProbeResult, probeConditionalWrites } from './probe.js'
 import { type ReadPolicy, runRead } from './read-requests.js'
-import { codeOf, statusOf, toAgentStateError } from './s3-errors.js'
 import { createS3RecordStore } from './s3-record-store.js'
 
 /**
@@ -22,16 +28,10 @@ import { createS3RecordStore } from './s3-record-store.js'
  */
 const probes = new Map<string, Promise<ProbeResult>>()
 
-/** Turns a zod failure into `INVALID_ARGUMENT` naming the field, never echoing values. */
-function invalidOptions(issues: readonly { path: PropertyKey[]; message: string }[]) {
-  const first = issues[0]
-  const field = first?.path.map(String).join('.') || 'options'
-  return new AgentStateError(
-    'INVALID_ARGUMENT',
-    `Invalid S3 backend option ${field}: ${first?.message}`,
-    { context: { field } },
-  )
-}
+type StaticCredentials = Extract<
+  NonNullable<S3ClientConfig['credentials']>,
+  { accessKeyId: string }
+>
 
 /**
  * Creates the S3 backend: every key is one object holding the key's whole
@@ -52,27 +52,31 @@ function invalidOptions(issues: readonly { path: PropertyKey[]; message: string 
  * ```
  */
 export function createS3Backend(options: S3BackendOptions): Backend {
-  const parsed = s3OptionsSchema.safeParse(options)
-  if (!parsed.success) throw invalidOptions(parsed.error.issues)
-  const rawPrefix = options.prefix ?? ''
+  const resolved = parseBackendOptions(s3OptionsSchema, options, 'S3')
+  const rawPrefix = resolved.prefix ?? ''
   const prefix = rawPrefix === '' || rawPrefix.endsWith('/') ? rawPrefix : `${rawPrefix}/`
-  const namespace = options.namespace ?? 'default'
+  const { namespace, bucket, requestTimeoutMs } = resolved
   const base = `${prefix}${namespace}/`
   // Keys longer than the room S3 leaves after the base get a shortened object name.
-  const naming = createObjectNaming((options.maxObjectKeyBytes ?? 1024) - utf8ByteLength(base))
+  const naming = createObjectNaming(resolved.maxObjectKeyBytes - utf8ByteLength(base))
   if (naming === undefined) {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      'The prefix and namespace leave too little of maxObjectKeyBytes for object names',
-      { context: { field: 'prefix' } },
-    )
+    const problem =
+      'the prefix and namespace leave too little of maxObjectKeyBytes for object names'
+    // The shape of core's parseBackendOptions, for a rule no single field's schema can state.
+    throw new AgentStateError('INVALID_ARGUMENT', `Invalid S3 backend option prefix: ${problem}`, {
+      context: { backend: 'S3', field: 'prefix', issues: [{ field: 'prefix', message: problem }] },
+    })
   }
-  const bucket = options.bucket
-  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000
-  const reads = { attempts: options.readAttempts ?? 3, timeoutMs: requestTimeoutMs }
+  const reads = { attempts: resolved.readAttempts, timeoutMs: requestTimeoutMs }
+  // zod types an absent optional as `undefined`; the SDK (exactOptionalPropertyTypes) wants it absent.
+  const { sessionToken, ...given } = resolved.credentials ?? {}
+  const credentials =
+    resolved.credentials === undefined
+      ? undefined
+      : ({ ...given, ...(sessionToken === undefined ? {} : { sessionToken }) } as StaticCredentials)
   const clientConfig = {
-    region: options.region ?? 'us-east-1',
-    forcePathStyle: options.forcePathStyle ?? false,
+    region: resolved.region,
+    forcePathStyle: resolved.forcePathStyle,
     // Default checksums add aws-chunked trailers that RGW and older servers refuse.
     requestChecksumCalculation: 'WHEN_REQUIRED' as const,
     responseChecksumValidation: 'WHEN_REQUIRED' as const,
@@ -81,10 +85,10 @@ export function createS3Backend(options: S3BackendOptions): Backend {
       requestTimeout: requestTimeoutMs,
       // Without it the SDK only logs a warning and the request waits forever.
       throwOnRequestTimeout: true,
-      connectionTimeout: options.connectTimeoutMs ?? 5000,
+      connectionTimeout: resolved.connectTimeoutMs,
     },
-    ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
-    ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+    ...(resolved.endpoint === undefined ? {} : { endpoint: resolved.endpoint }),
+    ...(credentials === undefined ? {} : { credentials }),
   }
   // Reads are retried by runRead, each attempt under a deadline that covers the body.
   const reader = new S3Client({ ...clientConfig, maxAttempts: 1 })
@@ -93,7 +97,7 @@ export function createS3Backend(options: S3BackendOptions): Backend {
 
   let prepared: Promise<void> | undefined
   const prepare = (): Promise<void> => {
-    if (options.createBucket !== true) return Promise.resolve()
+    if (!resolved.createBucket) return Promise.resolve()
     prepared ??= ensureBucket(reader, bucket, reads).catch((error: unknown) => {
       prepared = undefined
       throw error
@@ -101,7 +105,7 @@ export function createS3Backend(options: S3BackendOptions): Backend {
     return prepared
   }
 
-  const probeKey = `${options.endpoint ?? `aws:${clientConfig.region}`}|${bucket}`
+  const probeKey = `${resolved.endpoint ?? `aws:${clientConfig.region}`}|${bucket}`
   const probe = (): Promise<ProbeResult> => {
     let result = probes.get(probeKey)
     if (result === undefined) {
@@ -128,16 +132,16 @@ export function createS3Backend(options: S3BackendOptions): Backend {
       multiProcess: true,
       multiHost: true,
       maxKeyBytes: MAX_KEY_BYTES,
-      maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
+      maxValueBytes: resolved.maxValueBytes,
     },
-    writeAttempts: options.writeAttempts ?? 3,
+    writeAttempts: resolved.writeAttempts,
     requestTimeoutMs,
     reads,
-    listConcurrency: options.listConcurrency ?? 16,
+    listConcurrency: resolved.listConcurrency,
     probe,
     prepare,
   })
-  return createRecordBackend(store, options.clock === undefined ? {} : { clock: options.clock })
+  return createRecordBackend(store, resolved.clock === undefined ? {} : { clock: resolved.clock })
 }
 
 async function ensureBucket(client: S3Client, bucket: string, reads: ReadPolicy): Promise<void> {
@@ -154,7 +158,7 @@ async function ensureBucket(client: S3Client, bucket: string, reads: ReadPolicy)
       client.send(new CreateBucketCommand({ Bucket: bucket }), { abortSignal }),
     )
   } catch (error) {
-    const code = codeOf(error)
+    const code = sdkErrorCode(error)
     if (code !== 'BucketAlreadyOwnedByYou' && code !== 'BucketAlreadyExists') {
       throw toAgentStateError(error, 'Creating the bucket')
     }

@@ -3,7 +3,7 @@ import {
   AgentStateError,
   type Capabilities,
   compareUtf8,
-  RESERVED_SEGMENT_PREFIX,
+  quoteForMessage,
   type RecordCondition,
   type RecordScanOptions,
   type RecordStore,
@@ -17,12 +17,20 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
+import { BoundedMap } from './bounded-map.js'
 import { decodeEnvelope, encodeEnvelope, newWriteId } from './envelope.js'
-import type { ObjectNaming } from './object-keys.js'
+import {
+  classify,
+  type RequestOutcome,
+  sdkErrorCode,
+  statusOf,
+  toAgentStateError,
+} from './errors.js'
+import { isInternal, type ObjectNaming } from './key-layout.js'
+import { mapLimit } from './map-limit.js'
 import { bareEtag, type ProbeResult } from './probe.js'
 import { type ReadPolicy, runRead } from './read-requests.js'
 import { readBody, withinDeadline } from './request-deadline.js'
-import { classify, codeOf, type RequestOutcome, statusOf, toAgentStateError } from './s3-errors.js'
 
 /** What {@link createS3RecordStore} needs; built by `createS3Backend`. */
 export interface S3RecordStoreConfig {
@@ -52,57 +60,6 @@ export interface S3RecordStoreConfig {
 
 /** Internal marker for "no such object" between helpers; never escapes. */
 const NOT_FOUND = new Error('not found')
-
-/** Bounded map in insertion order: the oldest entries go first. */
-class BoundedMap<V> {
-  private readonly map = new Map<string, V>()
-  private bytes = 0
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxBytes: number,
-    private readonly sizeOf: (value: V) => number,
-  ) {}
-  get(key: string): V | undefined {
-    return this.map.get(key)
-  }
-  set(key: string, value: V): void {
-    const size = this.sizeOf(value)
-    if (size > this.maxBytes / 64 || this.map.has(key)) return
-    this.map.set(key, value)
-    this.bytes += size
-    while (this.map.size > this.maxEntries || this.bytes > this.maxBytes) {
-      const oldest = this.map.entries().next().value
-      if (oldest === undefined) break
-      this.map.delete(oldest[0])
-      this.bytes -= this.sizeOf(oldest[1])
-    }
-  }
-  clear(): void {
-    this.map.clear()
-    this.bytes = 0
-  }
-}
-
-function isInternal(key: string): boolean {
-  return key.split('/').some((segment) => segment.startsWith(RESERVED_SEGMENT_PREFIX))
-}
-
-async function mapLimit<T, R>(
-  items: readonly T[],
-  limit: number,
-  run: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length)
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++
-      results[index] = await run(items[index] as T)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
-  return results
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -153,8 +110,8 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       etag = got.etag
       body = got.body
     } catch (error) {
-      if (statusOf(error) === 404 && codeOf(error) !== 'NoSuchBucket') throw NOT_FOUND
-      throw toAgentStateError(error, `Reading ${JSON.stringify(key)}`, key)
+      if (statusOf(error) === 404 && sdkErrorCode(error) !== 'NoSuchBucket') throw NOT_FOUND
+      throw toAgentStateError(error, `Reading ${quoteForMessage(key)}`, key)
     }
     const envelope = decodeEnvelope(name, body, expectedKey)
     historyByEtag.set(etag, envelope.history)
@@ -223,7 +180,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
   }
 
   function preconditionFailed(key: string): AgentStateError {
-    return new AgentStateError('PRECONDITION_FAILED', `Record of ${JSON.stringify(key)} changed`, {
+    return new AgentStateError('PRECONDITION_FAILED', `Record of ${quoteForMessage(key)} changed`, {
       context: { key },
     })
   }
@@ -231,7 +188,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
   function indeterminate(key: string, cause: unknown): AgentStateError {
     return new AgentStateError(
       'INDETERMINATE',
-      `The write of ${JSON.stringify(key)} may or may not have been applied: the server's answer was lost and reading it back could not tell`,
+      `The write of ${quoteForMessage(key)} may or may not have been applied: the server's answer was lost and reading it back could not tell`,
       { context: { key }, cause: cause instanceof AgentStateError ? cause : undefined },
     )
   }
@@ -268,7 +225,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
         throw preconditionFailed(key)
       }
       if (result.outcome === 'fatal') {
-        throw toAgentStateError(result.error, `Writing ${JSON.stringify(key)}`, key)
+        throw toAgentStateError(result.error, `Writing ${quoteForMessage(key)}`, key)
       }
       if (result.outcome === 'ambiguous') ambiguous = true
       // Resend the same body: if the first one landed, the resend is refused
@@ -276,13 +233,13 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       if (attempt < config.writeAttempts) await sleep(10 * attempt + Math.random() * 20)
     }
     if (!ambiguous) {
-      throw toAgentStateError(lastError, `Writing ${JSON.stringify(key)}`, key)
+      throw toAgentStateError(lastError, `Writing ${quoteForMessage(key)}`, key)
     }
     const found = await readBack(key, writeId, body, condition)
     if (found.landed) return found.etag
     // The condition no longer holds and versions never repeat: our write can never land now.
     if (!found.unchanged) throw preconditionFailed(key)
-    throw indeterminate(key, toAgentStateError(lastError, `Writing ${JSON.stringify(key)}`, key))
+    throw indeterminate(key, toAgentStateError(lastError, `Writing ${quoteForMessage(key)}`, key))
   }
 
   async function listPage(

@@ -1,3 +1,4 @@
+import { errorCodeOf } from '@agent-state/contract'
 import type { Backend } from '@agent-state/core'
 import { createManualClock, isAgentStateError, sortUtf8 } from '@agent-state/core'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -5,16 +6,6 @@ import { freshNamespace, openTestBackend } from './s3-config.js'
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
 const text = (value: Uint8Array): string => new TextDecoder().decode(value)
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    if (isAgentStateError(error)) return error.code
-    throw error
-  }
-  return 'resolved'
-}
 
 const opened: Backend[] = []
 function open(namespace: string, clock?: () => number): Backend {
@@ -51,14 +42,14 @@ describe('s3 backend on RGW: values and versions', () => {
     expect(await backend.delete('k')).toBe(false)
     const third = await backend.put('k', bytes('same'))
     expect([first.version, second.version]).not.toContain(third.version)
-    expect(await codeOf(backend.put('k', bytes('x'), { ifMatch: second.version }))).toBe(
+    expect(await errorCodeOf(backend.put('k', bytes('x'), { ifMatch: second.version }))).toBe(
       'PRECONDITION_FAILED',
     )
   })
 
   it('enforces ifNoneMatch and ifMatch, with the current meta on failure', async () => {
     const backend = open(freshNamespace())
-    expect(await codeOf(backend.put('k', bytes('x'), { ifMatch: 'nope' }))).toBe(
+    expect(await errorCodeOf(backend.put('k', bytes('x'), { ifMatch: 'nope' }))).toBe(
       'PRECONDITION_FAILED',
     )
     expect(await backend.head('k')).toBeNull()
@@ -72,7 +63,7 @@ describe('s3 backend on RGW: values and versions', () => {
     }
     const updated = await backend.put('k', bytes('3'), { ifMatch: created.version })
     expect(text((await backend.get('k'))?.value ?? new Uint8Array())).toBe('3')
-    expect(await codeOf(backend.delete('k', { ifMatch: created.version }))).toBe(
+    expect(await errorCodeOf(backend.delete('k', { ifMatch: created.version }))).toBe(
       'PRECONDITION_FAILED',
     )
     expect((await backend.head('k'))?.version).toBe(updated.version)
@@ -156,13 +147,13 @@ describe('s3 backend on RGW: listing', () => {
     const first = await backend.put(key, bytes('long'))
     expect(text((await backend.get(key))?.value ?? new Uint8Array())).toBe('long')
     await backend.put(key, bytes('longer'), { ifMatch: first.version })
-    expect(await codeOf(backend.put(key, bytes('x'), { ifMatch: first.version }))).toBe(
+    expect(await errorCodeOf(backend.put(key, bytes('x'), { ifMatch: first.version }))).toBe(
       'PRECONDITION_FAILED',
     )
     expect((await backend.list()).entries.map((entry) => entry.key)).toEqual([key])
     expect(await backend.delete(key)).toBe(true)
     expect(await backend.get(key)).toBeNull()
-    expect(await codeOf(backend.put(`${key}k`, bytes('too long')))).toBe('INVALID_KEY')
+    expect(await errorCodeOf(backend.put(`${key}k`, bytes('too long')))).toBe('INVALID_KEY')
   })
 
   it('lists long keys sharing a shortened head in byte order, with short keys around them', async () => {
@@ -216,13 +207,15 @@ describe('s3 backend on RGW: leases and fencing', () => {
     const a = open(namespace, clock.now)
     const b = open(namespace, clock.now)
     const lease = await a.acquireLease('job', { holder: 'a', ttlMs: 1000 })
-    expect(await codeOf(b.acquireLease('job', { holder: 'b', ttlMs: 1000 }))).toBe('LEASE_HELD')
-    expect(await codeOf(b.put('job', bytes('x')))).toBe('LEASE_HELD')
+    expect(await errorCodeOf(b.acquireLease('job', { holder: 'b', ttlMs: 1000 }))).toBe(
+      'LEASE_HELD',
+    )
+    expect(await errorCodeOf(b.put('job', bytes('x')))).toBe('LEASE_HELD')
     await a.put('job', bytes('by a'), { lease })
     await a.delete('job', { lease })
     clock.advance(1001)
-    expect(await codeOf(a.put('job', bytes('stale'), { lease }))).toBe('LEASE_LOST')
-    expect(await codeOf(a.renewLease(lease))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(a.put('job', bytes('stale'), { lease }))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(a.renewLease(lease))).toBe('LEASE_LOST')
     const next = await b.acquireLease('job', { holder: 'b', ttlMs: 1000 })
     expect(next.token).toBeGreaterThan(lease.token)
     expect(await a.releaseLease(lease)).toBe(false)

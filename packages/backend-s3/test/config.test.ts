@@ -170,6 +170,26 @@ describe('configuration', () => {
     expect(everyRendering(error)).not.toContain(secret)
   })
 
+  it('escapes control and bidi characters of a key in error messages (issue 21)', async () => {
+    // Valid keys may hold C1 controls and bidi overrides (C0 and DEL are refused as keys).
+    const key = 'c1\u009bkey\u202e'
+    const backend = createS3Backend({
+      ...s3Config(),
+      bucket: 'no-such-bucket-here',
+      namespace: freshNamespace('quote'),
+      readAttempts: 1,
+    })
+    try {
+      const error = await caught(backend.get(key))
+      expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+      const { message } = error as Error
+      expect(message).toContain('"c1\\u009bkey\\u202e"')
+      expect(message).not.toMatch(/[\u007f-\u009f\u202e]/)
+    } finally {
+      await backend.close()
+    }
+  })
+
   it('keeps credentials out of errors and logs when the server refuses them', async () => {
     const config = s3Config()
     const logged: string[] = []

@@ -1,7 +1,6 @@
+import { startRgw } from '@agent-state/test-services'
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3'
 import type { TestProject } from 'vitest/node'
-// Relative import: global setup files resolve outside the test environments' export conditions.
-import { startRgw } from '../../../test-suites/services/src/index.js'
 import type { S3TestConfig } from './s3-config.js'
 
 /** Starts one private Ceph RGW for the run and creates the test bucket in it. */

@@ -13,9 +13,9 @@ import {
 import { basename, dirname, join, resolve } from 'node:path'
 import { AgentStateError } from '@agent-state/core'
 import Database from 'better-sqlite3'
+import { toAgentStateError } from './errors.js'
 import { MEMORY_PATH } from './options.js'
 import { assertSupportedVersion, migrate, readSchemaVersion, SCHEMA_VERSION } from './schema.js'
-import { toAgentStateError } from './sqlite-errors.js'
 
 /**
  * Opening a database file: create a missing one complete (schema and WAL

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type Database from 'better-sqlite3'
-import { isBusy, toAgentStateError } from './sqlite-errors.js'
+import { isBusy, toAgentStateError } from './errors.js'
 
 /**
  * Group commit: the mutations one backend instance receives in the same turn

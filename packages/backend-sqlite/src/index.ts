@@ -4,6 +4,7 @@ export {
   DEFAULT_MAX_VALUE_BYTES,
   MAX_MAX_VALUE_BYTES,
   MEMORY_PATH,
+  type ResolvedSqliteOptions,
   type SqliteBackendOptions,
   sqliteOptionsSchema,
 } from './options.js'

@@ -2,6 +2,7 @@ import {
   AgentStateError,
   type KeyState,
   type ListEntry,
+  quoteForMessage,
   type StoredLease,
   type StoredValue,
   type ValueMeta,
@@ -82,7 +83,7 @@ const EMPTY: Uint8Array = new Uint8Array(0)
 function corrupt(key: string, problem: string, cause?: unknown): AgentStateError {
   return new AgentStateError(
     'CORRUPT',
-    `Row of key ${JSON.stringify(key)} is corrupt: ${problem}`,
+    `Row of key ${quoteForMessage(key)} is corrupt: ${problem}`,
     cause === undefined ? { context: { key, problem } } : { context: { key, problem }, cause },
   )
 }

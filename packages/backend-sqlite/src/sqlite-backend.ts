@@ -30,21 +30,18 @@ import {
   type NormalizedListOptions,
   normalizeListOptions,
   type PutOptions,
+  parseBackendOptions,
+  quoteForMessage,
   type StoredValue,
   systemClock,
   type ValueMeta,
   type WriterIdentity,
 } from '@agent-state/core'
 import { openConnection } from './connection.js'
+import { isBusy, toAgentStateError, withStoredSize } from './errors.js'
 import { createGroupCommit } from './group-commit.js'
-import { afterPosition, prefixRange } from './key-range.js'
-import {
-  DEFAULT_BUSY_TIMEOUT_MS,
-  DEFAULT_MAX_VALUE_BYTES,
-  MEMORY_PATH,
-  type SqliteBackendOptions,
-  sqliteOptionsSchema,
-} from './options.js'
+import { afterPosition, prefixRange } from './key-layout.js'
+import { MEMORY_PATH, type SqliteBackendOptions, sqliteOptionsSchema } from './options.js'
 import {
   decodeLeaseRow,
   decodeListedRow,
@@ -57,7 +54,6 @@ import {
   type RawRow,
   valueParams,
 } from './row-codec.js'
-import { isBusy, toAgentStateError, withStoredSize } from './sqlite-errors.js'
 import { prepareStatements } from './statements.js'
 
 /**
@@ -89,29 +85,20 @@ import { prepareStatements } from './statements.js'
  * ```
  */
 export function createSqliteBackend(options: SqliteBackendOptions): Backend {
-  const parsed = sqliteOptionsSchema.safeParse(options)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `Invalid sqlite backend options: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim(),
-      { context: { issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) } },
-    )
-  }
-  const namespace = options.namespace ?? 'default'
-  const clock: Clock = options.clock ?? systemClock
-  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
-  const inMemory = options.path === MEMORY_PATH
+  const resolved = parseBackendOptions(sqliteOptionsSchema, options, 'SQLite')
+  const { namespace, busyTimeoutMs } = resolved
+  const clock: Clock = resolved.clock ?? systemClock
+  const inMemory = resolved.path === MEMORY_PATH
   const capabilities: Capabilities = {
     durable: !inMemory,
     multiProcess: !inMemory,
     multiHost: false,
     leaseClock: 'host',
     maxKeyBytes: MAX_KEY_BYTES,
-    maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+    maxValueBytes: resolved.maxValueBytes,
   }
-  const connection = openConnection(options.path, {
-    synchronous: options.synchronous ?? 'FULL',
+  const connection = openConnection(resolved.path, {
+    synchronous: resolved.synchronous,
     busyTimeoutMs,
   })
   const { db } = connection
@@ -210,7 +197,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     if (statements.listedAsLive(key)) {
       throw new AgentStateError(
         'CORRUPT',
-        `Row of key ${JSON.stringify(key)} is corrupt: the listing index has it but the primary key finds no row`,
+        `Row of key ${quoteForMessage(key)} is corrupt: the listing index has it but the primary key finds no row`,
         { context: { key, problem: 'missing from the primary index' } },
       )
     }

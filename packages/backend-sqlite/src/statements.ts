@@ -1,6 +1,6 @@
 import { AgentStateError } from '@agent-state/core'
 import type Database from 'better-sqlite3'
-import type { KeyRange } from './key-range.js'
+import type { KeyRange } from './key-layout.js'
 import {
   type EntryParams,
   type LeaseParams,

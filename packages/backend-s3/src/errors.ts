@@ -31,7 +31,7 @@ export function statusOf(error: unknown): number | undefined {
 }
 
 /** The S3 error code (`NoSuchKey`, `PreconditionFailed`...) or Node error code. */
-export function codeOf(error: unknown): string {
+export function sdkErrorCode(error: unknown): string {
   const shape = (error ?? {}) as SdkErrorShape
   return shape.code ?? shape.name ?? 'Error'
 }
@@ -39,7 +39,7 @@ export function codeOf(error: unknown): string {
 /** Classifies a failed request; see {@link RequestOutcome}. */
 export function classify(error: unknown, conditional: boolean): RequestOutcome {
   const status = statusOf(error)
-  const code = codeOf(error)
+  const code = sdkErrorCode(error)
   // Signing failed before anything was sent, and retrying will not find credentials.
   if (isMissingCredentials(error)) return 'fatal'
   if (status === undefined || status === 0) {
@@ -72,7 +72,7 @@ export function sanitizeCause(error: unknown): Error {
   const shape = (error ?? {}) as SdkErrorShape
   const status = statusOf(error)
   const copy = new Error(
-    `${codeOf(error)}${status === undefined ? '' : ` (HTTP ${status})`}: ${String(shape.message ?? error).slice(0, 300)}`,
+    `${sdkErrorCode(error)}${status === undefined ? '' : ` (HTTP ${status})`}: ${String(shape.message ?? error).slice(0, 300)}`,
   )
   copy.name = shape.name ?? 'Error'
   return copy
@@ -84,7 +84,7 @@ export function sanitizeCause(error: unknown): Error {
  */
 export function toAgentStateError(error: unknown, what: string, key?: string): AgentStateError {
   const status = statusOf(error)
-  const code = codeOf(error)
+  const code = sdkErrorCode(error)
   const context: Record<string, unknown> = { s3Code: code }
   if (status !== undefined) context.httpStatus = status
   if (key !== undefined) context.key = key

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { RESERVED_SEGMENT_PREFIX } from '@agent-state/core'
 
 /**
  * S3 caps a whole object key at 1024 bytes, but the object key is
@@ -99,4 +100,9 @@ export function createObjectNaming(nameBytes: number): ObjectNaming | undefined 
       return long(prefix) ? cutAtOrBefore(prefix, threshold) : prefix
     },
   }
+}
+
+/** Whether a key lies in the reserved area (the probe's keys): listings skip it. */
+export function isInternal(key: string): boolean {
+  return key.split('/').some((segment) => segment.startsWith(RESERVED_SEGMENT_PREFIX))
 }

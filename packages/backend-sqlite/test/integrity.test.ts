@@ -158,4 +158,20 @@ describe('schema versions and corruption', () => {
     expect((await rejection(backend.get('bad-size'))).code).toBe('CORRUPT')
     await backend.close()
   })
+
+  it('escapes control and bidi characters of the key in a CORRUPT message (issue 21)', async () => {
+    // Valid keys may hold C1 controls and bidi overrides (C0 and DEL are refused as keys).
+    const key = 'c1\u009bkey\u202e'
+    const backend = createSqliteBackend({ path, namespace: 'ns' })
+    await backend.put(key, new Uint8Array([1]))
+    const raw = new Database(path)
+    raw.prepare('UPDATE agent_state_entries SET size = 5 WHERE key = ?').run(key)
+    raw.close()
+    const error = await rejection(backend.get(key))
+    expect(error.code).toBe('CORRUPT')
+    expect(error.message).not.toMatch(/[\u007f-\u009f\u202e]/)
+    expect(error.message).toContain('"c1\\u009bkey\\u202e"')
+    expect(error.context.key).toBe(key)
+    await backend.close()
+  })
 })
