@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto'
 import { lstatSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RecordCondition } from '@agent-state/core'
-import { errnoOf } from './fs-errors.js'
-import { TEMP_PREFIX } from './key-paths.js'
+import { errnoOf } from './errors.js'
+import { TEMP_PREFIX } from './key-layout.js'
 import {
   IDENTITY_FIELDS,
   ownerAlive,

@@ -12,8 +12,8 @@ import {
 } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { AgentStateError } from '@agent-state/core'
-import { errnoOf, fsError } from './fs-errors.js'
-import { TEMP_PREFIX } from './key-paths.js'
+import { errnoOf, fsError } from './errors.js'
+import { TEMP_PREFIX } from './key-layout.js'
 import { IDENTITY_FIELDS, ownerAlive, parseIdentity } from './process-identity.js'
 
 /** Where a namespace lives on disk. */

@@ -19,8 +19,8 @@ import {
   slotBusy,
   takeSlot,
 } from './commit-slot.js'
-import { errnoOf, fsError } from './fs-errors.js'
-import { fileNameOf, TEMP_PREFIX } from './key-paths.js'
+import { errnoOf, fsError } from './errors.js'
+import { fileNameOf, TEMP_PREFIX } from './key-layout.js'
 import type { NamespaceDirs } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import { formatIdentity, ownIdentity } from './process-identity.js'

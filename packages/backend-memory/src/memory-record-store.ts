@@ -1,4 +1,5 @@
-import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-state/core'
+import { MAX_KEY_BYTES, type RecordStore, type ScannedRecord } from '@agent-state/core'
+import { recordChanged } from './errors.js'
 import { indexAfter } from './memory-store.js'
 
 /** Options of {@link createMemoryRecordStore}. */
@@ -38,7 +39,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       durable: false,
       multiProcess: false,
       multiHost: false,
-      maxKeyBytes: 1024,
+      maxKeyBytes: MAX_KEY_BYTES,
       maxValueBytes: 64 * 1024 * 1024,
     },
     versionChangesWithBytes: options.versionChangesWithBytes === true,
@@ -50,7 +51,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       const current = records.data.get(key)
       const holds =
         'absent' in condition ? current === undefined : current?.version === condition.version
-      if (!holds) throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
+      if (!holds) throw recordChanged(key)
       const version = String(++records.counter)
       if (current === undefined)
         records.sortedKeys.splice(indexAfter(records.sortedKeys, key), 0, key)

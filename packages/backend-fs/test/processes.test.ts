@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { createFsBackend, layoutOf } from '../src/index.js'
-import { TEMP_PREFIX } from '../src/key-paths.js'
+import { TEMP_PREFIX } from '../src/key-layout.js'
 import { exitOf, startChild, tempRoot, text, untext, waitForLine } from './helpers.js'
 
 async function headOf(root: string, namespace: string, key: string): Promise<string> {
