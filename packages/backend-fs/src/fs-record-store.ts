@@ -69,6 +69,12 @@ export function createFsRecordStore(
       return writes.write(key, data, condition)
     },
 
+    // Versions are a per-process random prefix and a counter, so a record
+    // created after a removal never repeats an earlier version.
+    remove(key: string, condition: { readonly version: string }): Promise<void> {
+      return writes.remove(key, condition)
+    },
+
     async scan(
       scan: RecordScanOptions,
     ): Promise<{ records: readonly ScannedRecord[]; done: boolean }> {
@@ -86,6 +92,7 @@ export function createFsRecordStore(
 
     async close(): Promise<void> {
       closed = true
+      writes.close()
       dirs.close()
     },
   }

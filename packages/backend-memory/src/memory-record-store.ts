@@ -29,7 +29,8 @@ export function createMemoryRecordMap(): MemoryRecordMap {
 /**
  * The smallest possible {@link RecordStore}, in memory. It exists to run the
  * contract suite over `createRecordBackend` (the path third parties take) and
- * as a worked example of the primitive.
+ * as a worked example of the primitive, including the optional conditional
+ * `remove` (so deletes of never-leased keys leave no tombstone here).
  */
 export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}): RecordStore {
   const records = options.records ?? createMemoryRecordMap()
@@ -57,6 +58,13 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
         records.sortedKeys.splice(indexAfter(records.sortedKeys, key), 0, key)
       records.data.set(key, { data: data.slice(), version })
       return version
+    },
+    // Versions come from one counter that a removal does not reset, so a
+    // re-created record never repeats an earlier version.
+    async remove(key, condition) {
+      if (records.data.get(key)?.version !== condition.version) throw recordChanged(key)
+      records.data.delete(key)
+      records.sortedKeys.splice(indexAfter(records.sortedKeys, key, true), 1)
     },
     async scan({ prefix, after, limit }) {
       let index = indexAfter(records.sortedKeys, prefix, true)
