@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
-import { lstatSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs'
+import { lstatSync, readlinkSync, rmdirSync, symlinkSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RecordCondition } from '@agent-state/core'
-import { errnoOf } from './fs-errors.js'
-import { TEMP_PREFIX } from './key-paths.js'
+import { errnoOf } from './errors.js'
+import { TEMP_PREFIX } from './key-layout.js'
 import {
   IDENTITY_FIELDS,
   ownerAlive,
@@ -22,7 +22,7 @@ import {
  * (atomic and exclusive: `EEXIST` if the name exists), the symlink
  * `locks/<record name>@<expected version>.<n>` whose target is `T`'s name.
  * Holding the slot, it reads the record's version, compares it, and commits
- * with `rename(T, record)`. Slots of the state `@~` stand for "no record".
+ * with `rename(T, record)`.
  *
  * The rules for a slot `s.n` that exists with target `T_n`:
  * - `T_n` absent: the holder is finished (it committed, gave up, or was
@@ -65,9 +65,16 @@ import {
  * removes `s.1 .. s.n`. A broken writer removes nothing (the state may still
  * be current, its breaker committing on `s.(n+1)`). So slots are left behind
  * only by writers that died or were broken before anyone finished the chain;
- * `destroy()` removes them. (The "no record" state can come back: by
- * `destroy()`, which removes the slots too, or when an operator moves a
- * record file away by hand, which must be done while nothing writes that key.)
+ * `destroy()` removes them.
+ *
+ * "No record" is the one state that comes back (a removal, `destroy()`, a
+ * file moved away by hand), so it has no chain: a create commits with
+ * `link()`, which fails if any record exists (`write-path.ts`). The `@~`
+ * base of {@link slotBase} is only what earlier versions used for creates.
+ *
+ * A removal holds its slot with an empty temp directory instead of a temp
+ * file and commits by moving the record into it; breaking it is `rmdir`,
+ * which fails once the record is inside (see `breakSlot`).
  *
  * A slot's target is never followed: it is only read with `readlink()`, and a
  * target that is not a temp file name of this package marks the slot as held
@@ -138,12 +145,26 @@ function exists(path: string): boolean {
   return lstatSync(path, { throwIfNoEntry: false }) !== undefined
 }
 
-/** Breaks a slot: after this, its holder's `rename` of `tempPath` can only fail. */
+/**
+ * Breaks a slot: after this, its holder's `rename` of `tempPath` can only
+ * fail. A removal holds its slot with an empty temp directory and commits by
+ * moving the record into it: `rmdir` takes the directory away only while it
+ * is empty, so either the breaker's `rmdir` or the holder's move wins, never
+ * both (`ENOTEMPTY`: the holder had committed; the next slot's check sees it).
+ */
 function breakSlot(tempPath: string): void {
   try {
     unlinkSync(tempPath)
   } catch (error) {
-    if (errnoOf(error) !== 'ENOENT') throw error // already finished, or broken by another waiter
+    const code = errnoOf(error)
+    if (code === 'ENOENT') return // already finished, or broken by another waiter
+    if (code !== 'EISDIR' && code !== 'EPERM') throw error
+    try {
+      rmdirSync(tempPath)
+    } catch (inner) {
+      const innerCode = errnoOf(inner)
+      if (innerCode !== 'ENOENT' && innerCode !== 'ENOTEMPTY' && innerCode !== 'EEXIST') throw inner
+    }
   }
 }
 

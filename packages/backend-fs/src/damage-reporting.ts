@@ -12,7 +12,7 @@ import {
   normalizeListOptions,
 } from '@agent-state/core'
 import type { FsRecordStore } from './fs-record-store.js'
-import { fileNameOf } from './key-paths.js'
+import { fileNameOf } from './key-layout.js'
 import { isDamage, type ScannedItem } from './record-listing.js'
 
 /**

@@ -1,16 +1,16 @@
 import { fileURLToPath } from 'node:url'
-import { AgentStateError, type Backend, type BackendUrlOptions } from '@agent-state/core'
+import {
+  type AgentStateError,
+  type Backend,
+  type BackendUrlOptions,
+  invalidBackendUrl,
+  readUrlQuery,
+} from '@agent-state/core'
 import { createFsBackend } from './fs-backend.js'
 import type { FsBackendOptions } from './options.js'
 
 function invalidUrl(url: string, problem: string): AgentStateError {
-  return new AgentStateError(
-    'INVALID_ARGUMENT',
-    `Invalid file URL ${JSON.stringify(url)}: ${problem}`,
-    {
-      context: { url },
-    },
-  )
+  return invalidBackendUrl('fs', url, problem)
 }
 
 /**
@@ -23,8 +23,12 @@ function invalidUrl(url: string, problem: string): AgentStateError {
 export function rootFromFileUrl(url: string): string {
   if (!/^file:/i.test(url)) throw invalidUrl(url, 'it must start with "file:"')
   const rest = url.slice('file:'.length)
-  if (rest.includes('?') || rest.includes('#')) {
-    throw invalidUrl(url, 'queries and fragments are not supported; pass options instead')
+  if (rest.includes('#')) throw invalidUrl(url, 'fragments are not supported')
+  const query = rest.indexOf('?')
+  if (query !== -1) {
+    // No query parameter is defined (pass options instead): core rejects each one the same way as every backend.
+    readUrlQuery('fs', url, new URLSearchParams(rest.slice(query + 1)), {})
+    throw invalidUrl(url, 'queries are not supported; pass options instead')
   }
   if (rest.startsWith('//')) {
     let path: string

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { AgentStateError, createRecordBackend } from '@agent-state/core'
+import { createRecordBackend, parseBackendOptions } from '@agent-state/core'
 import { type FsBackend, withDamageReporting } from './damage-reporting.js'
 import { createFsRecordStore } from './fs-record-store.js'
 import { type FsBackendOptions, fsOptionsSchema } from './options.js'
@@ -19,7 +19,7 @@ import type { WriteHooks } from './write-path.js'
  * const backend = createFsBackend({ root: './.agent-state', namespace: 'my-agent' })
  * await backend.put('notes/today', new TextEncoder().encode('hello'))
  * ```
- * @throws `INVALID_ARGUMENT` for invalid options.
+ * @throws `INVALID_ARGUMENT` for invalid or unknown options (`context: { backend, field, issues }`).
  */
 export function createFsBackend(options: FsBackendOptions): FsBackend {
   return createFsBackendWithHooks(options)
@@ -27,15 +27,7 @@ export function createFsBackend(options: FsBackendOptions): FsBackend {
 
 /** {@link createFsBackend} with the write path's test seam (`hooks`); not exported from the package. */
 export function createFsBackendWithHooks(options: FsBackendOptions, hooks?: WriteHooks): FsBackend {
-  const parsed = fsOptionsSchema.safeParse(options)
-  if (!parsed.success) {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `Invalid fs backend options: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`).join('; ')}`,
-      { context: { issues: parsed.error.issues.map((issue) => issue.message) } },
-    )
-  }
-  const resolved = parsed.data
+  const resolved = parseBackendOptions(fsOptionsSchema, options, 'fs')
   const store = createFsRecordStore(resolve(resolved.root), resolved, hooks)
   const backend = createRecordBackend(
     store,

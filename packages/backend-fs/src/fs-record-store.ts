@@ -1,13 +1,14 @@
 import { join } from 'node:path'
-import type {
-  RecordCondition,
-  RecordScanOptions,
-  RecordStore,
-  ScannedRecord,
-  VersionedRecord,
+import {
+  MAX_KEY_BYTES,
+  type RecordCondition,
+  type RecordScanOptions,
+  type RecordStore,
+  type ScannedRecord,
+  type VersionedRecord,
 } from '@agent-state/core'
-import { fsError } from './fs-errors.js'
-import { fileNameOf } from './key-paths.js'
+import { fsError } from './errors.js'
+import { fileNameOf } from './key-layout.js'
 import { type FsLayout, namespaceDirs } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import { type CheckedScan, createRecordListing } from './record-listing.js'
@@ -48,7 +49,7 @@ export function createFsRecordStore(
       durable: options.fsync,
       multiProcess: true,
       multiHost: false,
-      maxKeyBytes: 1024,
+      maxKeyBytes: MAX_KEY_BYTES,
       maxValueBytes: options.maxValueBytes,
     },
     layout: dirs.layout,
@@ -68,6 +69,12 @@ export function createFsRecordStore(
       return writes.write(key, data, condition)
     },
 
+    // Versions are a per-process random prefix and a counter, so a record
+    // created after a removal never repeats an earlier version.
+    remove(key: string, condition: { readonly version: string }): Promise<void> {
+      return writes.remove(key, condition)
+    },
+
     async scan(
       scan: RecordScanOptions,
     ): Promise<{ records: readonly ScannedRecord[]; done: boolean }> {
@@ -85,6 +92,7 @@ export function createFsRecordStore(
 
     async close(): Promise<void> {
       closed = true
+      writes.close()
       dirs.close()
     },
   }

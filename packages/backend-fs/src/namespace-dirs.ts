@@ -12,8 +12,8 @@ import {
 } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { AgentStateError } from '@agent-state/core'
-import { errnoOf, fsError } from './fs-errors.js'
-import { TEMP_PREFIX } from './key-paths.js'
+import { errnoOf, fsError } from './errors.js'
+import { TEMP_PREFIX } from './key-layout.js'
 import { IDENTITY_FIELDS, ownerAlive, parseIdentity } from './process-identity.js'
 
 /** Where a namespace lives on disk. */
@@ -70,6 +70,20 @@ function ensureRealDir(dir: string): boolean {
   return false
 }
 
+/**
+ * Temp names of this process's writes between their temp file and their
+ * commit. They are the only temps of this thread that can be in use while it
+ * sweeps (a write may await its temp file's fsync on the thread pool), so the
+ * sweep leaves them alone; every other temp of this thread is a leftover.
+ */
+export const ownTemps = new Set<string>()
+
+/** Removes a temp: a file, or the temp directory of a removal (with the record moved into it). */
+function removeTemp(path: string): void {
+  if (lstatSync(path).isDirectory()) rmSync(path, { recursive: true, force: true })
+  else unlinkSync(path)
+}
+
 /** The lifecycle of one instance's namespace directories. */
 export interface NamespaceDirs {
   readonly layout: FsLayout
@@ -113,7 +127,7 @@ export function namespaceDirs(
   function sweepTemps(names: readonly string[]): void {
     const now = Date.now()
     for (const name of names) {
-      if (!name.startsWith(TEMP_PREFIX)) continue
+      if (!name.startsWith(TEMP_PREFIX) || ownTemps.has(name)) continue
       const owner = parseIdentity(
         name.slice(TEMP_PREFIX.length).split('.').slice(0, IDENTITY_FIELDS).join('.'),
       )
@@ -126,7 +140,7 @@ export function namespaceDirs(
             ? !ownerAlive(owner)
             : now - lstatSync(path).mtimeMs > options.staleTempMs
         ) {
-          unlinkSync(path)
+          removeTemp(path)
         }
       } catch {
         // Gone already, or removed by another process.

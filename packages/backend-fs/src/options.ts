@@ -1,8 +1,11 @@
 import { type Clock, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 
-/** Options of `createFsBackend`, as a zod schema. */
-export const fsOptionsSchema = z.object({
+/**
+ * Options of `createFsBackend`, as a zod schema: the only source of the option
+ * types. Strict: an unknown option (a typo) is `INVALID_ARGUMENT`.
+ */
+export const fsOptionsSchema = z.strictObject({
   /**
    * Directory holding every namespace, created `0700` when missing. A relative
    * path is resolved against the current working directory when the backend

@@ -1,5 +1,5 @@
 import { crc32 } from 'node:zlib'
-import { AgentStateError } from '@agent-state/core'
+import { AgentStateError, MAX_KEY_BYTES } from '@agent-state/core'
 
 /**
  * The bytes of one record file: a small envelope around core's record bytes.
@@ -55,8 +55,8 @@ export interface RecordHeader {
   readonly dataStart: number
 }
 
-/** Longest envelope a valid file can have: keys are at most 1024 bytes, versions 255. */
-export const MAX_HEADER_BYTES = FIXED + 1024 + 255 + 4
+/** Longest envelope a valid file can have: keys are at most `MAX_KEY_BYTES`, versions 255. */
+export const MAX_HEADER_BYTES = FIXED + MAX_KEY_BYTES + 255 + 4
 
 /**
  * Decodes and checks a record file's envelope from its first bytes (at least

@@ -6,8 +6,8 @@ import {
   type RecordScanOptions,
   type ScannedRecord,
 } from '@agent-state/core'
-import { errnoOf, fsError } from './fs-errors.js'
-import { fileNameOf } from './key-paths.js'
+import { errnoOf, fsError } from './errors.js'
+import { fileNameOf } from './key-layout.js'
 import { type NamespaceDirs, notADirectory } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import {

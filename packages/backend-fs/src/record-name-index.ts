@@ -1,6 +1,6 @@
 import type { BigIntStats } from 'node:fs'
 import type { AgentStateError } from '@agent-state/core'
-import { classifyName } from './key-paths.js'
+import { classifyName } from './key-layout.js'
 
 /**
  * The records directory's file names in listing order, kept between listing

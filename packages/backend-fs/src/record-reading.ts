@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs'
 import { AgentStateError } from '@agent-state/core'
-import { errnoOf } from './fs-errors.js'
+import { errnoOf } from './errors.js'
 import {
   decodeRecordFile,
   decodeRecordHeader,

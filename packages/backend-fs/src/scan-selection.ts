@@ -1,5 +1,5 @@
 import { compareUtf8 } from '@agent-state/core'
-import { fileNameOf } from './key-paths.js'
+import { fileNameOf } from './key-layout.js'
 import type { IndexedName } from './record-name-index.js'
 
 /** A record file chosen for a scan page. */

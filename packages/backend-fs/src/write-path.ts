@@ -1,16 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import {
-  closeSync,
-  constants,
-  fsyncSync,
-  openSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs'
+import { existsSync, linkSync, mkdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { AgentStateError, type RecordCondition } from '@agent-state/core'
+import { AgentStateError, isAgentStateError, type RecordCondition } from '@agent-state/core'
 import {
   newSlotWatch,
   removeChain,
@@ -19,18 +11,23 @@ import {
   slotBusy,
   takeSlot,
 } from './commit-slot.js'
-import { errnoOf, fsError } from './fs-errors.js'
-import { fileNameOf, TEMP_PREFIX } from './key-paths.js'
-import type { NamespaceDirs } from './namespace-dirs.js'
+import { createDirSync } from './dir-sync.js'
+import { errnoOf, fsError } from './errors.js'
+import { fileNameOf, TEMP_PREFIX } from './key-layout.js'
+import { type NamespaceDirs, ownTemps } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import { formatIdentity, ownIdentity } from './process-identity.js'
 import { encodeRecordFile } from './record-file.js'
 import { readRecordVersion } from './record-reading.js'
+import { writeTempAsync, writeTempSync } from './temp-file.js'
 
 /**
  * The points of a write, in order, that {@link WriteHooks.onStep} reports:
  * the temp file is complete; the commit slot is held; the version check
  * passed; the rename landed; the directory is fsynced (the write is durable).
+ * A create (no record expected) takes no slot and reports no `slot-taken` or
+ * `checked`: its `link` is the check. A removal's "temp file" is its empty
+ * temp directory.
  */
 export type WriteStep = 'temp-written' | 'slot-taken' | 'checked' | 'renamed' | 'synced'
 
@@ -42,8 +39,6 @@ export interface WriteHooks {
   readonly onStep?: (step: WriteStep, key: string) => void
 }
 
-const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0
-const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW
 /** Process-unique prefix of record versions; a counter makes each write's version new. */
 const VERSION_PREFIX = randomBytes(8).toString('base64url')
 let versionCounter = 0
@@ -52,6 +47,7 @@ const TEMP_OWNER = `${TEMP_PREFIX}${formatIdentity(ownIdentity)}.`
 /** Outcome of one try of a write. */
 type WriteAttempt = { readonly version: string } | { readonly busy: true; readonly holder?: number }
 const BUSY: WriteAttempt = { busy: true }
+const DONE: WriteAttempt = { version: '' }
 
 function changed(key: string): AgentStateError {
   return new AgentStateError('PRECONDITION_FAILED', `Record of ${JSON.stringify(key)} changed`, {
@@ -63,6 +59,10 @@ function changed(key: string): AgentStateError {
 export interface WritePath {
   /** Writes `data` as the record of `key` if `condition` holds; resolves the new version. */
   write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string>
+  /** Removes the record of `key` if it is still at `condition.version`. */
+  remove(key: string, condition: { readonly version: string }): Promise<void>
+  /** Removes this instance's (empty) removal directory. */
+  close(): void
 }
 
 /**
@@ -70,10 +70,16 @@ export interface WritePath {
  * rename are one atomic step across processes and why a writer frozen at any
  * point of its write can be broken safely.
  *
- * Each try is one synchronous section (node:fs sync calls): an async call
- * costs more than the syscall here, and a slot is then never held across an
- * `await`. The price is that a write blocks the event loop for its two
- * fsyncs (about 0.4 ms on a local SSD). Waiting for a busy slot does yield.
+ * A try has three phases. (1) The complete temp file is written and fsynced:
+ * synchronously when this instance has no other write in flight (cheapest
+ * alone), on the thread pool otherwise, so concurrent writes' file fsyncs
+ * overlap. No slot is held yet. (2) One synchronous section takes the slot,
+ * checks and renames (node:fs sync calls: a slot is never held across an
+ * `await`). A create expects no record and takes no slot: `link()` of the
+ * temp file fails if the record exists, so it is the check and the commit in
+ * one call, and a create frozen at any point can never overwrite anything.
+ * (3) The directory fsync, shared by concurrent writes (`dir-sync.ts`), on
+ * the thread pool.
  */
 export function createWritePath(
   dirs: NamespaceDirs,
@@ -83,92 +89,214 @@ export function createWritePath(
 ): WritePath {
   const { recordsDir, locksDir } = dirs.layout
   const onStep = hooks.onStep
+  const dirSync = createDirSync(recordsDir)
+  /** Writes of this instance between their start and their outcome. */
+  let inFlight = 0
 
-  function tryOnce(
+  /** Makes the landed change durable (phase 3); a failure here is `INDETERMINATE`. */
+  async function durable(key: string): Promise<void> {
+    if (!options.fsync) return
+    try {
+      // Always through the shared fsync: concurrent callers reach this point
+      // one after another (each try's sync section runs whole), so only a
+      // fsync on the thread pool lets the next ones' renames join a batch.
+      await dirSync.afterRename()
+    } catch (error) {
+      throw fsError(error, 'write a record', { key }, true)
+    }
+  }
+
+  /** Recreates the namespace after another instance's `destroy` removed it. */
+  function recreated(): WriteAttempt {
+    dirs.invalidate()
+    dirs.ensureReady()
+    return BUSY
+  }
+
+  /** Phase 2 of a create: `link` the temp file into place, failing if the record exists. */
+  function commitCreate(key: string, temp: string, path: string): void {
+    try {
+      linkSync(temp, path)
+    } catch (error) {
+      const code = errnoOf(error)
+      // EEXIST: there is a record (a value, a tombstone, a damaged file): core re-reads.
+      // ENOENT: the temp file was swept, or the namespace removed: nothing landed.
+      if (code === 'EEXIST' || code === 'ENOENT') throw changed(key)
+      throw error
+    }
+  }
+
+  /** Phase 2 of a replacement: slot, check, rename. Returns the attempt, or `undefined` once renamed. */
+  function commitReplace(
+    key: string,
+    name: string,
+    tempName: string,
+    condition: { readonly version: string },
+    watch: SlotWatch,
+    land: () => void,
+  ): WriteAttempt | undefined {
+    const path = join(recordsDir, name)
+    const base = slotBase(name, condition)
+    let attempt: ReturnType<typeof takeSlot>
+    try {
+      attempt = takeSlot(locksDir, recordsDir, base, tempName, watch, options.lockBreakMs)
+    } catch (error) {
+      if (errnoOf(error) !== 'ENOENT') throw error
+      return recreated() // locks/ was removed by another instance's destroy
+    }
+    if (!attempt.held) {
+      return attempt.holder === undefined ? BUSY : { busy: true, holder: attempt.holder.pid }
+    }
+    onStep?.('slot-taken', key)
+    if (readRecordVersion(path, key) !== condition.version) {
+      // The state this chain guards is gone for good: nobody needs its slots.
+      removeChain(locksDir, base, attempt.slot)
+      throw changed(key)
+    }
+    onStep?.('checked', key)
+    try {
+      land()
+    } catch (error) {
+      if (errnoOf(error) !== 'ENOENT') throw error
+      // Broken while we held the slot (our temp was removed): we never
+      // committed, and the breaker may be committing now, so the slots stay.
+      throw changed(key)
+    }
+    onStep?.('renamed', key)
+    removeChain(locksDir, base, attempt.slot)
+    return undefined
+  }
+
+  async function tryWrite(
     key: string,
     data: Uint8Array,
     condition: RecordCondition,
     watch: SlotWatch,
-  ): WriteAttempt {
+  ): Promise<WriteAttempt> {
     const name = fileNameOf(key)
     const path = join(recordsDir, name)
     const version = `${VERSION_PREFIX}${(versionCounter++).toString(36)}`
     const bytes = encodeRecordFile(key, version, data)
     const tempName = `${TEMP_OWNER}${randomBytes(6).toString('hex')}`
     const temp = join(recordsDir, tempName)
-    let fd: number
-    try {
-      fd = openSync(temp, CREATE_FLAGS, 0o600)
-    } catch (error) {
-      if (errnoOf(error) !== 'ENOENT') throw fsError(error, 'write a record', { key })
-      // The namespace was destroyed by another instance: recreate it, then retry.
-      dirs.invalidate()
-      dirs.ensureReady()
-      return BUSY
-    }
-    /** Whether `temp` is gone: renamed into place, or unlinked by a breaker. */
-    let tempGone = false
+    /** Whether `temp` may still exist and is ours to remove. */
+    let tempOurs = true
+    ownTemps.add(tempName)
     try {
       try {
-        let written = 0
-        while (written < bytes.byteLength) written += writeSync(fd, bytes, written)
-        if (options.fsync) fsyncSync(fd)
-      } finally {
-        closeSync(fd)
+        if (inFlight > 1) await writeTempAsync(temp, bytes, options.fsync)
+        else writeTempSync(temp, bytes, options.fsync)
+      } catch (error) {
+        if (errnoOf(error) !== 'ENOENT') throw fsError(error, 'write a record', { key })
+        return recreated() // the namespace was destroyed by another instance
       }
       onStep?.('temp-written', key)
-      const base = slotBase(name, condition)
-      let attempt: ReturnType<typeof takeSlot>
       try {
-        attempt = takeSlot(locksDir, recordsDir, base, tempName, watch, options.lockBreakMs)
+        if ('absent' in condition) {
+          commitCreate(key, temp, path)
+          onStep?.('renamed', key)
+        } else {
+          const land = () => {
+            renameSync(temp, path)
+            tempOurs = false
+          }
+          const attempt = commitReplace(key, name, tempName, condition, watch, land)
+          if (attempt !== undefined) return attempt
+        }
       } catch (error) {
-        if (errnoOf(error) !== 'ENOENT') throw error
-        dirs.invalidate() // locks/ was removed by another instance's destroy
-        dirs.ensureReady()
-        return BUSY
+        throw fsError(error, 'write a record', { key })
       }
-      if (!attempt.held) {
-        return attempt.holder === undefined ? BUSY : { busy: true, holder: attempt.holder.pid }
-      }
-      onStep?.('slot-taken', key)
-      const current = readRecordVersion(path, key)
-      if ('absent' in condition ? current !== null : current !== condition.version) {
-        // The state this chain guards is gone for good: nobody needs its slots.
-        removeChain(locksDir, base, attempt.slot)
-        throw changed(key)
-      }
-      onStep?.('checked', key)
-      try {
-        renameSync(temp, path)
-      } catch (error) {
-        if (errnoOf(error) !== 'ENOENT') throw error
-        // Broken while we held the slot (our temp file was unlinked): we never
-        // committed, and the breaker may be committing now, so the slots stay.
-        tempGone = true
-        throw changed(key)
-      }
-      tempGone = true
-      onStep?.('renamed', key)
-      removeChain(locksDir, base, attempt.slot)
-      try {
-        if (options.fsync) dirs.fsyncRecordsDir()
-      } catch (error) {
-        throw fsError(error, 'write a record', { key }, true)
-      }
-      onStep?.('synced', key)
-      return { version }
-    } catch (error) {
-      throw fsError(error, 'write a record', { key })
     } finally {
-      // Not committed (busy, refused, failed): the temp file must not outlive this section.
-      if (!tempGone) {
+      // Not committed (busy, refused, failed), or linked: the temp name must not outlive the try.
+      if (tempOurs) {
         try {
           unlinkSync(temp)
         } catch {
           // Unlinked by a breaker, or swept later as a temp of this process.
         }
       }
+      ownTemps.delete(tempName)
     }
+    await durable(key)
+    onStep?.('synced', key)
+    return { version }
+  }
+
+  /**
+   * This instance's removal directory (a temp name in `records/`), reused by
+   * its removals while it exists: a removal holds its slot with it and
+   * commits by moving the record into it, then empties it. A breaker takes
+   * it away with `rmdir`, which fails once a record is inside, so exactly one
+   * of "the holder's move" and "the breaker's removal" wins, as with
+   * `rename` and `unlink`. A removed one is never recreated under its name
+   * (a frozen holder could otherwise move into the new one): the next removal
+   * makes a fresh one. Reusing it saves a `mkdir` and an `rmdir` per delete.
+   */
+  let removalDir: string | undefined
+
+  function dropRemovalDir(): void {
+    if (removalDir === undefined) return
+    const name = removalDir
+    removalDir = undefined
+    ownTemps.delete(name)
+    try {
+      rmdirSync(join(recordsDir, name))
+    } catch {
+      // Broken (removed) already, or not empty: swept once this process is gone.
+    }
+  }
+
+  async function tryRemove(
+    key: string,
+    condition: { readonly version: string },
+    watch: SlotWatch,
+  ): Promise<WriteAttempt> {
+    const name = fileNameOf(key)
+    const path = join(recordsDir, name)
+    if (removalDir === undefined) {
+      const fresh = `${TEMP_OWNER}${randomBytes(6).toString('hex')}`
+      try {
+        mkdirSync(join(recordsDir, fresh), { mode: 0o700 })
+      } catch (error) {
+        if (errnoOf(error) !== 'ENOENT') throw fsError(error, 'remove a record', { key })
+        return recreated()
+      }
+      removalDir = fresh
+      ownTemps.add(fresh)
+    }
+    const tempName = removalDir
+    const removed = join(recordsDir, tempName, 'removed')
+    let moved = false
+    try {
+      onStep?.('temp-written', key)
+      const land = () => {
+        renameSync(path, removed)
+        moved = true
+      }
+      const attempt = commitReplace(key, name, tempName, condition, watch, land)
+      if (attempt !== undefined) return attempt
+    } catch (error) {
+      // Not committed with a slot perhaps still naming the directory (refused
+      // for damage, or broken): drop it, so no slot left behind looks held.
+      if (!isAgentStateError(error, 'PRECONDITION_FAILED')) {
+        dropRemovalDir()
+      } else if (!moved && !existsSync(join(recordsDir, tempName))) {
+        removalDir = undefined // broken while we held the slot
+        ownTemps.delete(tempName)
+      }
+      throw fsError(error, 'remove a record', { key })
+    } finally {
+      if (moved) {
+        try {
+          unlinkSync(removed)
+        } catch {
+          // Left inside: a later move replaces it; swept with the directory.
+        }
+      }
+    }
+    await durable(key)
+    onStep?.('synced', key)
+    return DONE
   }
 
   /** The holder of the key's busy slot, if it may not be broken yet; any doubt goes to a real try. */
@@ -181,9 +309,15 @@ export function createWritePath(
     }
   }
 
-  return {
-    async write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string> {
-      dirs.ensureReady()
+  /** Retries `attempt` while the key's slot is busy, up to `lockTimeoutMs`. */
+  async function withRetries(
+    key: string,
+    condition: RecordCondition,
+    attempt: (watch: SlotWatch) => Promise<WriteAttempt>,
+  ): Promise<string> {
+    dirs.ensureReady()
+    inFlight++
+    try {
       const deadline = performance.now() + options.lockTimeoutMs
       const watch = newSlotWatch()
       let pause = 1
@@ -191,23 +325,35 @@ export function createWritePath(
       for (;;) {
         // A retry first looks whether the slot is still busy, so waiting costs no temp file and fsync.
         const busyHolder = retry ? stillBusy(key, condition, watch) : undefined
-        const attempt: WriteAttempt =
-          busyHolder === undefined
-            ? tryOnce(key, data, condition, watch)
-            : { busy: true, holder: busyHolder.pid }
+        const outcome: WriteAttempt =
+          busyHolder === undefined ? await attempt(watch) : { busy: true, holder: busyHolder.pid }
         retry = true
-        if ('version' in attempt) return attempt.version
+        if ('version' in outcome) return outcome.version
         if (isClosed()) throw new AgentStateError('CLOSED', 'Backend fs is closed')
         if (performance.now() >= deadline) {
           throw new AgentStateError(
             'UNAVAILABLE',
             `The commit slot of key ${JSON.stringify(key)} stayed held by other live writers for ${options.lockTimeoutMs} ms`,
-            { context: { key, holderPid: attempt.holder ?? null } },
+            { context: { key, holderPid: outcome.holder ?? null } },
           )
         }
         await sleep(pause * (0.5 + Math.random()))
         pause = Math.min(pause * 2, options.lockPollMs)
       }
+    } finally {
+      inFlight--
+    }
+  }
+
+  return {
+    write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string> {
+      return withRetries(key, condition, (watch) => tryWrite(key, data, condition, watch))
+    },
+    async remove(key: string, condition: { readonly version: string }): Promise<void> {
+      await withRetries(key, condition, (watch) => tryRemove(key, condition, watch))
+    },
+    close(): void {
+      dropRemovalDir()
     },
   }
 }

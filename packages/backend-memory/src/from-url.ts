@@ -1,4 +1,4 @@
-import { AgentStateError, type Backend, type BackendUrlOptions } from '@agent-state/core'
+import { type Backend, type BackendUrlOptions, invalidBackendUrl } from '@agent-state/core'
 import { createMemoryBackend } from './memory-backend.js'
 
 /**
@@ -8,10 +8,7 @@ import { createMemoryBackend } from './memory-backend.js'
  */
 export function createBackendFromUrl(url: string, options: BackendUrlOptions = {}): Backend {
   if (url !== 'memory:' && url !== 'memory://') {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `A memory backend URL is just "memory:" (got ${JSON.stringify(url)})`,
-    )
+    throw invalidBackendUrl('memory', String(url), 'a memory backend URL is just "memory:"')
   }
   return createMemoryBackend(options)
 }

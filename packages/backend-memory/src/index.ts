@@ -7,4 +7,8 @@ export {
   type MemoryRecordStoreOptions,
 } from './memory-record-store.js'
 export { createMemoryStore, type MemoryNamespace, type MemoryStore } from './memory-store.js'
-export { type MemoryBackendOptions, memoryOptionsSchema } from './options.js'
+export {
+  type MemoryBackendOptions,
+  memoryOptionsSchema,
+  type ResolvedMemoryOptions,
+} from './options.js'

@@ -1,7 +1,6 @@
 import {
   ABSENT_STATE,
   type AcquireLeaseOptions,
-  AgentStateError,
   applyAcquire,
   applyDelete,
   applyPut,
@@ -24,13 +23,16 @@ import {
   type ListOptions,
   type ListPage,
   liveLease,
+  MAX_KEY_BYTES,
   metaOf,
   normalizeListOptions,
   type PutOptions,
+  parseBackendOptions,
   type StoredValue,
   systemClock,
   type ValueMeta,
 } from '@agent-state/core'
+import { closedError } from './errors.js'
 import { createMemoryStore, indexAfter, type MemoryStore, setState } from './memory-store.js'
 import { type MemoryBackendOptions, memoryOptionsSchema } from './options.js'
 import { copyOut } from './value-pool.js'
@@ -45,31 +47,27 @@ let processStore: MemoryStore | undefined
  * The reference backend: the contract's rules applied synchronously to a Map,
  * with no `await` between a check and its write, so every operation is atomic
  * by construction. Not durable, one process only.
+ *
+ * @throws `INVALID_ARGUMENT` for invalid or unknown options (`context: { backend, field, issues }`).
  */
 export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend {
-  const parsed = memoryOptionsSchema.safeParse(options)
-  if (!parsed.success) {
-    throw new AgentStateError(
-      'INVALID_ARGUMENT',
-      `Invalid memory backend options: ${parsed.error.issues[0]?.message}`,
-    )
-  }
-  const namespaceName = options.namespace ?? 'default'
-  const clock: Clock = options.clock ?? systemClock
+  const resolved = parseBackendOptions(memoryOptionsSchema, options, 'memory')
+  const namespaceName = resolved.namespace
+  const clock: Clock = resolved.clock ?? systemClock
   processStore ??= createMemoryStore()
-  const store = options.store ?? processStore
+  const store = resolved.store ?? processStore
   const capabilities: Capabilities = {
     durable: false,
     multiProcess: false,
     multiHost: false,
     leaseClock: 'host',
-    maxKeyBytes: 1024,
-    maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
+    maxKeyBytes: MAX_KEY_BYTES,
+    maxValueBytes: resolved.maxValueBytes,
   }
   let closed = false
 
   function open(): ReturnType<MemoryStore['namespace']> {
-    if (closed) throw new AgentStateError('CLOSED', 'The memory backend is closed')
+    if (closed) throw closedError()
     return store.namespace(namespaceName)
   }
   function stateOf(key: string): KeyState {

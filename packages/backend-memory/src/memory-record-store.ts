@@ -1,4 +1,5 @@
-import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-state/core'
+import { MAX_KEY_BYTES, type RecordStore, type ScannedRecord } from '@agent-state/core'
+import { recordChanged } from './errors.js'
 import { indexAfter } from './memory-store.js'
 
 /** Options of {@link createMemoryRecordStore}. */
@@ -28,7 +29,8 @@ export function createMemoryRecordMap(): MemoryRecordMap {
 /**
  * The smallest possible {@link RecordStore}, in memory. It exists to run the
  * contract suite over `createRecordBackend` (the path third parties take) and
- * as a worked example of the primitive.
+ * as a worked example of the primitive, including the optional conditional
+ * `remove` (so deletes of never-leased keys leave no tombstone here).
  */
 export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}): RecordStore {
   const records = options.records ?? createMemoryRecordMap()
@@ -38,7 +40,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       durable: false,
       multiProcess: false,
       multiHost: false,
-      maxKeyBytes: 1024,
+      maxKeyBytes: MAX_KEY_BYTES,
       maxValueBytes: 64 * 1024 * 1024,
     },
     versionChangesWithBytes: options.versionChangesWithBytes === true,
@@ -50,12 +52,19 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       const current = records.data.get(key)
       const holds =
         'absent' in condition ? current === undefined : current?.version === condition.version
-      if (!holds) throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
+      if (!holds) throw recordChanged(key)
       const version = String(++records.counter)
       if (current === undefined)
         records.sortedKeys.splice(indexAfter(records.sortedKeys, key), 0, key)
       records.data.set(key, { data: data.slice(), version })
       return version
+    },
+    // Versions come from one counter that a removal does not reset, so a
+    // re-created record never repeats an earlier version.
+    async remove(key, condition) {
+      if (records.data.get(key)?.version !== condition.version) throw recordChanged(key)
+      records.data.delete(key)
+      records.sortedKeys.splice(indexAfter(records.sortedKeys, key, true), 1)
     },
     async scan({ prefix, after, limit }) {
       let index = indexAfter(records.sortedKeys, prefix, true)

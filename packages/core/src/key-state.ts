@@ -32,11 +32,17 @@ export const ABSENT_STATE: KeyState = {
 
 /**
  * A fresh version for revision `revision`. The revision makes versions unique
- * while the key's record exists; the random part keeps them unique even if a
- * record is removed and re-created from scratch (for example after `destroy`).
+ * while the key's record exists. A key starts again at revision 1 whenever
+ * its record is gone (removed by a delete on a store with
+ * `RecordStore.remove`, or after `destroy`), so the first version of a record
+ * carries 96 random bits from the CSPRNG instead of 48: a later create can
+ * then not repeat an earlier create's version (the odds are those of a UUID
+ * collision), which is what makes removing a record instead of keeping a
+ * tombstone safe for compare-and-set.
  */
 export function newVersion(revision: number): string {
-  return `${revision.toString(36)}.${randomSuffix()}`
+  const suffix = revision === 1 ? `${randomSuffix()}${randomSuffix()}` : randomSuffix()
+  return `${revision.toString(36)}.${suffix}`
 }
 
 /**

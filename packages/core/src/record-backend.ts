@@ -92,6 +92,7 @@ export function createRecordBackend(
   // Sound only where any change to a record's bytes changes its version: see PutStateCache.
   const cache =
     store.versionChangesWithBytes === true && cacheSize > 0 ? new PutStateCache(cacheSize) : null
+  const remove = store.remove?.bind(store)
   let closed = false
 
   function assertOpen(): void {
@@ -123,6 +124,7 @@ export function createRecordBackend(
     key: string,
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
     guess?: CachedKeyState,
+    removable?: (next: KeyState) => boolean,
   ): Promise<T> {
     let lostRaces = 0
     let pending = guess
@@ -144,6 +146,11 @@ export function createRecordBackend(
         return result
       }
       try {
+        if (remove !== undefined && 'version' in condition && removable?.(next) === true) {
+          await remove(key, condition)
+          cache?.remember(key, ABSENT_STATE, ABSENT)
+          return result
+        }
         const version = await store.write(key, encodeKeyState(next), condition)
         cache?.remember(key, next, { version })
         return result
@@ -210,6 +217,11 @@ export function createRecordBackend(
           return { next, result: next !== undefined }
         },
         cache?.take(key),
+        // No lease was ever issued for the key (fencing counter 0): nothing
+        // must outlive the value, so a store that can remove drops the record
+        // instead of writing a tombstone. A key that ever had a lease keeps
+        // its tombstone, and with it the counter its next token must exceed.
+        (next) => next.fence === 0 && next.lease === null,
       )
     },
 

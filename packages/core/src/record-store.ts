@@ -69,6 +69,25 @@ export interface RecordStore {
   write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string>
   /** Records in ascending UTF-8 byte order of their keys. `done` says nothing follows. */
   scan(options: RecordScanOptions): Promise<{ records: readonly ScannedRecord[]; done: boolean }>
+  /**
+   * Optional: removes the record outright, atomically, only if it is still at
+   * `condition.version` at the moment of the removal, across every instance
+   * sharing the store; throws `PRECONDITION_FAILED` (and nothing else for that
+   * case) when it is not, and then removes nothing. Afterwards `read` returns
+   * `null` and a `write` on `{ absent: true }` creates the record afresh.
+   *
+   * A store that has it must still never reuse a version for the key: the
+   * version of a record created after a removal differs from every version
+   * the key's earlier records had (a counter that survives the removal, or a
+   * process-unique prefix with a counter, or enough randomness), because a
+   * stale `{ version }` condition must never match the new record.
+   *
+   * `createRecordBackend` calls it only for a `delete` of a key that has
+   * never had a lease (fencing counter 0), so a tombstone is kept exactly
+   * where the contract needs one (fencing tokens must keep growing after a
+   * delete), and a delete elsewhere costs a removal instead of a write.
+   */
+  remove?(key: string, condition: { readonly version: string }): Promise<void>
   /** Removes every record of this store's namespace. Optional. */
   destroy?(): Promise<void>
   /** Releases handles. */

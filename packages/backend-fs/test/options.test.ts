@@ -58,6 +58,54 @@ describe('fs backend options and URLs', () => {
     await viaFactory.close()
   })
 
+  it('reports every bad URL with the shared shape: backend fs, field url, the problem', () => {
+    const cases: Array<[string, string]> = [
+      ['file:', 'it names no directory'],
+      ['file:./x?fsync=0', 'unknown query parameter "fsync"'],
+      ['file:./x?', 'queries are not supported; pass options instead'],
+      ['file:./x#y', 'fragments are not supported'],
+      ['memory:', 'it must start with "file:"'],
+    ]
+    for (const [url, problem] of cases) {
+      let caught: unknown
+      try {
+        rootFromFileUrl(url)
+      } catch (error) {
+        caught = error
+      }
+      expect(caught, url).toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: `Invalid fs backend URL ${JSON.stringify(url)}: ${problem}`,
+        context: { backend: 'fs', field: 'url', url, issues: [{ field: 'url', message: problem }] },
+      })
+    }
+  })
+
+  it('names the bad field, and rejects an unknown option (a typo) instead of ignoring it', () => {
+    let caught: unknown
+    try {
+      createFsBackend({ root: '/x', lockBreakMs: -1 })
+    } catch (error) {
+      caught = error
+    }
+    expect(caught).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      context: { backend: 'fs', field: 'lockBreakMs' },
+    })
+    expect((caught as Error).message).toMatch(/^Invalid fs backend option lockBreakMs: /)
+    caught = undefined
+    try {
+      createFsBackend({ root: '/x', fsyncc: false } as never)
+    } catch (error) {
+      caught = error
+    }
+    expect(caught).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      context: { backend: 'fs', field: 'options' },
+    })
+    expect(JSON.stringify((caught as { context: unknown }).context)).toContain('fsyncc')
+  })
+
   it('validates options with INVALID_ARGUMENT and applies defaults', () => {
     const parsed = fsOptionsSchema.parse({ root: '/x' })
     expect(parsed).toMatchObject({

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { createFsBackend, layoutOf } from '../src/index.js'
-import { TEMP_PREFIX } from '../src/key-paths.js'
+import { TEMP_PREFIX } from '../src/key-layout.js'
 import { exitOf, startChild, tempRoot, text, untext, waitForLine } from './helpers.js'
 
 async function headOf(root: string, namespace: string, key: string): Promise<string> {
@@ -86,7 +86,8 @@ describe('fs backend across processes', () => {
   it('a commit slot left by a SIGKILLed writer is broken at once', async () => {
     const root = tempRoot()
     const { locksDir, recordsDir } = await preparedLayout(root, 'crash')
-    const child = startChild('stop-in-write.ts', [root, 'crash', 'k', 'checked'])
+    const before = await headOf(root, 'crash', 'warm-up')
+    const child = startChild('stop-in-write.ts', [root, 'crash', 'warm-up', 'checked'])
     await waitForLine(child, 'stopping')
     child.kill('SIGKILL')
     expect(await exitOf(child)).toBe('SIGKILL')
@@ -94,13 +95,39 @@ describe('fs backend across processes', () => {
     // A live holder would be waited for a minute: a dead one is not waited for at all.
     const backend = createFsBackend({ root, namespace: 'crash', lockBreakMs: 60_000 })
     const started = performance.now()
-    await backend.put('k', text('after crash'), { ifNoneMatch: '*' })
+    await backend.put('warm-up', text('after crash'), { ifMatch: before })
     expect(performance.now() - started).toBeLessThan(1000)
-    expect(untext((await backend.get('k'))?.value ?? new Uint8Array())).toBe('after crash')
+    expect(untext((await backend.get('warm-up'))?.value ?? new Uint8Array())).toBe('after crash')
     // The dead writer's slot and temp file are gone with the chain it was in.
     expect(readdirSync(locksDir)).toEqual([])
     expect(readdirSync(recordsDir).filter((name) => name.startsWith(TEMP_PREFIX))).toEqual([])
     await backend.close()
+  }, 30_000)
+
+  it('a create takes no slot: a creator frozen with its temp file written blocks nobody and loses when it wakes', async () => {
+    const root = tempRoot()
+    const { locksDir, recordsDir } = await preparedLayout(root, 'create')
+    const child = startChild('stop-in-write.ts', [root, 'create', 'fresh', 'temp-written'])
+    try {
+      await waitForLine(child, 'stopping')
+      await waitStopped(child.pid as number)
+      expect(readdirSync(locksDir)).toEqual([])
+      // lockBreakMs of a minute: a slot held by the frozen creator would make this wait.
+      const backend = createFsBackend({ root, namespace: 'create', lockBreakMs: 60_000 })
+      const started = performance.now()
+      await backend.put('fresh', text('parent'), { ifNoneMatch: '*' })
+      expect(performance.now() - started).toBeLessThan(1000)
+      child.kill('SIGCONT')
+      // Its link() finds the parent's record: it never overwrites it.
+      expect(await waitForLine(child, 'outcome ')).toBe('outcome PRECONDITION_FAILED')
+      expect(await exitOf(child)).toBe(0)
+      expect(untext((await backend.get('fresh'))?.value ?? new Uint8Array())).toBe('parent')
+      expect(readdirSync(recordsDir).filter((name) => name.startsWith(TEMP_PREFIX))).toEqual([])
+      await backend.close()
+    } finally {
+      child.kill('SIGKILL')
+      await exitOf(child)
+    }
   }, 30_000)
 
   it('removes temp files of dead processes and old unidentifiable ones, keeps live ones', async () => {

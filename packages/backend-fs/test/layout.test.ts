@@ -2,7 +2,7 @@ import { lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileS
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { createFsBackend, fileNameOf, layoutOf } from '../src/index.js'
-import { TEMP_PREFIX } from '../src/key-paths.js'
+import { TEMP_PREFIX } from '../src/key-layout.js'
 import { formatIdentity, ownIdentity } from '../src/process-identity.js'
 import { decodeRecordHeader } from '../src/record-file.js'
 import { expectCode, tempRoot, text, untext } from './helpers.js'

@@ -1,0 +1,97 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createFsBackend, fsOptionsSchema, layoutOf } from '../src/index.js'
+
+const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
+const README = join(PACKAGE_DIR, 'README.md')
+const blocks = readmeBlocks(README)
+const tsBlocks = blocks.filter((block) => block.language === 'ts')
+const dataDir = mkdtempSync(join(tmpdir(), 'agent-state-fs-readme-'))
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+/** The README's section text between `## heading` and the next `## `. */
+function section(markdown: string, heading: string): string {
+  const start = markdown.indexOf(`\n## ${heading}\n`)
+  expect(start, `section ${heading}`).toBeGreaterThan(-1)
+  const end = markdown.indexOf('\n## ', start + 1)
+  return markdown.slice(start, end === -1 ? undefined : end)
+}
+
+describe('the fs README', () => {
+  it('has every section of the backend READMEs, in order', () => {
+    const headings = [...readFileSync(README, 'utf8').matchAll(/^## (.+)$/gm)].map((m) => m[1])
+    const wanted = ['Guarantees', 'Options', 'URL form', 'Caveats', 'Tests']
+    expect(headings.filter((heading) => wanted.includes(heading as string))).toEqual(wanted)
+    expect(headings.slice(0, 5)).toEqual(wanted)
+  })
+
+  it('has only ts blocks and the text layout block', () => {
+    expect(tsBlocks.length).toBe(2)
+    expect(blocks.map((block) => block.language).sort()).toEqual(['text', 'ts', 'ts'])
+  })
+
+  it.each(tsBlocks.map((block, index) => ({ index, block })))(
+    'ts block $index runs as written (its ./.agent-state root in a temp directory)',
+    async ({ index, block }) => {
+      const root = join(dataDir, `block-${index}`)
+      const substitutions = block.code.includes("'file:./.agent-state'")
+        ? { "'file:./.agent-state'": JSON.stringify(`file:${root}`) }
+        : { "'./.agent-state'": JSON.stringify(root) }
+      const result = await runTsBlock(block.code, {
+        cwd: PACKAGE_DIR,
+        substitutions,
+        timeoutMs: 60_000,
+      })
+      expect(result.stderr).toBe('')
+      expect(result.exitCode).toBe(0)
+      // The block really stored through the fs backend, under the substituted root.
+      if (index === 0) {
+        const backend = createFsBackend({ root, namespace: 'my-agent' })
+        const read = await backend.get('notes/today')
+        expect(new TextDecoder().decode(read?.value)).toBe('hello again')
+        await backend.close()
+      }
+    },
+    90_000,
+  )
+
+  it('ts blocks type-check under the package tsconfig', () => {
+    expect(
+      typecheckBlocks(
+        tsBlocks.map((block) => block.code),
+        { packageDir: PACKAGE_DIR },
+      ),
+    ).toEqual([])
+  }, 60_000)
+
+  it('the options table lists exactly the schema fields, with the schema defaults', () => {
+    const table = section(readFileSync(README, 'utf8'), 'Options')
+    const rows = [...table.matchAll(/^\| `(\w+)` +\| ([^|]+?) +\|/gm)].map((m) => ({
+      name: m[1] as string,
+      shown: m[2] as string,
+    }))
+    expect(rows.map((row) => row.name)).toEqual(Object.keys(fsOptionsSchema.shape))
+    const defaults = fsOptionsSchema.parse({ root: '/r' }) as Record<string, unknown>
+    for (const { name, shown } of rows) {
+      if (name === 'root') expect(shown).toBe('required')
+      else if (name === 'clock') expect(shown).toBe('`Date.now`')
+      else if (name === 'maxValueBytes') {
+        expect(shown).toBe('64 MiB')
+        expect(defaults[name]).toBe(64 * 1024 * 1024)
+      } else expect(JSON.parse(shown.replaceAll('`', '')), name).toEqual(defaults[name])
+    }
+  })
+
+  it('the layout block names the directories layoutOf uses', () => {
+    const layout = blocks.find((block) => block.language === 'text')
+    const { recordsDir, locksDir } = layoutOf('/r', 'ns')
+    expect(recordsDir).toBe('/r/ns/records')
+    expect(locksDir).toBe('/r/ns/locks')
+    expect(layout?.code).toMatch(/^ {4}records\/ /m)
+    expect(layout?.code).toMatch(/^ {4}locks\/ /m)
+  })
+})
