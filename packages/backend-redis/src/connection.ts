@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { AgentStateError } from '@agent-state/core'
 import { Cluster, Redis } from 'ioredis'
-import { mapRedisError, sanitizeError } from './error-mapping.js'
+import { mapRedisError, sanitizeError } from './errors.js'
 import type { LuaScript } from './lua-scripts.js'
 import type { ResolvedRedisOptions } from './options.js'
 
@@ -97,7 +97,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
             failoverDetector: true,
             ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
           })
-        : options.clusterNodes === undefined
+        : options.cluster === undefined
           ? new Redis({
               ...nodeOptions(),
               enableOfflineQueue: false,
@@ -107,7 +107,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
               db: options.db,
             })
           : new Cluster(
-              options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
+              options.cluster.nodes.map((node) => ({ host: node.host, port: node.port })),
               {
                 lazyConnect: true,
                 enableOfflineQueue: false,
