@@ -200,24 +200,33 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     })
   }
 
-  async function evalScript(
-    c: Client,
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly Arg[],
-  ) {
+  function shaOf(script: LuaScript): string {
     let sha = shas.get(script)
     if (sha === undefined) {
       sha = sha1(script.source)
       shas.set(script, sha)
     }
-    try {
-      return await c.evalsha(sha, keys.length, ...keys, ...args)
-    } catch (error) {
+    return sha
+  }
+
+  /** EVALSHA, then EVAL on `NOSCRIPT`; no async wrapper, so the common path costs no extra promise. */
+  function evalScript(
+    c: Client,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ): Promise<unknown> {
+    return c.evalsha(shaOf(script), keys.length, ...keys, ...args).catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
       // Not cached on this server (first use, restart, failover): EVAL loads it.
-      return await c.eval(script.source, keys.length, ...keys, ...args)
-    }
+      return c.eval(script.source, keys.length, ...keys, ...args)
+    })
+  }
+
+  /** The client when it is ready now: operations then skip the (async) readiness wait. */
+  function readyNow(): Client | undefined {
+    const c = client
+    return !closed && c !== undefined && c.status === 'ready' ? c : undefined
   }
 
   /**
@@ -232,11 +241,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     args: readonly Arg[],
     replication: { readonly replicas: number; readonly timeoutMs: number },
   ): Promise<{ reply: unknown; acked: number }> {
-    let sha = shas.get(script)
-    if (sha === undefined) {
-      sha = sha1(script.source)
-      shas.set(script, sha)
-    }
+    const sha = shaOf(script)
     const once = async (load: boolean) => {
       const p = c.pipeline()
       if (load) p.eval(script.source, keys.length, ...keys, ...args)
@@ -261,13 +266,13 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
   }
 
   return {
-    async script(script, operation, keys, args) {
-      const c = await ready(operation)
-      try {
-        return await evalScript(c, script, keys, args)
-      } catch (error) {
+    script(script, operation, keys, args) {
+      const fail = (error: unknown) => {
         throw mapRedisError(error, operation, 'command', secrets)
       }
+      const now = readyNow()
+      if (now !== undefined) return evalScript(now, script, keys, args).catch(fail)
+      return ready(operation).then((c) => evalScript(c, script, keys, args).catch(fail))
     },
 
     async mutate(script, operation, keys, args) {
@@ -303,13 +308,13 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       }
     },
 
-    async hmgetBuffer(operation, key, fields) {
-      const c = await ready(operation)
-      try {
-        return await c.hmgetBuffer(key, ...fields)
-      } catch (error) {
+    hmgetBuffer(operation, key, fields) {
+      const fail = (error: unknown) => {
         throw mapRedisError(error, operation, 'command', secrets)
       }
+      const now = readyNow()
+      if (now !== undefined) return now.hmgetBuffer(key, ...fields).catch(fail)
+      return ready(operation).then((c) => c.hmgetBuffer(key, ...fields).catch(fail))
     },
 
     async close() {

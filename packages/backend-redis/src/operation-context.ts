@@ -56,8 +56,9 @@ export function createOperationContext(
     assertOpen,
     async mutate(script, operation, key, keys, args) {
       assertOpen()
+      // Without replication a mutation is a plain script call: no WAIT, no bookkeeping.
+      if (required === undefined) return connection.script(script, operation, keys, args)
       const { reply: raw, acked } = await connection.mutate(script, operation, keys, args)
-      if (required === undefined) return raw
       const succeeded = raw === 1 || (Array.isArray(raw) && raw[0] === 'OK')
       if (succeeded && (acked ?? 0) < required) {
         throw new AgentStateError(
