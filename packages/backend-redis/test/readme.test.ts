@@ -36,7 +36,8 @@ describe('README', () => {
         { packageDir },
       ),
     ).toEqual([])
-  })
+    // One whole tsc program: ~10 s alone, several times that on a loaded machine.
+  }, 180_000)
 
   it('runs the first example against a real redis-server', async () => {
     const block = tsBlocks[0]
