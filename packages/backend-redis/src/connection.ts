@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { AgentStateError } from '@agent-state/core'
 import { Cluster, Redis } from 'ioredis'
-import { mapRedisError, sanitizeError } from './error-mapping.js'
+import { mapRedisError, sanitizeError } from './errors.js'
 import type { LuaScript } from './lua-scripts.js'
 import type { ResolvedRedisOptions } from './options.js'
 
@@ -97,7 +97,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
             failoverDetector: true,
             ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
           })
-        : options.clusterNodes === undefined
+        : options.cluster === undefined
           ? new Redis({
               ...nodeOptions(),
               enableOfflineQueue: false,
@@ -107,7 +107,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
               db: options.db,
             })
           : new Cluster(
-              options.clusterNodes.map((node) => ({ host: node.host, port: node.port })),
+              options.cluster.nodes.map((node) => ({ host: node.host, port: node.port })),
               {
                 lazyConnect: true,
                 enableOfflineQueue: false,
@@ -200,24 +200,33 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     })
   }
 
-  async function evalScript(
-    c: Client,
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly Arg[],
-  ) {
+  function shaOf(script: LuaScript): string {
     let sha = shas.get(script)
     if (sha === undefined) {
       sha = sha1(script.source)
       shas.set(script, sha)
     }
-    try {
-      return await c.evalsha(sha, keys.length, ...keys, ...args)
-    } catch (error) {
+    return sha
+  }
+
+  /** EVALSHA, then EVAL on `NOSCRIPT`; no async wrapper, so the common path costs no extra promise. */
+  function evalScript(
+    c: Client,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ): Promise<unknown> {
+    return c.evalsha(shaOf(script), keys.length, ...keys, ...args).catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
       // Not cached on this server (first use, restart, failover): EVAL loads it.
-      return await c.eval(script.source, keys.length, ...keys, ...args)
-    }
+      return c.eval(script.source, keys.length, ...keys, ...args)
+    })
+  }
+
+  /** The client when it is ready now: operations then skip the (async) readiness wait. */
+  function readyNow(): Client | undefined {
+    const c = client
+    return !closed && c !== undefined && c.status === 'ready' ? c : undefined
   }
 
   /**
@@ -232,11 +241,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
     args: readonly Arg[],
     replication: { readonly replicas: number; readonly timeoutMs: number },
   ): Promise<{ reply: unknown; acked: number }> {
-    let sha = shas.get(script)
-    if (sha === undefined) {
-      sha = sha1(script.source)
-      shas.set(script, sha)
-    }
+    const sha = shaOf(script)
     const once = async (load: boolean) => {
       const p = c.pipeline()
       if (load) p.eval(script.source, keys.length, ...keys, ...args)
@@ -261,13 +266,13 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
   }
 
   return {
-    async script(script, operation, keys, args) {
-      const c = await ready(operation)
-      try {
-        return await evalScript(c, script, keys, args)
-      } catch (error) {
+    script(script, operation, keys, args) {
+      const fail = (error: unknown) => {
         throw mapRedisError(error, operation, 'command', secrets)
       }
+      const now = readyNow()
+      if (now !== undefined) return evalScript(now, script, keys, args).catch(fail)
+      return ready(operation).then((c) => evalScript(c, script, keys, args).catch(fail))
     },
 
     async mutate(script, operation, keys, args) {
@@ -303,13 +308,13 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       }
     },
 
-    async hmgetBuffer(operation, key, fields) {
-      const c = await ready(operation)
-      try {
-        return await c.hmgetBuffer(key, ...fields)
-      } catch (error) {
+    hmgetBuffer(operation, key, fields) {
+      const fail = (error: unknown) => {
         throw mapRedisError(error, operation, 'command', secrets)
       }
+      const now = readyNow()
+      if (now !== undefined) return now.hmgetBuffer(key, ...fields).catch(fail)
+      return ready(operation).then((c) => c.hmgetBuffer(key, ...fields).catch(fail))
     },
 
     async close() {

@@ -1,9 +1,9 @@
-export { type FailurePhase, mapRedisError, redactSecrets, sanitizeError } from './error-mapping.js'
 export { createBackendFromUrl, parseRedisUrl } from './from-url.js'
+export { type RedisKeyLayout, redisKeyLayout } from './key-layout.js'
 export {
   DEFAULT_MAX_VALUE_BYTES,
   type RedisBackendOptions,
+  type ResolvedRedisOptions,
   redisOptionsSchema,
 } from './options.js'
 export { createRedisBackend, openRedisBackend } from './redis-backend.js'
-export { type RedisKeyLayout, redisKeyLayout } from './redis-keys.js'

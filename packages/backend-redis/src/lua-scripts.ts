@@ -7,8 +7,11 @@
  * (`OK` or a contract error code), then fields. Never `false` inside an
  * array: it would end the reply early, so missing fields are sent as `''`.
  *
- * Hash fields: see `redis-keys.ts`.
+ * Hash fields: `RECORD_FIELD` in `key-layout.ts`, interpolated below so the
+ * client and the scripts cannot disagree. Reply layouts: `script-replies.ts`.
  */
+
+import { RECORD_FIELD as F } from './key-layout.js'
 
 /** A Lua script with how many of its arguments are keys. */
 export interface LuaScript {
@@ -39,7 +42,7 @@ end
 local function lease_check(key, given, id, now, lt, le, li)
   if given == '' then
     if lt and tonumber(le) > now then
-      return {'LEASE_HELD', redis.call('HGET', key, 'lh') or '', le}
+      return {'LEASE_HELD', redis.call('HGET', key, '${F.leaseHolder}') or '', le}
     end
   elseif (not same_lease(lt, li, given, id)) or tonumber(le) <= now then
     return {'LEASE_LOST', lt or ''}
@@ -49,8 +52,8 @@ end
 -- The current meta for a PRECONDITION_FAILED reply; read only on failure.
 local function mismatch(key, v)
   if not v then return {'PRECONDITION_FAILED', '', '', '', ''} end
-  local f = redis.call('HMGET', key, 'w', 't')
-  return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, 'd')), f[1] or '', f[2] or ''}
+  local f = redis.call('HMGET', key, '${F.writer}', '${F.updatedAt}')
+  return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, '${F.value}')), f[1] or '', f[2] or ''}
 end
 `
 
@@ -71,14 +74,14 @@ export const PUT: LuaScript = {
   numberOfKeys: 3,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'v', 'r', 'lt', 'le', 'li')
+local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
 local v = f[1]
 local bad = lease_check(KEYS[1], ARGV[6], ARGV[8], now, f[3], f[4], f[5])
 if bad then return bad end
 if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then return mismatch(KEYS[1], v) end
 local rev = (tonumber(f[2]) or 0) + 1
 local version = num(rev) .. '.' .. ARGV[7] .. '.' .. #ARGV[2]
-redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[2], 'w', ARGV[3], 't', num(now), 'r', num(rev))
+redis.call('HSET', KEYS[1], '${F.version}', version, '${F.value}', ARGV[2], '${F.writer}', ARGV[3], '${F.updatedAt}', num(now), '${F.revision}', num(rev))
 -- An existing value is already indexed, and a key with a revision is already registered.
 if not v then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
 if not f[2] then redis.call('SADD', KEYS[3], ARGV[1]) end
@@ -99,7 +102,7 @@ export const DELETE: LuaScript = {
   name: 'delete',
   numberOfKeys: 2,
   source: `${PRELUDE}
-local f = redis.call('HMGET', KEYS[1], 'v', 'lt', 'le', 'li')
+local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
 local v = f[1]
 if f[2] or ARGV[3] ~= '' then
   local bad = lease_check(KEYS[1], ARGV[3], ARGV[4], f[2] and now_ms() or 0, f[2], f[3], f[4])
@@ -107,7 +110,7 @@ if f[2] or ARGV[3] ~= '' then
 end
 if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 if not v then return {'OK', '0'} end
-redis.call('HDEL', KEYS[1], 'v', 'd', 'w', 't')
+redis.call('HDEL', KEYS[1], '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
 redis.call('ZREM', KEYS[2], ARGV[1])
 return {'OK', '1'}
 `,
@@ -133,12 +136,12 @@ export const ACQUIRE: LuaScript = {
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'le', 'n')
+local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
 if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
 local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
 local expires = now + tonumber(ARGV[3])
 local id = num(token) .. ':' .. ARGV[4]
-redis.call('HSET', KEYS[1], 'lh', ARGV[2], 'lt', num(token), 'lttl', ARGV[3], 'le', num(expires), 'n', num(token), 'li', id)
+redis.call('HSET', KEYS[1], '${F.leaseHolder}', ARGV[2], '${F.leaseToken}', num(token), '${F.leaseTtl}', ARGV[3], '${F.leaseExpiresAt}', num(expires), '${F.fence}', num(token), '${F.leaseId}', id)
 -- A fencing counter means an earlier acquire already registered the key.
 if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
 return {'OK', num(token), num(expires), id}
@@ -154,10 +157,10 @@ export const RENEW: LuaScript = {
   numberOfKeys: 1,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'lttl', 'le', 'li')
+local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
 if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
 local expires = now + tonumber(f[3])
-redis.call('HSET', KEYS[1], 'le', num(expires))
+redis.call('HSET', KEYS[1], '${F.leaseExpiresAt}', num(expires))
 return {'OK', f[1], f[3], num(expires)}
 `,
 }
@@ -167,9 +170,9 @@ export const RELEASE: LuaScript = {
   name: 'release',
   numberOfKeys: 1,
   source: `${PRELUDE}
-local f = redis.call('HMGET', KEYS[1], 'lt', 'li')
+local f = redis.call('HMGET', KEYS[1], '${F.leaseToken}', '${F.leaseId}')
 if same_lease(f[1], f[2], ARGV[1], ARGV[2]) then
-  redis.call('HDEL', KEYS[1], 'lh', 'lt', 'lttl', 'le', 'li')
+  redis.call('HDEL', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
   return 1
 end
 return 0
@@ -182,7 +185,7 @@ export const GET_LEASE: LuaScript = {
   numberOfKeys: 1,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'lh', 'lt', 'lttl', 'le')
+local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}')
 if f[2] and tonumber(f[4]) > now then return {'OK', f[1], f[2], f[3], f[4]} end
 return {'NONE'}
 `,
@@ -197,9 +200,9 @@ export const HEAD: LuaScript = {
   name: 'head',
   numberOfKeys: 1,
   source: `
-local f = redis.call('HMGET', KEYS[1], 'v', 'w', 't')
+local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.writer}', '${F.updatedAt}')
 if not f[1] then return {'NONE'} end
-return {'OK', f[1], tostring(redis.call('HSTRLEN', KEYS[1], 'd')), f[2] or '', f[3] or ''}
+return {'OK', f[1], tostring(redis.call('HSTRLEN', KEYS[1], '${F.value}')), f[2] or '', f[3] or ''}
 `,
 }
 
@@ -220,14 +223,14 @@ local out = {}
 local n = 0
 for i = 1, #members do
   local m = members[i]
-  local f = redis.call('HMGET', ARGV[4] .. m, 'v', 't')
+  local f = redis.call('HMGET', ARGV[4] .. m, '${F.version}', '${F.updatedAt}')
   local v = f[1]
   local size = ''
   if v then
     local dot = find(v, '.', 1, true)
     local last = dot and find(v, '.', dot + 1, true)
     if last then size = sub(v, last + 1)
-    else size = tostring(redis.call('HSTRLEN', ARGV[4] .. m, 'd')) end
+    else size = tostring(redis.call('HSTRLEN', ARGV[4] .. m, '${F.value}')) end
   end
   out[n + 1] = m
   out[n + 2] = v or ''

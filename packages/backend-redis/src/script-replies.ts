@@ -56,25 +56,77 @@ export function sizeOfVersion(version: string): number | undefined {
   return Number(part)
 }
 
+/**
+ * The layout of every script reply: the one place reply positions are named.
+ * A reply is a flat array of strings, its status word first (`OK`, `NONE` or
+ * a contract error code), then the fields in the order given here (the Lua
+ * scripts in `lua-scripts.ts` build them in this order).
+ */
+export const REPLY = {
+  /** put: OK version updatedAt. */
+  put: ['status', 'version', 'updatedAt'],
+  /** delete: OK existed (`'1'` when a value was removed, `'0'` otherwise). */
+  delete: ['status', 'existed'],
+  /** acquireLease: OK token expiresAt leaseId. */
+  acquire: ['status', 'token', 'expiresAt', 'leaseId'],
+  /** renewLease: OK holder ttlMs expiresAt. */
+  renew: ['status', 'holder', 'ttlMs', 'expiresAt'],
+  /** getLease: OK holder token ttlMs expiresAt, or NONE. */
+  getLease: ['status', 'holder', 'token', 'ttlMs', 'expiresAt'],
+  /** head of a 0.1 version: OK version size writer updatedAt, or NONE. */
+  head: ['status', 'version', 'size', 'writer', 'updatedAt'],
+  /** A refused write: LEASE_HELD holder expiresAt. */
+  leaseHeld: ['status', 'holder', 'expiresAt'],
+  /** A refused write: LEASE_LOST currentToken (`''` when there is no lease). */
+  leaseLost: ['status', 'currentToken'],
+  /** A refused write: PRECONDITION_FAILED version size writer updatedAt (all `''` when absent). */
+  preconditionFailed: ['status', 'version', 'size', 'writer', 'updatedAt'],
+  /** One entry of a listing batch (no status; the batch is a run of these). */
+  listEntry: ['key', 'version', 'size', 'updatedAt'],
+} as const
+
+/** A reply read by name: every field of its layout, as a string. */
+export type NamedReply<Layout extends readonly string[]> = {
+  readonly [Name in Layout[number]]: string
+}
+
 /** A script reply as a flat array of strings; CORRUPT otherwise. */
 export function reply(value: unknown, key: string): string[] {
-  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
-    throw corrupt(key, 'unexpected script reply')
+  if (!Array.isArray(value)) throw corrupt(key, 'unexpected script reply')
+  for (const item of value) {
+    if (typeof item !== 'string') throw corrupt(key, 'unexpected script reply')
   }
   return value as string[]
 }
 
-/** The meta a failed precondition reports, from a `PRECONDITION_FAILED v size w t` reply. */
-export function preconditionFailed(key: string, r: string[]): AgentStateError {
+/**
+ * Reads `r` (from position `at`) by the names of `layout`; CORRUPT when the
+ * reply is shorter than its layout.
+ */
+export function named<const Layout extends readonly string[]>(
+  key: string,
+  r: readonly string[],
+  layout: Layout,
+  at = 0,
+): NamedReply<Layout> {
+  if (r.length < at + layout.length) throw corrupt(key, `short ${layout[0]} reply`)
+  const out: Record<string, string> = {}
+  for (let i = 0; i < layout.length; i++) out[layout[i] as string] = r[at + i] as string
+  return out as NamedReply<Layout>
+}
+
+/** The meta a failed precondition reports, from a `PRECONDITION_FAILED` reply. */
+export function preconditionFailed(key: string, r: readonly string[]): AgentStateError {
+  const f = named(key, r, REPLY.preconditionFailed)
   const current: ValueMeta | null =
-    r[1] === '' || r[1] === undefined
+    f.version === ''
       ? null
       : {
           key,
-          version: r[1],
-          size: toNumber(key, r[2], 'size'),
-          writer: parseWriter(key, r[3]),
-          updatedAt: toNumber(key, r[4], 't'),
+          version: f.version,
+          size: toNumber(key, f.size, 'size'),
+          writer: parseWriter(key, f.writer),
+          updatedAt: toNumber(key, f.updatedAt, 't'),
         }
   return new AgentStateError(
     'PRECONDITION_FAILED',
@@ -86,22 +138,14 @@ export function preconditionFailed(key: string, r: string[]): AgentStateError {
 }
 
 /** The LEASE_HELD error for a key held by another holder. */
-export function leaseHeld(
-  key: string,
-  holder: string | undefined,
-  expiresAt: string | undefined,
-): AgentStateError {
+export function leaseHeld(key: string, holder: string, expiresAt: string): AgentStateError {
   return new AgentStateError('LEASE_HELD', `Key ${JSON.stringify(key)} is leased by ${holder}`, {
     context: { key, holder, expiresAt: toNumber(key, expiresAt, 'le') },
   })
 }
 
 /** The LEASE_LOST error for a stale lease. */
-export function leaseLost(
-  key: string,
-  token: number,
-  current: string | undefined,
-): AgentStateError {
+export function leaseLost(key: string, token: number, current: string): AgentStateError {
   return new AgentStateError(
     'LEASE_LOST',
     `The lease on ${JSON.stringify(key)} is no longer current`,
@@ -109,7 +153,7 @@ export function leaseLost(
       context: {
         key,
         token,
-        currentToken: current === undefined || current === '' ? null : Number(current),
+        currentToken: current === '' ? null : Number(current),
       },
     },
   )
@@ -125,12 +169,18 @@ export function leaseIdOf(lease: Lease | undefined): string {
 }
 
 /** Throws the contract error a write script replied with (anything but `OK`). */
-export function throwWriteFailure(key: string, r: string[], lease: Lease | undefined): never {
+export function throwWriteFailure(
+  key: string,
+  r: readonly string[],
+  lease: Lease | undefined,
+): never {
   switch (r[0]) {
-    case 'LEASE_HELD':
-      throw leaseHeld(key, r[1], r[2])
+    case 'LEASE_HELD': {
+      const f = named(key, r, REPLY.leaseHeld)
+      throw leaseHeld(key, f.holder, f.expiresAt)
+    }
     case 'LEASE_LOST':
-      throw leaseLost(key, lease?.token ?? 0, r[1])
+      throw leaseLost(key, lease?.token ?? 0, named(key, r, REPLY.leaseLost).currentToken)
     case 'PRECONDITION_FAILED':
       throw preconditionFailed(key, r)
     default:

@@ -1,4 +1,5 @@
-import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import { errorCodeOf } from '@agent-state/contract'
+import type { Backend, Lease } from '@agent-state/core'
 
 /**
  * Load and bookkeeping for the failover tier: compare-and-set increments and
@@ -33,10 +34,6 @@ export function newLog(): OldPrimaryLog {
   return { stopped: false, ackedValues: [], tokens: [], held: [], indeterminate: 0 }
 }
 
-function codeOf(error: unknown): string {
-  return isAgentStateError(error) ? error.code : 'RAW'
-}
-
 /** Reads the counter; `undefined` when absent. */
 export async function readCounter(b: Backend, key: string): Promise<number | undefined> {
   const stored = await b.get(key)
@@ -46,19 +43,23 @@ export async function readCounter(b: Backend, key: string): Promise<number | und
 /** Compare-and-set increments until the log is stopped; acknowledged values go to `ackedValues`. */
 export async function casWorker(b: Backend, key: string, log: OldPrimaryLog): Promise<void> {
   while (!log.stopped) {
-    try {
+    let next = 0
+    const step = (async () => {
       const current = await b.get(key)
       if (current === null) throw new Error('counter missing')
-      const next = Number(decoder.decode(current.value)) + 1
+      next = Number(decoder.decode(current.value)) + 1
       await b.put(key, encoder.encode(String(next)), { ifMatch: current.meta.version })
+    })()
+    // A raw (non-contract) failure is rethrown by errorCodeOf and fails the trial.
+    const code = await errorCodeOf(step)
+    if (code === 'resolved') {
       log.ackedValues.push(next)
-    } catch (error) {
-      const code = codeOf(error)
-      if (code === 'PRECONDITION_FAILED') continue
-      if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE') throw error
-      log.indeterminate++
-      if (!log.stopped) await sleep(5)
+      continue
     }
+    if (code === 'PRECONDITION_FAILED') continue
+    if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE') await step
+    log.indeterminate++
+    if (!log.stopped) await sleep(5)
   }
 }
 
@@ -71,10 +72,9 @@ export async function leaseWorker(
   log: OldPrimaryLog,
 ): Promise<void> {
   while (!log.stopped) {
-    let interval: HeldInterval | undefined
-    try {
+    const cycle = (async () => {
       const lease = await b.acquireLease(key, { holder, ttlMs })
-      interval = {
+      const interval: HeldInterval = {
         key,
         token: lease.token,
         grantedAt: lease.expiresAt - ttlMs,
@@ -90,16 +90,17 @@ export async function leaseWorker(
       // From here on the holder no longer relies on the lease.
       interval.end = Math.min(interval.end, Date.now())
       await b.releaseLease(renewed)
-    } catch (error) {
-      const code = codeOf(error)
-      if (code === 'LEASE_HELD') {
-        await sleep(5)
-        continue
-      }
-      if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE' && code !== 'LEASE_LOST') throw error
-      log.indeterminate++
-      if (!log.stopped) await sleep(5)
+    })()
+    const code = await errorCodeOf(cycle)
+    if (code === 'resolved') continue
+    if (code === 'LEASE_HELD') {
+      await sleep(5)
+      continue
     }
+    // Anything else than these fails the trial with the original error.
+    if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE' && code !== 'LEASE_LOST') await cycle
+    log.indeterminate++
+    if (!log.stopped) await sleep(5)
   }
 }
 
@@ -113,12 +114,11 @@ export async function acquirePolling(
 ): Promise<Lease> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    try {
-      return await b.acquireLease(key, { holder, ttlMs })
-    } catch (error) {
-      if (codeOf(error) !== 'LEASE_HELD' || Date.now() > deadline) throw error
-      await sleep(20)
-    }
+    const attempt = b.acquireLease(key, { holder, ttlMs })
+    const code = await errorCodeOf(attempt)
+    // Resolved, or a failure other than a lease still held (or held too long): as it is.
+    if (code !== 'LEASE_HELD' || Date.now() > deadline) return attempt
+    await sleep(20)
   }
 }
 
@@ -147,11 +147,12 @@ export function lostValues(log: OldPrimaryLog, found: number): number {
 export async function staleAttempts(b: Backend, stale: Lease): Promise<string[]> {
   const accepted: string[] = []
   const attempt = async (name: string, run: () => Promise<unknown>, refusedWith: string) => {
-    try {
-      const result = await run()
-      if (refusedWith !== 'false' || result !== false) accepted.push(name)
-    } catch (error) {
-      if (codeOf(error) !== refusedWith) accepted.push(`${name}: ${codeOf(error)}`)
+    const pending = run()
+    const code = await errorCodeOf(pending)
+    if (code === 'resolved') {
+      if (refusedWith !== 'false' || (await pending) !== false) accepted.push(name)
+    } else if (code !== refusedWith) {
+      accepted.push(`${name}: ${code}`)
     }
   }
   await attempt(

@@ -1,4 +1,5 @@
-import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import { errorCodeOf } from '@agent-state/contract'
+import type { Backend, Lease } from '@agent-state/core'
 import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
@@ -28,15 +29,6 @@ afterAll(async () => {
   await server.stop()
 })
 
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-    return 'resolved'
-  } catch (error) {
-    return isAgentStateError(error) ? error.code : `raw: ${String(error)}`
-  }
-}
-
 describe('lease identity', () => {
   it('a grant carries an id that names its token', async () => {
     const b = backend('id-shape')
@@ -56,9 +48,9 @@ describe('lease identity', () => {
     // The promoted node granted the same number to someone else.
     const newId = `${stale.token}:someoneelse`
     await redisCli(server.port, ['HSET', layout.record('k'), 'lh', 'new', 'li', newId])
-    expect(await codeOf(b.put('k', bytes('stale'), { lease: stale }))).toBe('LEASE_LOST')
-    expect(await codeOf(b.delete('k', { lease: stale }))).toBe('LEASE_LOST')
-    expect(await codeOf(b.renewLease(stale))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(b.put('k', bytes('stale'), { lease: stale }))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(b.delete('k', { lease: stale }))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(b.renewLease(stale))).toBe('LEASE_LOST')
     expect(await b.releaseLease(stale)).toBe(false)
     // The new holder's lease and the value are intact.
     expect(await b.getLease('k')).toMatchObject({ holder: 'new', token: stale.token })
@@ -72,8 +64,8 @@ describe('lease identity', () => {
     const b = backend('no-id')
     const lease = await b.acquireLease('k', { holder: 'a', ttlMs: 60_000 })
     const { leaseId: _dropped, ...bare } = lease
-    expect(await codeOf(b.put('k', bytes('x'), { lease: bare }))).toBe('LEASE_LOST')
-    expect(await codeOf(b.renewLease(bare))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(b.put('k', bytes('x'), { lease: bare }))).toBe('LEASE_LOST')
+    expect(await errorCodeOf(b.renewLease(bare))).toBe('LEASE_LOST')
     expect(await b.releaseLease(bare)).toBe(false)
     expect(await b.releaseLease(lease)).toBe(true)
   })
@@ -100,7 +92,7 @@ describe('lease identity', () => {
       '3:leftover',
     ])
     const legacy: Lease = { key: 'k', holder: 'legacy', token: 7, ttlMs: 600_000, expiresAt: 0 }
-    expect(await codeOf(b.put('k', bytes('x')))).toBe('LEASE_HELD')
+    expect(await errorCodeOf(b.put('k', bytes('x')))).toBe('LEASE_HELD')
     await b.put('k', bytes('fenced'), { lease: legacy })
     expect((await b.renewLease(legacy)).token).toBe(7)
     expect(await b.releaseLease(legacy)).toBe(true)

@@ -1,4 +1,4 @@
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import { type Backend, isAgentStateError, openBackend } from '@agent-state/core'
 import {
   type RedisSentinel,
   type RedisServer,
@@ -66,6 +66,17 @@ describe('Sentinel', () => {
     }
     expect(code).toBe('INVALID_ARGUMENT')
   })
+
+  it('opens from a redis+sentinel:// URL through openBackend, on the current primary', async () => {
+    const url = `redis+sentinel://${sentinel.host}:${sentinel.port}/${sentinel.name}/0?commandTimeoutMs=2000`
+    const b = await openBackend(url, { namespace: 'sentinel-url' })
+    opened.push(b)
+    const written = await b.put('via-url', bytes('v'))
+    const layout = redisKeyLayout('as', 'sentinel-url')
+    expect((await redisCli(primary.port, ['HGET', layout.record('via-url'), 'v'])).trim()).toBe(
+      written.version,
+    )
+  }, 60_000)
 
   it('finds the primary, and the new one after a failover', async () => {
     const b = createRedisBackend({

@@ -36,6 +36,45 @@ describe('parseRedisUrl', () => {
     })
   })
 
+  it('reads the Sentinel form: sentinels, master name, db, credentials and options', () => {
+    expect(
+      parseRedisUrl(
+        'redis+sentinel://app:p%40ss@s1:26380,s2,[::1]:26381/mymaster/3?keyPrefix=k&commandTimeoutMs=250',
+      ),
+    ).toEqual({
+      username: 'app',
+      password: 'p@ss',
+      db: 3,
+      sentinel: {
+        name: 'mymaster',
+        nodes: [
+          { host: 's1', port: 26380 },
+          { host: 's2', port: 26379 },
+          { host: '::1', port: 26381 },
+        ],
+      },
+      keyPrefix: 'k',
+      commandTimeoutMs: 250,
+    })
+    expect(parseRedisUrl('redis+sentinel://s1/m')).toEqual({
+      sentinel: { name: 'm', nodes: [{ host: 's1', port: 26379 }] },
+    })
+  })
+
+  it('reports URL errors in the one shape of every backend', () => {
+    expect(() => parseRedisUrl('redis://u:Secret9@h?what=1')).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/^Invalid Redis backend URL "redis:\/\/\*\*\*@h\?what=1": /),
+        context: expect.objectContaining({
+          backend: 'Redis',
+          field: 'url',
+          url: 'redis://***@h?what=1',
+        }),
+      }),
+    )
+  })
+
   it('reads timeouts and key prefix', () => {
     expect(
       parseRedisUrl('redis://h?keyPrefix=app&connectTimeoutMs=100&commandTimeoutMs=200'),
@@ -55,7 +94,15 @@ describe('parseRedisUrl', () => {
     ['redis://h/1?cluster=1', 'only database 0'],
     ['redis://h?nodes=b:1', 'needs cluster=1'],
     ['redis://h?what=1', 'unknown query parameter'],
-    ['redis://h?commandTimeoutMs=-1', 'positive integer'],
+    ['redis://h?commandTimeoutMs=-1', 'non-negative integer'],
+    ['redis://h?keyPrefix=a&keyPrefix=b', 'repeated'],
+    ['redis://h?cluster=yes', 'cluster must be 1 or 0'],
+    ['redis+sentinel://s1:26379', '/<master name>'],
+    ['redis+sentinel://s1:26379/m/x', 'database number'],
+    ['redis+sentinel://s1:26379/m/0/extra', '/<master name>'],
+    ['redis+sentinel://s1:99999/m', 'bad port'],
+    ['redis+sentinel://s1,/m', 'expected host:port'],
+    ['redis+sentinel://s1/m?cluster=1', 'unknown query parameter'],
     ['http://h', 'scheme'],
   ])('rejects %s', (url, problem) => {
     expect(() => parseRedisUrl(url)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
@@ -79,6 +126,9 @@ describe('parseRedisUrl', () => {
     'redis://u:Top?Secret1@h:6379',
     'redis://u:Top@Secret1@h/notadb',
     'redis://u:Top%2FSecret1@h/notadb',
+    'redis+sentinel://u:TopSecret1@s1,s2/m/notadb',
+    'redis+sentinel://u:Top@Secret1@s1/m/notadb',
+    'redis+sentinel://u:Top/Secret1@s1/m',
   ])('never echoes the password of %s in a URL error', (url) => {
     const error = urlError(url)
     expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' })

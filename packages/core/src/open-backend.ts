@@ -16,6 +16,7 @@ export const BACKEND_PACKAGES = {
   'sqlite:': '@agent-state/sqlite',
   'redis:': '@agent-state/redis',
   'rediss:': '@agent-state/redis',
+  'redis+sentinel:': '@agent-state/redis',
   's3:': '@agent-state/s3',
 } as const satisfies Record<string, string>
 

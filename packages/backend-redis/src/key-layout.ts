@@ -1,14 +1,43 @@
 import type { CursorPosition } from '@agent-state/core'
 
 /**
+ * The fields of a key's hash: the one place their short names are given (the
+ * Lua scripts and the client both use these). Short, because every key
+ * carries them; stable, because 0.1 data uses the same names.
+ */
+export const RECORD_FIELD = {
+  /** The value's bytes. */
+  value: 'd',
+  /** The version, `<revision>.<random>.<size>` (0.1: `<revision>.<random>`). */
+  version: 'v',
+  /** The revision counter; kept across delete so versions never repeat. */
+  revision: 'r',
+  /** The writer identity JSON, or `''`. */
+  writer: 'w',
+  /** `updatedAt`, server milliseconds. */
+  updatedAt: 't',
+  /** The lease holder. */
+  leaseHolder: 'lh',
+  /** The lease's fencing token. */
+  leaseToken: 'lt',
+  /** The lease's TTL in milliseconds (what renew extends by). */
+  leaseTtl: 'lttl',
+  /** The lease's expiry, server milliseconds. */
+  leaseExpiresAt: 'le',
+  /** The lease id, `<token>:<random>` (absent on 0.1/0.2 grants). */
+  leaseId: 'li',
+  /** The fencing counter: the last token granted; never removed. */
+  fence: 'n',
+} as const
+
+/**
  * Layout of a namespace in Redis. Every key starts with
  * `<keyPrefix>:{ns:<namespace>}:`, so all of a namespace's keys share one
  * hash tag and live in one Cluster slot: every Lua script touches one slot.
  *
- * - `<base>v:<user key>`: a hash per user key: value (`d`), version (`v`),
- *   revision (`r`), writer JSON (`w`), updatedAt (`t`), lease (`lh` holder,
- *   `lt` token, `lttl` ttl, `le` expiry) and fencing counter (`n`). It
- *   outlives a delete (only `v d w t` go), so revision and fence keep growing.
+ * - `<base>v:<user key>`: a hash per user key, its fields named by
+ *   {@link RECORD_FIELD}. It outlives a delete (only the value fields go), so
+ *   revision and fence keep growing.
  * - `<base>index`: sorted set of the keys that hold a value, all at score 0,
  *   read with `ZRANGE … BYLEX` (memcmp order = UTF-8 byte order).
  * - `<base>records`: set of every user key that has a hash, so `destroy`

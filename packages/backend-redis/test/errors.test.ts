@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { mapRedisError, redactSecrets, sanitizeError } from '../src/index.js'
+import { mapRedisError, redactSecrets, sanitizeError } from '../src/errors.js'
 
 /** Unit tests of the error mapping, with fake errors shaped like ioredis's (the only place fakes are used). */
 
