@@ -1,13 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { combineRuns } from '../src/aggregate.js'
-import { runBenchmarks } from '../src/bench.js'
+import { type RunResult, runBenchmarks } from '../src/bench.js'
 import { readConfig } from '../src/config.js'
 import { runTimed } from '../src/measure.js'
 import { renderMarkdown } from '../src/report/markdown.js'
-import { renderReadmeHeadline } from '../src/report/readme.js'
+import { readmeHeadlineOf, renderReadmeHeadline } from '../src/report/readme.js'
 import { renderRatioSvg } from '../src/report/svg.js'
 import type { CaseResult, SubjectResult } from '../src/runner.js'
 import { openSubjects, Services } from '../src/services.js'
@@ -287,5 +287,35 @@ describe('statistics of the report', () => {
     const latencies = measured.latencies.sorted()
     expect(latencies[0]).toBeGreaterThanOrEqual(40_000)
     expect(measured.ops).toBeGreaterThan(0)
+  })
+})
+
+describe('the README headline table', () => {
+  const root = join(import.meta.dirname, '..', '..')
+  const readme = readFileSync(join(root, 'README.md'), 'utf8')
+  const result = JSON.parse(
+    readFileSync(join(root, 'benchmarks', 'results', 'latest.json'), 'utf8'),
+  ) as RunResult
+
+  it('is exactly what the committed results/latest.json renders (regenerate: pnpm bench or pnpm report)', () => {
+    expect(readmeHeadlineOf(readme)).toBe(renderReadmeHeadline(result))
+  })
+
+  it('covers every backend with put, CAS and get from several full runs, with the c=64 raw throughput', () => {
+    const block = readmeHeadlineOf(readme) ?? ''
+    for (const backend of BACKENDS) {
+      for (const operation of ['put 1 KiB', 'compare-and-set', 'get 1 KiB']) {
+        expect(block).toContain(`| ${backend} | ${operation} |`)
+      }
+    }
+    for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
+      for (const row of result.cases.filter((entry) => entry.workload === workload)) {
+        expect(row.runs).toBeGreaterThanOrEqual(3)
+        if (row.concurrency === 64) {
+          const raw = row.subjects.find((subject) => subject.path === 'raw')
+          expect(raw?.spread.opsPerSec.n).toBeGreaterThanOrEqual(3)
+        }
+      }
+    }
   })
 })

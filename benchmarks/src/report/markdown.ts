@@ -264,7 +264,8 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
     '',
     '## Full results',
     '',
-    'Each cell: ops/s · p50 · p99. `n/a`: the path has no such operation.',
+    'Each cell: ops/s · p50 · p99 (headline workloads: medians over the full runs; their ranges are in the',
+    'tables above and in `latest.json`). `n/a`: the path has no such operation.',
   )
   for (const backend of BACKEND_ORDER) {
     const table = fullTable(result, backend)
