@@ -10,6 +10,16 @@ export interface BenchConfig {
   readonly only: RegExp | undefined
   /** Timed repetitions per path and case. `BENCH_REPS`, default 5. */
   readonly reps: number
+  /**
+   * Full runs of every headline case (set-up, warm-up and `reps` timed
+   * repetitions each, spread over the whole benchmark): a headline cell is the
+   * median over the runs with its min–max. `BENCH_RUNS`, default 3.
+   */
+  readonly runs: number
+  /** Workloads run `runs` times; the others run once. `BENCH_HEADLINE`, default `^(put-1KiB|cas|get-1KiB)$`. */
+  readonly headline: RegExp
+  /** Free text about the host recorded with the machine (for example "shared with 6 other jobs"). `BENCH_HOST_NOTE`. */
+  readonly hostNote: string | undefined
   /** Length of one repetition, in ms. `BENCH_REP_MS`, default 200. */
   readonly repMs: number
   /** Untimed warm-up per path and case, in ms. `BENCH_WARMUP_MS`, default 100. */
@@ -38,6 +48,11 @@ export interface BenchConfig {
   readonly outDir: string
   /** Where the Markdown report goes. `BENCH_MARKDOWN`, default the repository's `BENCHMARKS.md`. */
   readonly markdownPath: string
+  /**
+   * The README whose headline table (between the `bench:headline` markers) is
+   * regenerated. `BENCH_README`, default the repository's `README.md`; `none` to leave it alone.
+   */
+  readonly readmePath: string | undefined
 }
 
 const ALL_BACKENDS: readonly BackendKind[] = ['memory', 'fs', 'sqlite', 'redis', 's3']
@@ -53,6 +68,15 @@ function numbers(value: string | undefined, fallback: readonly number[]): readon
 function number(value: string | undefined, fallback: number): number {
   return numbers(value, [fallback])[0] as number
 }
+
+function count(value: string | undefined, fallback: number): number {
+  const parsed = number(value, fallback)
+  if (!Number.isInteger(parsed)) throw new Error(`not a whole number: ${value}`)
+  return parsed
+}
+
+/** The headline workloads: the cells the README quotes. */
+export const DEFAULT_HEADLINE = /^(put-1KiB|cas|get-1KiB)$/
 
 /** Reads the knobs from `env`; `defaults` overrides the built-in defaults (the smoke test uses tiny ones). */
 export function readConfig(
@@ -83,7 +107,16 @@ export function readConfig(
             return path
           }),
     only: only === '' ? defaults.only : new RegExp(only),
-    reps: number(env.BENCH_REPS, defaults.reps ?? 5),
+    reps: count(env.BENCH_REPS, defaults.reps ?? 5),
+    runs: count(env.BENCH_RUNS, defaults.runs ?? 3),
+    headline:
+      env.BENCH_HEADLINE === undefined || env.BENCH_HEADLINE === ''
+        ? (defaults.headline ?? DEFAULT_HEADLINE)
+        : new RegExp(env.BENCH_HEADLINE),
+    hostNote:
+      env.BENCH_HOST_NOTE === undefined || env.BENCH_HOST_NOTE.trim() === ''
+        ? defaults.hostNote
+        : env.BENCH_HOST_NOTE.trim(),
     repMs: number(env.BENCH_REP_MS, defaults.repMs ?? 200),
     warmupMs: number(env.BENCH_WARMUP_MS, defaults.warmupMs ?? 100),
     s3RepMs: number(env.BENCH_S3_REP_MS, defaults.s3RepMs ?? 400),
@@ -97,5 +130,6 @@ export function readConfig(
       env.BENCH_DELETE_POOL === undefined ? defaults.deletePool : number(env.BENCH_DELETE_POOL, 1),
     outDir: env.BENCH_OUT ?? defaults.outDir,
     markdownPath: env.BENCH_MARKDOWN ?? defaults.markdownPath,
+    readmePath: env.BENCH_README === 'none' ? undefined : (env.BENCH_README ?? defaults.readmePath),
   }
 }

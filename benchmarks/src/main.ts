@@ -3,8 +3,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runBenchmarks } from './bench.js'
 import { readConfig } from './config.js'
-import { renderMarkdown } from './report/markdown.js'
-import { renderRatioSvg } from './report/svg.js'
+import { writeReports } from './report/write.js'
 import { Services } from './services.js'
 
 /**
@@ -16,6 +15,7 @@ async function main(): Promise<void> {
   const config = readConfig(process.env, {
     outDir: resolve(here, '..', 'results'),
     markdownPath: resolve(here, '..', '..', 'BENCHMARKS.md'),
+    readmePath: resolve(here, '..', '..', 'README.md'),
   })
   const services = new Services(process.env.BENCH_DATA_DIR)
   const log = (line: string): void => {
@@ -36,10 +36,9 @@ async function main(): Promise<void> {
     const result = await runBenchmarks(config, services, log)
     mkdirSync(config.outDir, { recursive: true })
     writeFileSync(join(config.outDir, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`)
-    writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
-    writeFileSync(config.markdownPath, renderMarkdown(result, resolve(here, '..', 'FINDINGS.md')))
+    const written = writeReports(result, config, resolve(here, '..', 'FINDINGS.md'))
     log(
-      `wrote ${join(config.outDir, 'latest.json')}, ratios.svg and ${config.markdownPath} (${result.durationS} s)`,
+      `wrote ${[join(config.outDir, 'latest.json'), ...written].join(', ')} (${result.durationS} s)`,
     )
   } finally {
     await stop()

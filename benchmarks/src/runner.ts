@@ -1,11 +1,13 @@
 import type { BenchConfig } from './config.js'
 import { runTimed } from './measure.js'
-import { median, quantileSorted } from './stats.js'
+import { median, quantileSorted, type Spread, spreadOf } from './stats.js'
 import type { BackendKind, PathKind, Subject } from './subject.js'
 import type { Workload, WorkloadInstance } from './workloads.js'
 
 /** One repetition of one subject. */
 export interface RepResult {
+  /** Which full run (0-based) the repetition belongs to. */
+  readonly run: number
   readonly ops: number
   readonly opsPerSec: number
   readonly p50Us: number
@@ -17,25 +19,54 @@ export interface SubjectResult {
   readonly label: string
   /** What the subject actually did for this operation, where it differs from the name. */
   readonly note?: string
-  /** Median over the repetitions. */
+  /** Median over the full runs of each run's median over its repetitions. */
   readonly opsPerSec: number
-  /** From the pooled latencies of all repetitions, in microseconds. */
+  /** Median over the full runs of each run's p50 of its pooled latencies, in microseconds. */
   readonly p50Us: number
+  /** Likewise for the p99. */
   readonly p99Us: number
+  /** The three figures above with their min–max over the full runs. */
+  readonly spread: SubjectSpread
+  /** Each full run's figures, in run order. */
+  readonly runs: readonly RunFigures[]
   readonly totalOps: number
   readonly reps: readonly RepResult[]
   /** Set when the subject failed; its numbers are then `NaN`. */
   readonly error?: string
 }
 
-/** agent-state compared with one other subject of the same case. */
+/** One subject's figures in one full run. */
+export interface RunFigures {
+  readonly opsPerSec: number
+  readonly p50Us: number
+  readonly p99Us: number
+}
+
+/** A subject's figures over the full runs. */
+export interface SubjectSpread {
+  readonly opsPerSec: Spread
+  readonly p50Us: Spread
+  readonly p99Us: Spread
+}
+
+/**
+ * agent-state compared with one other subject of the same case. Within a full
+ * run the ratio is computed per repetition (the two ran back to back) and the
+ * median taken; across runs, the median of those run ratios is quoted.
+ */
 export interface Ratio {
   readonly versus: PathKind
   readonly label: string
-  /** Median over repetitions of agent-state p50 / other p50 (lower is better for agent-state). */
+  /** agent-state p50 / other p50 (lower is better for agent-state). */
   readonly latency: number
-  /** Median over repetitions of agent-state ops/s / other ops/s (higher is better). */
+  /** agent-state ops/s / other ops/s (higher is better). */
   readonly throughput: number
+  readonly latencySpread: Spread
+  readonly throughputSpread: Spread
+  /** Each full run's latency ratio, in run order. */
+  readonly latencyRuns: readonly number[]
+  /** Each full run's throughput ratio, in run order. */
+  readonly throughputRuns: readonly number[]
 }
 
 /** One workload at one concurrency on one backend, every subject measured interleaved. */
@@ -47,6 +78,8 @@ export interface CaseResult {
   readonly concurrency: number
   readonly valueBytes: number
   readonly population?: number
+  /** How many full runs the figures come from (1 for non-headline workloads). */
+  readonly runs: number
   readonly subjects: readonly SubjectResult[]
   readonly ratios: readonly Ratio[]
 }
@@ -77,6 +110,7 @@ export async function runCase(
   concurrency: number,
   subjects: readonly Subject[],
   log: (line: string) => void,
+  run = 0,
 ): Promise<CaseResult> {
   const repMs = backend === 's3' ? config.s3RepMs : config.repMs
   const participants: Participant[] = subjects
@@ -119,6 +153,7 @@ export async function runCase(
         const sorted = measured.latencies.sorted()
         participant.latencies.push(sorted)
         participant.reps.push({
+          run,
           ops: measured.ops,
           opsPerSec: (measured.ops * 1000) / measured.elapsedMs,
           p50Us: quantileSorted(sorted, 0.5),
@@ -140,13 +175,22 @@ export async function runCase(
     pooled.sort()
     const note = participant.subject.notes[workload.op]
     const failed = participant.error !== undefined
+    const figures: RunFigures = {
+      opsPerSec: failed ? Number.NaN : median(participant.reps.map((rep) => rep.opsPerSec)),
+      p50Us: failed ? Number.NaN : quantileSorted(pooled, 0.5),
+      p99Us: failed ? Number.NaN : quantileSorted(pooled, 0.99),
+    }
     return {
       path: participant.subject.path,
       label: participant.subject.label,
       ...(note === undefined ? {} : { note }),
-      opsPerSec: failed ? Number.NaN : median(participant.reps.map((rep) => rep.opsPerSec)),
-      p50Us: failed ? Number.NaN : quantileSorted(pooled, 0.5),
-      p99Us: failed ? Number.NaN : quantileSorted(pooled, 0.99),
+      ...figures,
+      spread: {
+        opsPerSec: spreadOf([figures.opsPerSec]),
+        p50Us: spreadOf([figures.p50Us]),
+        p99Us: spreadOf([figures.p99Us]),
+      },
+      runs: [figures],
       totalOps: participant.reps.reduce((sum, rep) => sum + rep.ops, 0),
       reps: participant.reps,
       ...(failed ? { error: participant.error as string } : {}),
@@ -167,11 +211,17 @@ export async function runCase(
         latency.push(a.p50Us / b.p50Us)
         throughput.push(a.opsPerSec / b.opsPerSec)
       }
+      const latencyRatio = median(latency)
+      const throughputRatio = median(throughput)
       ratios.push({
         versus: other.path,
         label: other.label,
-        latency: median(latency),
-        throughput: median(throughput),
+        latency: latencyRatio,
+        throughput: throughputRatio,
+        latencySpread: spreadOf([latencyRatio]),
+        throughputSpread: spreadOf([throughputRatio]),
+        latencyRuns: [latencyRatio],
+        throughputRuns: [throughputRatio],
       })
     }
   }
@@ -183,7 +233,9 @@ export async function runCase(
         : `${result.label}: FAILED ${result.error}`,
     )
     .join(' | ')
-  log(`[${backend}] ${workload.id} c=${concurrency}: ${summary}`)
+  log(
+    `[${backend}] ${workload.id} c=${concurrency}${run > 0 ? ` (run ${run + 1})` : ''}: ${summary}`,
+  )
 
   return {
     backend,
@@ -193,6 +245,7 @@ export async function runCase(
     concurrency,
     valueBytes: workload.valueBytes,
     ...(workload.population === undefined ? {} : { population: workload.population }),
+    runs: 1,
     subjects: results,
     ratios,
   }

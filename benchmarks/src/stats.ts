@@ -54,3 +54,27 @@ export class LatencyBuffer {
     return copy
   }
 }
+
+/** A figure measured in several full runs: the median and the range it moved in. */
+export interface Spread {
+  readonly median: number
+  readonly min: number
+  readonly max: number
+  /** How many finite values the figure comes from. */
+  readonly n: number
+}
+
+/**
+ * The median, minimum and maximum of the finite values (a failed run's `NaN`
+ * is left out and lowers `n`); all `NaN` with `n` 0 when none is finite.
+ */
+export function spreadOf(values: readonly number[]): Spread {
+  const finite = values.filter((value) => Number.isFinite(value))
+  if (finite.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN, n: 0 }
+  return {
+    median: median(finite),
+    min: Math.min(...finite),
+    max: Math.max(...finite),
+    n: finite.length,
+  }
+}

@@ -1,12 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { runBenchmarks } from '../src/bench.js'
+import { combineRuns } from '../src/aggregate.js'
+import { type RunResult, runBenchmarks } from '../src/bench.js'
 import { readConfig } from '../src/config.js'
+import { runTimed } from '../src/measure.js'
 import { renderMarkdown } from '../src/report/markdown.js'
+import { readmeHeadlineOf, renderReadmeHeadline } from '../src/report/readme.js'
 import { renderRatioSvg } from '../src/report/svg.js'
+import type { CaseResult, SubjectResult } from '../src/runner.js'
 import { openSubjects, Services } from '../src/services.js'
+import { median, spreadOf } from '../src/stats.js'
 import type { BackendKind, Subject } from '../src/subject.js'
 
 /**
@@ -111,6 +116,9 @@ describe.each(BACKENDS)('benchmark paths on %s', (backend) => {
       {
         backends: [backend],
         reps: 2,
+        // Two full runs of one headline workload exercise the combination; more only cost time.
+        runs: 2,
+        headline: /^put-1KiB$/,
         repMs: 10,
         s3RepMs: 20,
         warmupMs: 5,
@@ -153,6 +161,9 @@ describe.each(BACKENDS)('benchmark paths on %s', (backend) => {
     }
     let operations = 0
     for (const row of result.cases) {
+      // Headline workloads ran in both full runs, the others once.
+      expect(row.runs).toBe(row.workload === 'put-1KiB' ? 2 : 1)
+      for (const subject of row.subjects) expect(subject.runs).toHaveLength(row.runs)
       // agent-state and the raw client run every workload; the ratio to raw exists for each.
       expect(row.subjects.map((subject) => subject.path)).toContain('agent-state')
       expect(row.subjects.map((subject) => subject.path)).toContain('raw')
@@ -165,5 +176,146 @@ describe.each(BACKENDS)('benchmark paths on %s', (backend) => {
     expect(operations).toBeGreaterThan(200)
     expect(renderMarkdown(result)).toContain(`### ${backend}`)
     expect(renderRatioSvg(result)).toContain('</svg>')
+    const headline = renderReadmeHeadline(result)
+    expect(headline).toContain(`| ${backend} | put 1 KiB |`)
+    expect(headline).toContain('the median of 2 full runs')
+  })
+})
+
+describe('statistics of the report', () => {
+  it('median and spread of known values leave failed (NaN) runs out', () => {
+    expect(median([5, 1, 3])).toBe(3)
+    expect(median([4, 1, 3, 2])).toBe(2.5)
+    expect(spreadOf([2.5, 1, 9])).toEqual({ median: 2.5, min: 1, max: 9, n: 3 })
+    expect(spreadOf([10, Number.NaN, 30, 20])).toEqual({ median: 20, min: 10, max: 30, n: 3 })
+    expect(spreadOf([Number.NaN]).n).toBe(0)
+  })
+
+  const subject = (path: 'agent-state' | 'raw', ops: number, p50: number): SubjectResult => ({
+    path,
+    label: path,
+    opsPerSec: ops,
+    p50Us: p50,
+    p99Us: p50 * 2,
+    spread: { opsPerSec: spreadOf([ops]), p50Us: spreadOf([p50]), p99Us: spreadOf([p50 * 2]) },
+    runs: [{ opsPerSec: ops, p50Us: p50, p99Us: p50 * 2 }],
+    totalOps: 10,
+    reps: [],
+  })
+  const run = (ours: number, raw: number, latency: number, throughput: number): CaseResult => ({
+    backend: 'sqlite',
+    workload: 'put-1KiB',
+    op: 'put',
+    title: 'put',
+    concurrency: 64,
+    valueBytes: 1024,
+    runs: 1,
+    subjects: [subject('agent-state', ours, 100), subject('raw', raw, 50)],
+    ratios: [
+      {
+        versus: 'raw',
+        label: 'raw',
+        latency,
+        throughput,
+        latencySpread: spreadOf([latency]),
+        throughputSpread: spreadOf([throughput]),
+        latencyRuns: [latency],
+        throughputRuns: [throughput],
+      },
+    ],
+  })
+
+  it('a cell of several full runs is the median run with the min–max, ratios from each run', () => {
+    // A lucky run (9000 ops/s, 5x) must not set the cell.
+    const combined = combineRuns([run(1000, 500, 2, 2), run(9000, 600, 1, 5), run(1200, 400, 3, 3)])
+    expect(combined.runs).toBe(3)
+    const ours = combined.subjects.find((entry) => entry.path === 'agent-state')
+    expect(ours?.opsPerSec).toBe(1200)
+    expect(ours?.spread.opsPerSec).toEqual({ median: 1200, min: 1000, max: 9000, n: 3 })
+    expect(ours?.totalOps).toBe(30)
+    const ratio = combined.ratios[0]
+    // The median of the run ratios (3), not the ratio of the medians (1200 / 500 = 2.4).
+    expect(ratio?.throughput).toBe(3)
+    expect(ratio?.throughputSpread).toEqual({ median: 3, min: 2, max: 5, n: 3 })
+    expect(ratio?.latencyRuns).toEqual([2, 1, 3])
+    expect(ratio?.latency).toBe(2)
+  })
+
+  it('a path that failed in one run fails the cell and loses its ratios', () => {
+    const broken = run(1000, 500, 2, 2)
+    const failedRun: CaseResult = {
+      ...broken,
+      subjects: [
+        broken.subjects[0] as SubjectResult,
+        { ...(broken.subjects[1] as SubjectResult), error: 'Error: boom', opsPerSec: Number.NaN },
+      ],
+      ratios: [],
+    }
+    const combined = combineRuns([run(1000, 500, 2, 2), failedRun])
+    expect(combined.subjects.find((entry) => entry.path === 'raw')?.error).toBe('Error: boom')
+    expect(combined.ratios).toEqual([])
+  })
+
+  it("at c>1 a latency is the operation's own duration, not the time spent behind other callers", async () => {
+    // A virtual clock: each operation takes exactly 100 ms of synchronous work
+    // (like a better-sqlite3 statement). Issued back to back from one loop,
+    // a caller would wait for the 7 others' work and see 800 ms.
+    let clock = 0
+    const measured = await runTimed(
+      async () => {
+        clock += 100
+      },
+      { concurrency: 8, durationMs: 2000, now: () => clock },
+    )
+    const latencies = measured.latencies.sorted()
+    expect(measured.ops).toBeGreaterThanOrEqual(20)
+    expect(latencies[0]).toBe(100_000)
+    expect(latencies[latencies.length - 1]).toBe(100_000)
+  })
+
+  it("at c>1 an asynchronous operation's latency still includes its own wait", async () => {
+    let clock = 0
+    const measured = await runTimed(
+      async () => {
+        clock += 10
+        await new Promise((resolve) => setImmediate(resolve))
+        clock += 30
+      },
+      { concurrency: 4, durationMs: 1000, now: () => clock },
+    )
+    // Each op's own 40 plus the others' work that ran while it was in flight.
+    const latencies = measured.latencies.sorted()
+    expect(latencies[0]).toBeGreaterThanOrEqual(40_000)
+    expect(measured.ops).toBeGreaterThan(0)
+  })
+})
+
+describe('the README headline table', () => {
+  const root = join(import.meta.dirname, '..', '..')
+  const readme = readFileSync(join(root, 'README.md'), 'utf8')
+  const result = JSON.parse(
+    readFileSync(join(root, 'benchmarks', 'results', 'latest.json'), 'utf8'),
+  ) as RunResult
+
+  it('is exactly what the committed results/latest.json renders (regenerate: pnpm bench or pnpm report)', () => {
+    expect(readmeHeadlineOf(readme)).toBe(renderReadmeHeadline(result))
+  })
+
+  it('covers every backend with put, CAS and get from several full runs, with the c=64 raw throughput', () => {
+    const block = readmeHeadlineOf(readme) ?? ''
+    for (const backend of BACKENDS) {
+      for (const operation of ['put 1 KiB', 'compare-and-set', 'get 1 KiB']) {
+        expect(block).toContain(`| ${backend} | ${operation} |`)
+      }
+    }
+    for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
+      for (const row of result.cases.filter((entry) => entry.workload === workload)) {
+        expect(row.runs).toBeGreaterThanOrEqual(3)
+        if (row.concurrency === 64) {
+          const raw = row.subjects.find((subject) => subject.path === 'raw')
+          expect(raw?.spread.opsPerSec.n).toBeGreaterThanOrEqual(3)
+        }
+      }
+    }
   })
 })

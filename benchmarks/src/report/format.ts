@@ -1,5 +1,7 @@
 /** Number formatting shared by the Markdown and SVG reports. */
 
+import type { Spread } from '../stats.js'
+
 /** A latency in microseconds, at a precision that suits its size. */
 export function formatMicros(micros: number): string {
   if (!Number.isFinite(micros)) return '–'
@@ -37,4 +39,15 @@ export function escapeXml(text: string): string {
     .replaceAll('<', '&lt;')
     .replaceAll('>', '&gt;')
     .replaceAll('"', '&quot;')
+}
+
+/** A figure over several full runs: `median [min–max]`, or just the value when it comes from one run. */
+export function formatSpread(
+  spread: Spread | undefined,
+  format: (value: number) => string,
+): string {
+  if (spread === undefined || spread.n === 0) return '–'
+  const middle = format(spread.median)
+  if (spread.n === 1) return middle
+  return `${middle} [${format(spread.min)}–${format(spread.max)}]`
 }

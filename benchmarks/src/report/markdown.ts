@@ -3,7 +3,7 @@ import type { RunResult } from '../bench.js'
 import type { CaseResult, Ratio, SubjectResult } from '../runner.js'
 import type { BackendKind, PathKind } from '../subject.js'
 import { countLabel } from '../workloads.js'
-import { escapeCell, formatMicros, formatRate, formatRatio } from './format.js'
+import { escapeCell, formatMicros, formatRate, formatRatio, formatSpread } from './format.js'
 
 /** The latency target: agent-state p50 at most this multiple of the raw client's (put, CAS, get). */
 export const LATENCY_TARGET = 1.15
@@ -41,8 +41,8 @@ function verdict(ok: boolean | undefined): string {
 
 function latencyTargetTable(result: RunResult): string[] {
   const lines = [
-    `| backend | operation | conc | agent-state p50 | raw p50 | median ratio (p50) | target ≤ ${LATENCY_TARGET}× |`,
-    '|---|---|---:|---:|---:|---:|---|',
+    `| backend | operation | conc | runs | agent-state p50 | raw p50 | ratio (p50) | target ≤ ${LATENCY_TARGET}× |`,
+    '|---|---|---:|---:|---:|---:|---:|---|',
   ]
   for (const backend of BACKEND_ORDER) {
     for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
@@ -53,9 +53,30 @@ function latencyTargetTable(result: RunResult): string[] {
         const raw = subjectOf(row, 'raw')
         const ratio = ratioOf(row, 'raw')
         lines.push(
-          `| ${backend} | ${workload} | ${concurrency} | ${formatMicros(ours?.p50Us ?? Number.NaN)} | ${formatMicros(raw?.p50Us ?? Number.NaN)} | ${formatRatio(ratio?.latency)} | ${verdict(ratio === undefined ? undefined : ratio.latency <= LATENCY_TARGET)} |`,
+          `| ${backend} | ${workload} | ${concurrency} | ${row.runs} | ${formatSpread(ours?.spread.p50Us, formatMicros)} | ${formatSpread(raw?.spread.p50Us, formatMicros)} | ${formatSpread(ratio?.latencySpread, formatRatio)} | ${verdict(ratio === undefined ? undefined : ratio.latency <= LATENCY_TARGET)} |`,
         )
       }
+    }
+  }
+  return lines
+}
+
+/** Throughput of agent-state and of the raw client at the highest concurrency, for the headline operations. */
+function headlineThroughputTable(result: RunResult): string[] {
+  const concurrency = Math.max(...(result.config.concurrencies as number[]))
+  const lines = [
+    `| backend | operation | conc | runs | agent-state ops/s | raw ops/s | ratio (ops/s) | agent-state p99 | raw p99 |`,
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const backend of BACKEND_ORDER) {
+    for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
+      const row = find(result.cases, backend, workload, concurrency)
+      if (row === undefined) continue
+      const ours = subjectOf(row, 'agent-state')
+      const raw = subjectOf(row, 'raw')
+      lines.push(
+        `| ${backend} | ${workload} | ${concurrency} | ${row.runs} | ${formatSpread(ours?.spread.opsPerSec, formatRate)} | ${formatSpread(raw?.spread.opsPerSec, formatRate)} | ${formatSpread(ratioOf(row, 'raw')?.throughputSpread, formatRatio)} | ${formatSpread(ours?.spread.p99Us, formatMicros)} | ${formatSpread(raw?.spread.p99Us, formatMicros)} |`,
+      )
     }
   }
   return lines
@@ -184,6 +205,11 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
     'then the median over the repetitions is taken. Latency ratio: lower is better for agent-state.',
     'Throughput ratio: higher is better.',
     '',
+    `The headline workloads (\`${String(config.headline ?? '')}\`) are measured in ${String(config.runs ?? 1)} full runs spread over the`,
+    'whole benchmark (each: set-up, warm-up and the timed repetitions, every backend in turn); their cells give',
+    'the median over the runs and, in brackets, the [min–max] over the runs. A ratio is computed within each run',
+    'and the median of the run ratios is quoted. The other workloads run once.',
+    '',
     '![agent-state throughput ratios and latency ratios](benchmarks/results/ratios.svg)',
     '',
     '## Run',
@@ -191,10 +217,11 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
     '| | |',
     '|---|---|',
     `| date | ${result.startedAt} → ${result.finishedAt} (${result.durationS} s) |`,
-    `| machine | ${machine.cpuCount} × ${machine.cpus}, ${machine.memoryGiB} GiB RAM, ${machine.os} |`,
+    `| machine | ${machine.cpuCount} × ${machine.cpus}, ${machine.memoryGiB} GiB RAM, ${machine.os}${machine.note === undefined ? '' : `; ${escapeCell(machine.note)}`} |`,
     `| load average (1/5/15 min) | start ${machine.loadAvgStart.map((n) => n.toFixed(2)).join(' ')}, end ${machine.loadAvgEnd.map((n) => n.toFixed(2)).join(' ')} |`,
     `| versions | ${versions} |`,
-    `| timing | warm-up ${config.warmupMs} ms per path, then ${config.reps} repetitions of ${config.repMs} ms (S3: ${config.s3RepMs} ms) per path, interleaved; ops/s = median of the repetitions; p50/p99 from the pooled per-op latencies (issue to settle, so at c=64 they include client-side queueing) |`,
+    `| timing | per case and run: warm-up ${config.warmupMs} ms per path, then ${config.reps} repetitions of ${config.repMs} ms (S3: ${config.s3RepMs} ms) per path, interleaved; ops/s = median of the repetitions, p50/p99 from the run's pooled per-op latencies; headline cells: median [min–max] over ${String(config.runs ?? 1)} full runs |`,
+    `| latency | closed loop: each of c callers issues its next operation only when its previous one settled (at most c in flight). A latency is one operation's own duration, from the call into the backend until its caller resumes after the promise settled. It includes every wait inside the backend and its client library (locks, a group commit's batch, libuv's 4-thread pool queue for fs, the server's queue, the socket pool). Above c=1 each caller issues from its own macrotask (\`setImmediate\`), so the harness never starts another operation between a settle and its timestamp: a synchronous backend (better-sqlite3) does not bill one caller for the other callers' statements, and no latency includes time queued in the harness before issue. An I/O completion that arrives while the one JS thread runs another operation still waits for it (the event loop is the client's) |`,
     `| sizes | keyspace ${config.keyspace} keys (1 MiB: 32, 64 KiB: 64), delete pool ${config.deletePool ?? 'per backend (memory 20 000, fs 300, SQLite 1000, Redis 3000, S3 100)'} keys per delete run (also the create budget per run), listing populations ${(config.listSizes as number[]).join(', ')} (S3 at most ${config.s3ListMax}) |`,
   ]
   for (const backend of BACKEND_ORDER) {
@@ -215,6 +242,13 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
     '',
     ...latencyTargetTable(result),
     '',
+    '## Throughput at the highest concurrency vs the raw client (put, compare-and-set, get; 1 KiB)',
+    '',
+    'put and compare-and-set are the durable writes (fsync per commit on fs and SQLite; Redis: AOF everysec;',
+    'S3: RGW memstore). The README quotes this table.',
+    '',
+    ...headlineThroughputTable(result),
+    '',
     '## Target 2: agent-state throughput vs Keyv and unstorage (same server or disk)',
     '',
     'Keyv and unstorage have no compare-and-set, create-if-absent or leases: their `cas` and `create` rows are',
@@ -230,7 +264,8 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
     '',
     '## Full results',
     '',
-    'Each cell: ops/s · p50 · p99. `n/a`: the path has no such operation.',
+    'Each cell: ops/s · p50 · p99 (headline workloads: medians over the full runs; their ranges are in the',
+    'tables above and in `latest.json`). `n/a`: the path has no such operation.',
   )
   for (const backend of BACKEND_ORDER) {
     const table = fullTable(result, backend)

@@ -1,7 +1,8 @@
 import type { RunResult } from '../bench.js'
 import type { CaseResult } from '../runner.js'
+import type { Spread } from '../stats.js'
 import type { PathKind } from '../subject.js'
-import { escapeXml, formatRatio } from './format.js'
+import { escapeXml, formatRatio, formatSpread } from './format.js'
 import { LATENCY_TARGET } from './markdown.js'
 
 const SERIES: readonly { path: PathKind; color: string; label: string }[] = [
@@ -36,12 +37,25 @@ function latencyRows(result: RunResult): CaseResult[] {
   )
 }
 
+/** A min–max whisker over a bar, when the figure comes from more than one full run. */
+function whisker(spread: Spread | undefined, at: (ratio: number) => number, y: number): string[] {
+  if (spread === undefined || spread.n < 2) return []
+  const from = at(spread.min).toFixed(1)
+  const to = at(spread.max).toFixed(1)
+  return [
+    `<line x1="${from}" y1="${y}" x2="${to}" y2="${y}" stroke="#000" stroke-width="1"/>`,
+    `<line x1="${from}" y1="${y - 2}" x2="${from}" y2="${y + 2}" stroke="#000"/>`,
+    `<line x1="${to}" y1="${y - 2}" x2="${to}" y2="${y + 2}" stroke="#000"/>`,
+  ]
+}
+
 /**
  * Two horizontal bar charts on a log scale from 0.01× to 100×: agent-state's
  * throughput ratio against each other path (right of 1× = faster), and its
  * p50 latency ratio against the raw client for put, CAS and get with the
  * 1.15× target marked (left of the target line = target met). Ratios are
- * medians over the interleaved repetitions.
+ * medians over the interleaved repetitions; headline rows measured in several
+ * full runs show the median run's ratio with a min–max whisker.
  */
 export function renderRatioSvg(result: RunResult): string {
   const rows = chartRows(result)
@@ -55,7 +69,7 @@ export function renderRatioSvg(result: RunResult): string {
   const firstBottom = top + rows.length * rowHeight
   const secondTop = firstBottom + 80
   const height = secondTop + latency.length * latencyRowHeight + 40
-  const width = labelWidth + plotWidth + 70
+  const width = labelWidth + plotWidth + 150
   const scale =
     (min: number, max: number) =>
     (ratio: number): number => {
@@ -83,7 +97,7 @@ export function renderRatioSvg(result: RunResult): string {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
-    `<text x="10" y="18" font-size="14" font-weight="bold">agent-state throughput ratio (median of interleaved repetitions, log scale)</text>`,
+    `<text x="10" y="18" font-size="14" font-weight="bold">agent-state throughput ratio (median of interleaved repetitions; headline rows: median of full runs, log scale)</text>`,
     `<text x="10" y="34">${escapeXml(`${result.startedAt.slice(0, 16)}Z, ${result.machine.cpuCount} × ${result.machine.cpus}, Node ${result.machine.node}. Right of 1× = agent-state faster.`)}</text>`,
   ]
   SERIES.forEach((series, index) => {
@@ -111,9 +125,15 @@ export function renderRatioSvg(result: RunResult): string {
       parts.push(
         `<rect x="${Math.min(from, to).toFixed(1)}" y="${by}" width="${Math.max(1, Math.abs(to - from)).toFixed(1)}" height="${barHeight - 1}" fill="${series.color}"><title>${escapeXml(`${row.backend} ${row.workload} c=${row.concurrency} ${series.label}: ${formatRatio(ratio.throughput)} throughput, ${formatRatio(ratio.latency)} p50 latency`)}</title></rect>`,
       )
+      parts.push(...whisker(ratio.throughputSpread, x, by + (barHeight - 1) / 2))
       if (seriesIndex === 0 || ratio.throughput < MIN || ratio.throughput > MAX) {
+        const right = Math.max(
+          from,
+          to,
+          ratio.throughputSpread.n > 1 ? x(ratio.throughputSpread.max) : 0,
+        )
         parts.push(
-          `<text x="${(Math.max(from, to) + 3).toFixed(1)}" y="${by + barHeight - 1}" font-size="8">${formatRatio(ratio.throughput)}</text>`,
+          `<text x="${(right + 3).toFixed(1)}" y="${by + barHeight - 1}" font-size="8">${escapeXml(formatSpread(ratio.throughputSpread, formatRatio))}</text>`,
         )
       }
     })
@@ -121,7 +141,7 @@ export function renderRatioSvg(result: RunResult): string {
 
   parts.push(
     `<text x="10" y="${secondTop - 30}" font-size="14" font-weight="bold">agent-state p50 latency ÷ raw client p50 (put, CAS, get; target ≤ ${LATENCY_TARGET}×)</text>`,
-    `<text x="10" y="${secondTop - 14}">Left of the red line = target met. Log scale from 0.5× to 8×.</text>`,
+    `<text x="10" y="${secondTop - 14}">Left of the red line = target met. Log scale from 0.5× to 8×. Whiskers and brackets: min–max over the full runs.</text>`,
     ...axis(secondTop, secondTop + latency.length * latencyRowHeight + 4, [0.5, 1, 2, 4, 8], xl),
   )
   const targetX = xl(LATENCY_TARGET).toFixed(1)
@@ -138,7 +158,8 @@ export function renderRatioSvg(result: RunResult): string {
     parts.push(
       `<text x="${labelWidth - 6}" y="${y + latencyRowHeight - 3}" text-anchor="end">${escapeXml(`${row.backend} ${row.workload} c=${row.concurrency}`)}</text>`,
       `<rect x="${Math.min(from, to).toFixed(1)}" y="${y + 2}" width="${Math.max(1, Math.abs(to - from)).toFixed(1)}" height="${latencyRowHeight - 4}" fill="${met ? '#4e79a7' : '#e15759'}"/>`,
-      `<text x="${(Math.max(from, to) + 3).toFixed(1)}" y="${y + latencyRowHeight - 3}" font-size="9">${formatRatio(ratio.latency)}</text>`,
+      ...whisker(ratio.latencySpread, xl, y + latencyRowHeight / 2),
+      `<text x="${(Math.max(from, to, ratio.latencySpread.n > 1 ? xl(ratio.latencySpread.max) : 0) + 3).toFixed(1)}" y="${y + latencyRowHeight - 3}" font-size="9">${escapeXml(formatSpread(ratio.latencySpread, formatRatio))}</text>`,
     )
   })
   parts.push('</svg>', '')

@@ -1,0 +1,28 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { RunResult } from '../bench.js'
+import type { BenchConfig } from '../config.js'
+import { renderMarkdown } from './markdown.js'
+import { renderReadmeHeadline, replaceReadmeHeadline } from './readme.js'
+import { renderRatioSvg } from './svg.js'
+
+/**
+ * Writes every view of one run's results: `ratios.svg`, the Markdown report
+ * and the README's headline table, so none of them can disagree with
+ * `latest.json`. Returns the paths written.
+ */
+export function writeReports(
+  result: RunResult,
+  config: Pick<BenchConfig, 'outDir' | 'markdownPath' | 'readmePath'>,
+  findingsPath: string,
+): string[] {
+  const written = [join(config.outDir, 'ratios.svg'), config.markdownPath]
+  writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
+  writeFileSync(config.markdownPath, renderMarkdown(result, findingsPath))
+  if (config.readmePath !== undefined) {
+    const readme = readFileSync(config.readmePath, 'utf8')
+    writeFileSync(config.readmePath, replaceReadmeHeadline(readme, renderReadmeHeadline(result)))
+    written.push(config.readmePath)
+  }
+  return written
+}
