@@ -82,10 +82,11 @@ export {
 } from './open-backend.js'
 export { createRecordBackend, type RecordBackendOptions } from './record-backend.js'
 export { decodeKeyState, encodeKeyState, type KeyState, type StoredLease } from './record-codec.js'
-export type {
-  RecordCondition,
-  RecordScanOptions,
-  RecordStore,
-  ScannedRecord,
-  VersionedRecord,
+export {
+  RECORD_OVERHEAD_BYTES,
+  type RecordCondition,
+  type RecordScanOptions,
+  type RecordStore,
+  type ScannedRecord,
+  type VersionedRecord,
 } from './record-store.js'
