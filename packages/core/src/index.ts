@@ -36,6 +36,12 @@ export {
   type UrlQueryParameterKind,
   type UrlQueryValues,
 } from './backend-options.js'
+export {
+  BACKEND_PACKAGES,
+  registerBackendScheme,
+  registeredBackendSchemes,
+  unregisterBackendScheme,
+} from './backend-schemes.js'
 export { compareUtf8, sortUtf8 } from './byte-order.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
@@ -71,7 +77,6 @@ export {
 } from './keys.js'
 export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
 export {
-  BACKEND_PACKAGES,
   type BackendUrlModule,
   type BackendUrlOptions,
   DEFAULT_BACKEND_URL,
