@@ -1,3 +1,8 @@
+import { createRequire } from 'node:module'
+import { isAbsolute, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { BACKEND_PACKAGES } from '@agent-state/core'
+
 /**
  * Loads backend packages from the CLI's own dependencies, so `openBackend`
  * finds them wherever `@agent-state/core` itself is installed.
@@ -10,9 +15,85 @@ const loaders: Record<string, () => Promise<unknown>> = {
   '@agent-state/s3': () => import('@agent-state/s3'),
 }
 
-/** An `importer` for `openBackend` that resolves backend packages from the CLI. */
+/** The environment variable `--module` sets, so vitest workers and child processes see it too. */
+export const MODULE_ENV = 'AGENT_STATE_MODULE'
+
+const TYPESCRIPT = /\.[cm]?ts$/
+
+/** TypeScript module files loaded in this process, by file URL. */
+const typescriptModules = new Map<string, Promise<unknown>>()
+
+/**
+ * Whether a `--module` value names a file (`./x.ts`, `/abs/x.js`, `file:…`, or
+ * any name ending in a JavaScript or TypeScript extension) rather than a package.
+ */
+export function isModuleFile(specifier: string): boolean {
+  return (
+    specifier.startsWith('.') ||
+    isAbsolute(specifier) ||
+    specifier.startsWith('file:') ||
+    /\.[cm]?[jt]s$/.test(specifier)
+  )
+}
+
+/** A `--module` value as given to `openBackend`: files made absolute (from the working directory). */
+export function resolveModuleSpecifier(specifier: string): string {
+  if (!isModuleFile(specifier) || specifier.startsWith('file:')) return specifier
+  return resolve(specifier)
+}
+
+/**
+ * An `importer` for `openBackend`: the built-in backend packages from the
+ * CLI's dependencies; a third-party module file directly (TypeScript through
+ * tsx, a dependency of the CLI); a third-party package from the working
+ * directory's project first, then from the CLI's location.
+ */
 export async function importBackendPackage(packageName: string): Promise<unknown> {
   const load = loaders[packageName]
-  if (load === undefined) throw new Error(`not a backend package: ${packageName}`)
-  return load()
+  if (load !== undefined) return load()
+  if (isModuleFile(packageName)) {
+    const url = packageName.startsWith('file:')
+      ? packageName
+      : pathToFileURL(resolve(packageName)).href
+    if (!TYPESCRIPT.test(packageName)) return import(url)
+    // tsx evaluates a module anew on every tsImport: keep one, as import() would, so that
+    // every instance opened in this process shares the module's state.
+    let loaded = typescriptModules.get(url)
+    if (loaded === undefined) {
+      loaded = import('tsx/esm/api').then(({ tsImport }) => tsImport(url, import.meta.url))
+      typescriptModules.set(url, loaded)
+      loaded.catch(() => typescriptModules.delete(url))
+    }
+    return loaded
+  }
+  let resolved: string | undefined
+  try {
+    resolved = createRequire(join(process.cwd(), 'package.json')).resolve(packageName)
+  } catch {
+    // Not installed in the working directory's project: try the CLI's own location.
+  }
+  return import(resolved === undefined ? packageName : pathToFileURL(resolved).href)
+}
+
+/**
+ * What the CLI passes to `openBackend` for `url`: its importer, and, when
+ * `--module` (or `AGENT_STATE_MODULE`) is set, that module for the URL's
+ * scheme. Built-in schemes always open their own package: `openBackend`
+ * refuses to remap them, and the CLI leaves them alone rather than fail.
+ */
+export function backendLoading(url: string): {
+  importer: (name: string) => Promise<unknown>
+  schemes?: Record<string, string>
+} {
+  const module = process.env[MODULE_ENV]
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase()
+  if (
+    module === undefined ||
+    module === '' ||
+    scheme === undefined ||
+    Object.hasOwn(BACKEND_PACKAGES, `${scheme}:`)
+  ) {
+    return { importer: importBackendPackage }
+  }
+  return { importer: importBackendPackage, schemes: { [`${scheme}:`]: module } }
 }

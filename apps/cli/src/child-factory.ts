@@ -1,5 +1,5 @@
 import { type Backend, openBackend } from '@agent-state/core'
-import { importBackendPackage } from './backend-importer.js'
+import { backendLoading } from './backend-importer.js'
 
 /**
  * The contract suite's child-process factory for `agent-state verify`: opens
@@ -7,5 +7,5 @@ import { importBackendPackage } from './backend-importer.js'
  */
 export function createBackend(options: unknown, ctx: { namespace: string }): Promise<Backend> {
   const { url } = options as { url: string }
-  return openBackend(url, { namespace: ctx.namespace, importer: importBackendPackage })
+  return openBackend(url, { namespace: ctx.namespace, ...backendLoading(url) })
 }

@@ -1,5 +1,5 @@
 import { type Backend, isAgentStateError, openBackend, redactUrl } from '@agent-state/core'
-import { importBackendPackage } from './backend-importer.js'
+import { backendLoading } from './backend-importer.js'
 import { CliError, EXIT } from './exit-codes.js'
 import { describeFailure } from './failure.js'
 
@@ -42,7 +42,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
   let opened: Backend | undefined
   const attempt = (async () => {
     opened = await openBackend(url, {
-      importer: importBackendPackage,
+      ...backendLoading(url),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     })
     await (options.probe ?? ((b) => b.list({ limit: 1 }).then(() => undefined)))(opened)

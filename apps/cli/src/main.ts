@@ -1,5 +1,6 @@
 import { DEFAULT_BACKEND_URL } from '@agent-state/core'
 import { Command, CommanderError, Option } from 'commander'
+import { MODULE_ENV, resolveModuleSpecifier } from './backend-importer.js'
 import { guarded, withBackend } from './command-runner.js'
 import { AGENT_VIEWS } from './commands/agent-views.js'
 import { type CopyFlags, runCopy } from './commands/copy-command.js'
@@ -31,6 +32,8 @@ Exit codes:
 
 Backend URLs: memory:  file:./.agent-state  sqlite:./state.db  redis://[user:pass@]host:6379/0
   s3://bucket/prefix?endpoint=…&region=…  (S3 credentials from the AWS environment)
+  any other scheme with --module <path-or-package> (or AGENT_STATE_MODULE), for example
+  agent-state --module ./my-backend.ts verify lmdb:./data
 Passwords in URLs are never printed.`
 
 function buildProgram(setCode: (code: ExitCode) => void): Command {
@@ -38,6 +41,17 @@ function buildProgram(setCode: (code: ExitCode) => void): Command {
     .description('Durable state for long-running AI agents: check, inspect and copy a backend.')
     .addHelpText('after', EXIT_CODES_HELP)
     .showSuggestionAfterError(true)
+    .addOption(
+      new Option(
+        '--module <path-or-package>',
+        'a third-party backend (a package or a .js/.ts file exporting createBackendFromUrl) serving every URL whose scheme is not built in',
+      ).env(MODULE_ENV),
+    )
+    .hook('preAction', (command) => {
+      const module = (command.opts() as { module?: string }).module
+      // Through the environment, so verify's vitest workers and every child process load it too.
+      if (module !== undefined) process.env[MODULE_ENV] = resolveModuleSpecifier(module)
+    })
 
   addTimeoutOption(
     program

@@ -2,7 +2,7 @@ import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
 import { openBackend, redactUrl } from '@agent-state/core'
-import { importBackendPackage } from './backend-importer.js'
+import { backendLoading } from './backend-importer.js'
 
 // The test file `agent-state verify` hands to vitest. The URL comes through
 // the environment because vitest runs this file in a worker.
@@ -15,7 +15,7 @@ describeBackendContract({
     openBackend(url, {
       namespace: ctx.namespace,
       clock: ctx.clock,
-      importer: importBackendPackage,
+      ...backendLoading(url),
     }),
   // Same extension as this file: .ts from source, .js once built.
   process: {

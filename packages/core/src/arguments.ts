@@ -16,11 +16,13 @@ import { assertValidKey } from './keys.js'
  * zod: these run on every operation.
  */
 
-/** Default and largest page size of `list`. */
+/** Page size of `list` when no `limit` is given. */
 export const DEFAULT_LIST_LIMIT = 1000
+/** Largest `limit` of `list`; more is `INVALID_ARGUMENT`. */
 export const MAX_LIST_LIMIT = 10_000
-/** Bounds of a lease time-to-live. */
+/** Smallest lease `ttlMs`. */
 export const MIN_LEASE_TTL_MS = 1
+/** Largest lease `ttlMs` (24 h); more is `INVALID_ARGUMENT`. */
 export const MAX_LEASE_TTL_MS = 24 * 60 * 60 * 1000
 const MAX_ID_LENGTH = 256
 

@@ -1,6 +1,16 @@
 /**
- * A clock returning milliseconds since the epoch. Backends whose leases use
- * the `host` clock take one as an option so tests can move time by hand.
+ * A clock returning milliseconds since the epoch (an integer, like
+ * `Date.now()`). Backends whose leases use the `host` clock take one as an
+ * option (`clock`) for `updatedAt` and lease expiry, so tests can move time by
+ * hand: the contract suite passes `ctx.clock`, which such a backend must use.
+ * It must never go backwards.
+ *
+ * @example
+ * ```ts
+ * const clock = createManualClock()
+ * const backend = createRecordBackend(store, { clock: clock.now })
+ * clock.advance(60_000) // every lease with a ttl up to a minute has expired
+ * ```
  */
 export type Clock = () => number
 

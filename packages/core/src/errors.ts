@@ -73,8 +73,25 @@ export class AgentStateError extends Error {
   readonly retryable: boolean
   /** Structured, log-safe details. */
   readonly context: Readonly<Record<string, unknown>>
+  /** Marks the class across duplicate copies of core; see {@link isAgentStateError}. */
   readonly [MARKER] = true
 
+  /**
+   * Creates an error that backends and stores throw.
+   *
+   * @param code - a contract code (`BACKEND_ERROR_CODES`) or a package's own
+   *   stable code; callers branch on it.
+   * @param message - for people: names what failed (a key, a URL through
+   *   `redactUrl`), never a credential.
+   * @param options - `retryable` (default: `true` for `UNAVAILABLE`, by code),
+   *   `context` (structured, log-safe details), `cause` (the raw client error,
+   *   which must never escape on its own).
+   * @example
+   * ```ts
+   * throw new AgentStateError('PRECONDITION_FAILED', `record ${key} changed`)
+   * throw new AgentStateError('UNAVAILABLE', 'server refused the connection', { cause: error })
+   * ```
+   */
   constructor(code: ErrorCode, message: string, options: AgentStateErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'AgentStateError'

@@ -37,6 +37,12 @@ export {
   type UrlQueryParameterKind,
   type UrlQueryValues,
 } from './backend-options.js'
+export {
+  BACKEND_PACKAGES,
+  registerBackendScheme,
+  registeredBackendSchemes,
+  unregisterBackendScheme,
+} from './backend-schemes.js'
 export { compareUtf8, sortUtf8 } from './byte-order.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
@@ -73,7 +79,6 @@ export {
 export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
 export { mapLimited } from './map-limited.js'
 export {
-  BACKEND_PACKAGES,
   type BackendUrlModule,
   type BackendUrlOptions,
   DEFAULT_BACKEND_URL,
@@ -84,11 +89,12 @@ export {
 } from './open-backend.js'
 export { createRecordBackend, type RecordBackendOptions } from './record-backend.js'
 export { decodeKeyState, encodeKeyState, type KeyState, type StoredLease } from './record-codec.js'
-export type {
-  RecordCondition,
-  RecordScanOptions,
-  RecordStore,
-  ScannedRecord,
-  VersionedRecord,
+export {
+  RECORD_OVERHEAD_BYTES,
+  type RecordCondition,
+  type RecordScanOptions,
+  type RecordStore,
+  type ScannedRecord,
+  type VersionedRecord,
 } from './record-store.js'
 export { backendSchema, keyPrefixSchema, writerIdentitySchema } from './shared-schemas.js'

@@ -1,24 +1,19 @@
 import { createRequire } from 'node:module'
-import { join } from 'node:path'
+import { isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
 import type { Backend } from './backend.js'
+import {
+  checkSchemeRegistration,
+  isModulePath,
+  knownSchemes,
+  moduleForScheme,
+} from './backend-schemes.js'
 import type { Clock } from './clock.js'
 import { AgentStateError } from './errors.js'
 
 /** The embedded default: the filesystem backend in `./.agent-state`. */
 export const DEFAULT_BACKEND_URL = 'file:./.agent-state'
-
-/** Which package serves each URL scheme. */
-export const BACKEND_PACKAGES = {
-  'memory:': '@agent-state/memory',
-  'file:': '@agent-state/fs',
-  'sqlite:': '@agent-state/sqlite',
-  'redis:': '@agent-state/redis',
-  'rediss:': '@agent-state/redis',
-  'redis+sentinel:': '@agent-state/redis',
-  's3:': '@agent-state/s3',
-} as const satisfies Record<string, string>
 
 /** Options every backend package's `createBackendFromUrl` accepts. */
 export interface BackendUrlOptions {
@@ -39,6 +34,14 @@ export interface OpenBackendOptions extends BackendUrlOptions {
    * bundle their backends pass `(name) => import(name)` from their own code.
    */
   readonly importer?: (packageName: string) => Promise<unknown>
+  /**
+   * Third-party schemes for this call only, scheme (with its colon) to a
+   * package name or module path: `{ 'lmdb:': '@acme/agent-state-lmdb' }`.
+   * They win over `registerBackendScheme` registrations; built-in schemes
+   * cannot be remapped. A relative path is resolved from the working
+   * directory; a TypeScript file needs a loader such as tsx (the CLI has one).
+   */
+  readonly schemes?: Readonly<Record<string, string>>
 }
 
 /** What a backend package must export to be opened by URL. */
@@ -63,6 +66,7 @@ const optionsSchema = z.object({
   namespace: namespaceSchema.optional(),
   clock: z.function().optional(),
   importer: z.function().optional(),
+  schemes: z.record(z.string(), z.string()).optional(),
 })
 
 /** Schemes whose URL is a local path (`file:./x`, `sqlite:./x.db`): an `@` there is part of a name. */
@@ -99,7 +103,14 @@ function schemeOf(url: string): string | undefined {
   return match?.[1] === undefined ? undefined : `${match[1].toLowerCase()}:`
 }
 
+/** A module path as an importable `file:` URL (relative paths from the working directory). */
+function moduleUrl(specifier: string): string {
+  if (specifier.startsWith('file:')) return specifier
+  return pathToFileURL(isAbsolute(specifier) ? specifier : resolve(specifier)).href
+}
+
 async function defaultImporter(packageName: string): Promise<unknown> {
+  if (isModulePath(packageName)) return import(moduleUrl(packageName))
   try {
     return await import(packageName)
   } catch (error) {
@@ -113,7 +124,9 @@ async function defaultImporter(packageName: string): Promise<unknown> {
 /**
  * Opens the backend a URL names, loading its package on demand:
  * `memory:`, `file:./.agent-state`, `sqlite:./state.db`,
- * `redis://host:6379/0`, `s3://bucket/prefix?endpoint=…&region=…`.
+ * `redis://host:6379/0`, `s3://bucket/prefix?endpoint=…&region=…`, and any
+ * third-party scheme given in `options.schemes` or registered with
+ * `registerBackendScheme` (loaded the same lazy way).
  *
  * @throws `INVALID_ARGUMENT` for an unknown scheme or bad options;
  *   `UNSUPPORTED` naming the package to install when it is missing.
@@ -132,28 +145,34 @@ export async function openBackend(url: string, options: OpenBackendOptions = {})
       },
     )
   }
+  for (const [scheme, specifier] of Object.entries(options.schemes ?? {})) {
+    checkSchemeRegistration(scheme, specifier)
+  }
   const scheme = schemeOf(url)
-  const packageName =
-    scheme === undefined ? undefined : BACKEND_PACKAGES[scheme as keyof typeof BACKEND_PACKAGES]
-  if (packageName === undefined) {
+  const found = scheme === undefined ? undefined : moduleForScheme(scheme, options.schemes)
+  if (found === undefined) {
     throw new AgentStateError(
       'INVALID_ARGUMENT',
-      `Unknown backend URL ${JSON.stringify(redactUrl(url))}: expected one of ${Object.keys(BACKEND_PACKAGES).join(' ')}`,
+      `Unknown backend URL ${JSON.stringify(redactUrl(url))}: expected one of ${knownSchemes(options.schemes).join(' ')} (a third-party backend's scheme is registered with registerBackendScheme)`,
       { context: { url: redactUrl(url) } },
     )
   }
+  const packageName = found.specifier
   const importer = options.importer ?? defaultImporter
   let module: Partial<BackendUrlModule>
   try {
     module = (await importer(packageName)) as Partial<BackendUrlModule>
   } catch (cause) {
+    const why = cause instanceof Error ? `: ${cause.message}` : ''
     throw new AgentStateError(
       'UNSUPPORTED',
-      `The ${scheme} backend needs the package ${packageName}: install it (pnpm add ${packageName})`,
+      isModulePath(packageName)
+        ? `The ${scheme} backend's module ${packageName} could not be loaded${why}`
+        : `The ${scheme} backend needs the package ${packageName}: install it (pnpm add ${packageName})`,
       { context: { packageName }, cause },
     )
   }
-  if (typeof module.createBackendFromUrl !== 'function') {
+  if (typeof module?.createBackendFromUrl !== 'function') {
     throw new AgentStateError(
       'UNSUPPORTED',
       `${packageName} does not export createBackendFromUrl`,
@@ -162,6 +181,6 @@ export async function openBackend(url: string, options: OpenBackendOptions = {})
       },
     )
   }
-  const { importer: _ignored, ...backendOptions } = options
+  const { importer: _ignored, schemes: _schemes, ...backendOptions } = options
   return module.createBackendFromUrl(url, backendOptions)
 }

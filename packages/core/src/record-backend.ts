@@ -36,13 +36,21 @@ import { type CachedKeyState, PutStateCache } from './put-state-cache.js'
 import { decodeKeyState, encodeKeyState, type KeyState } from './record-codec.js'
 import type { RecordCondition, RecordStore } from './record-store.js'
 
-/** Options of {@link createRecordBackend}. */
+/**
+ * Options of {@link createRecordBackend}. All optional: `createRecordBackend(store)`
+ * is a complete backend; tests pass `{ clock: ctx.clock }`.
+ */
 export interface RecordBackendOptions {
-  /** Clock for `updatedAt` and lease expiry (the `host` lease clock). Default: `Date.now`. */
+  /**
+   * Clock for `updatedAt` and lease expiry (the backend's lease clock is
+   * `host`, judged by this clock). Default: `Date.now`. Pass the contract
+   * suite's `ctx.clock` in tests: its expiry checks move it by hand.
+   */
   readonly clock?: Clock
   /**
    * How many times one operation re-reads and retries after losing a race on
-   * the record's conditional write before giving up with `UNAVAILABLE`.
+   * the record's conditional write (a `PRECONDITION_FAILED` from the store)
+   * before giving up with `UNAVAILABLE`. Default: 10 000.
    */
   readonly maxAttempts?: number
   /**

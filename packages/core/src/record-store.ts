@@ -10,46 +10,101 @@ import type { Capabilities } from './backend.js'
  * atomic step that checks a lease and writes a value.
  */
 
+/**
+ * How many bytes a record may exceed its value by. `createRecordBackend`
+ * stores a key's value, writer, lease and fencing counter as one record: the
+ * value plus a header that core's codec keeps below this bound (the writer's
+ * four ids and the lease holder are at most 256 characters each). A store
+ * declaring `maxValueBytes: N` must therefore accept records of up to
+ * `N + RECORD_OVERHEAD_BYTES` bytes.
+ */
+export const RECORD_OVERHEAD_BYTES = 16 * 1024
+
 /** A record as read from the store. */
 export interface VersionedRecord {
   /** The bytes last written, complete. */
   readonly data: Uint8Array
   /**
-   * The store's version of the record: opaque, changes on every write, never
-   * reused for the key (an ETag over unique bytes, a counter, a random id).
+   * The store's version of the record: opaque, changes on every write (also
+   * of identical bytes), never reused for the key by any instance sharing the
+   * store (an ETag over unique bytes, a shared counter, a random id; a
+   * per-instance counter is wrong). Versions are NOT required to stay unique
+   * across `destroy()`: destroy ends the namespace's history (its fencing
+   * counters go with it), so nobody may keep a version across it.
    */
   readonly version: string
 }
 
-/** The condition of a record write. */
+/**
+ * The condition of a record write: `{ absent: true }` holds when the key has
+ * no record at all; `{ version }` holds when the key's record has exactly that
+ * version (never on a missing record).
+ */
 export type RecordCondition = { readonly absent: true } | { readonly version: string }
 
 /** One record from an ordered scan. */
 export interface ScannedRecord {
+  /** The record's key, exactly as written. */
   readonly key: string
+  /** The record's complete bytes. */
   readonly data: Uint8Array
 }
 
 /** Options of {@link RecordStore.scan}. */
 export interface RecordScanOptions {
-  /** Only keys starting with this string. */
+  /**
+   * Only keys starting with this string (`""`: every key of the namespace).
+   * Both bounds matter: no key before the prefix, and none after its range
+   * (for prefix `"a/"`, `"a0"` and `"b"` are out).
+   */
   readonly prefix: string
-  /** Only keys strictly greater than this one, in UTF-8 byte order. */
+  /**
+   * Only keys strictly greater than this one, in UTF-8 byte order: `after`
+   * itself is never returned. It need not be a stored key, may sort before
+   * the prefix (then the scan starts at the prefix) and may end in
+   * U+10FFFF (core skips a whole group that way).
+   */
   readonly after?: string
-  /** At most this many records. */
+  /** At most this many records (1 or more). */
   readonly limit: number
 }
 
 /**
- * The record primitive. Keys given to it are already valid contract keys.
- * Errors must be `AgentStateError`s; in particular `write` throws
- * `PRECONDITION_FAILED` when the condition does not hold, and nothing else
- * for that case.
+ * The record primitive. Keys given to it are already valid contract keys
+ * (`createRecordBackend` validates them), so a store never sees an invalid
+ * key and needs no key checks of its own.
+ *
+ * **Namespaces.** A store instance serves one namespace (the `namespace`
+ * given to your factory): instances of the same namespace on the same
+ * storage see each other's records; instances of different namespaces never
+ * see, overwrite or list each other's records, also for equal keys.
+ *
+ * **Errors.** Every failure is an `AgentStateError` (raw client errors only as
+ * `cause`), with these codes:
+ * - `write` whose condition does not hold: `PRECONDITION_FAILED`, and nothing
+ *   stored (`createRecordBackend` re-reads and retries on exactly this code;
+ *   any other code fails the operation);
+ * - a record over the store's size limit (see {@link RECORD_OVERHEAD_BYTES}):
+ *   `VALUE_TOO_LARGE`;
+ * - bytes the store cannot make sense of (a damaged file): `CORRUPT`;
+ * - the service is down or refused the request before doing anything:
+ *   `UNAVAILABLE`; a request that may have landed (a timeout after sending):
+ *   `INDETERMINATE`;
+ * - calls after `close()`: `CLOSED` is recommended (`createRecordBackend`
+ *   already refuses them itself).
+ *
+ * `describeRecordStoreContract` in `@agent-state/contract` tests all of this
+ * on the primitive itself, naming the method at fault.
  */
 export interface RecordStore {
   /** Short name, reported as the Backend's name. */
   readonly name: string
-  /** What the store guarantees; the lease clock is the host clock of `createRecordBackend`. */
+  /**
+   * What the store guarantees; the lease clock is the host clock of
+   * `createRecordBackend`. `maxValueBytes` is the largest VALUE a Backend over
+   * this store accepts (the Backend reports it unchanged); the store itself
+   * must accept records of up to `maxValueBytes + RECORD_OVERHEAD_BYTES`.
+   */
   readonly capabilities: Omit<Capabilities, 'leaseClock'>
   /**
    * `true` only if a record's version changes whenever its stored bytes
@@ -60,14 +115,24 @@ export interface RecordStore {
    * header an outside edit can leave intact) must leave this unset.
    */
   readonly versionChangesWithBytes?: boolean
-  /** The record, or `null` when there is none. Never a partial record. */
+  /**
+   * The record, or `null` when there is none. Never a partial record; its
+   * `version` is the one the write that stored it resolved.
+   */
   read(key: string): Promise<VersionedRecord | null>
   /**
    * Atomically writes the record if the condition holds at the moment of the
-   * write, across every instance sharing the store. Resolves the new version.
+   * write, across every instance sharing the store (of N concurrent writers
+   * with the same condition exactly one wins). Resolves the new version. The
+   * store keeps its own copy: the caller may reuse `data` afterwards.
    */
   write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string>
-  /** Records in ascending UTF-8 byte order of their keys. `done` says nothing follows. */
+  /**
+   * Records in ascending UTF-8 byte order of their keys (compare bytes, not
+   * UTF-16 code units), at most `limit`. `done: true` promises that no record
+   * of the prefix follows the last one returned; a full page may say
+   * `done: false` even when nothing follows.
+   */
   scan(options: RecordScanOptions): Promise<{ records: readonly ScannedRecord[]; done: boolean }>
   /**
    * Optional: removes the record outright, atomically, only if it is still at
@@ -88,7 +153,10 @@ export interface RecordStore {
    * delete), and a delete elsewhere costs a removal instead of a write.
    */
   remove?(key: string, condition: { readonly version: string }): Promise<void>
-  /** Removes every record of this store's namespace. Optional. */
+  /**
+   * Removes every record of this store's namespace, and only of it. Optional
+   * (tests and `agent-state verify` use it to leave nothing behind).
+   */
   destroy?(): Promise<void>
   /** Releases handles. */
   close(): Promise<void>

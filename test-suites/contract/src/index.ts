@@ -18,6 +18,10 @@ export {
   runContractCheckOutcome,
   skipReason,
 } from './describe-contract.js'
+export {
+  describeRecordStoreContract,
+  runRecordStoreCheck,
+} from './describe-record-store-contract.js'
 export { errorCodeOf } from './error-code-of.js'
 export { createHarness, type Harness, probeCapabilities } from './harness.js'
 export { DEFAULT_SCALE, DEFAULT_SEED } from './knobs.js'
@@ -31,6 +35,13 @@ export {
   type LinearizabilityResult,
   type SequentialModel,
 } from './linearizability.js'
+export { RECORD_STORE_CHECKS, type RecordStoreCheck } from './record-store-checks.js'
+export type {
+  RecordStoreContext,
+  RecordStoreContractOptions,
+  RecordStoreHarness,
+  RecordStoreMethod,
+} from './record-store-harness.js'
 export { formatSummary, SummaryRecorder, writeSummary } from './summary.js'
 export type {
   CategorySummary,

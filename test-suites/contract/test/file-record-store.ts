@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { constants } from 'node:fs'
-import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises'
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AgentStateError, type RecordStore, type ScannedRecord } from '@agent-state/core'
 
@@ -48,6 +48,16 @@ async function durableWrite(path: string, data: Uint8Array): Promise<void> {
     await handle.sync()
   } finally {
     await handle.close()
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path)
+    return true
+  } catch (error) {
+    if (code(error) === 'ENOENT') return false
+    throw error
   }
 }
 
@@ -157,6 +167,10 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
       const current = pending.get(key)?.version ?? String(await latest(key))
       const expected = 'absent' in condition ? '0' : condition.version
       if (mode !== 'correct' && mode !== 'locked' && current !== expected)
+        throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
+      // Version files are never removed, so "n exists and n+1 is free" means n is the latest:
+      // without this check a version the key never had (n > latest) would create n+1.
+      if (expected !== '0' && !(await exists(join(keyDir(key), expected))))
         throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
       const target = Number(expected) + 1
       if (mode === 'racy') await sleep(1)

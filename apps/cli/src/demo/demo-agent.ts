@@ -22,7 +22,7 @@ import {
   resumeRun,
   spawnDaemon,
 } from '@agent-state/runtime'
-import { importBackendPackage } from '../backend-importer.js'
+import { backendLoading } from '../backend-importer.js'
 import { DEMO_EFFECT_ID } from './agent-process.js'
 
 /** Leases of the demo's worker, run and deliveries: short, so a dead owner's run out within the demo. */
@@ -50,7 +50,7 @@ const say = (event: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify({ pid: process.pid, ...event })}\n`)
 }
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-const backend = await openBackend(url, { namespace, importer: importBackendPackage })
+const backend = await openBackend(url, { namespace, ...backendLoading(url) })
 const holder = `${role}:${process.pid}`
 
 /**
