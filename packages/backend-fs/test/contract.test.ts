@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { describeBackendContract } from '@agent-state/contract'
+import { describeBackendContract, describeRecordStoreContract } from '@agent-state/contract'
 import { afterAll } from 'vitest'
-import { createFsBackend } from '../src/index.js'
+import { createFsBackend, createFsRecordStore, fsOptionsSchema } from '../src/index.js'
 import { WRITE_STEPS } from './child-factory.js'
 
 const root = mkdtempSync(join(tmpdir(), 'agent-state-fs-contract-'))
@@ -22,4 +22,11 @@ describeBackendContract({
     // The frozen-writer tier also stops the holder at each of these steps of a write.
     writeSteps: WRITE_STEPS,
   },
+})
+
+// The primitive itself, so a failure names the RecordStore method at fault.
+describeRecordStoreContract({
+  name: 'fs records',
+  create: ({ namespace }) =>
+    createFsRecordStore(root, fsOptionsSchema.parse({ root, namespace, maxValueBytes })),
 })

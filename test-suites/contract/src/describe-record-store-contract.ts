@@ -48,10 +48,9 @@ export async function runRecordStoreCheck(
 export function describeRecordStoreContract(options: RecordStoreContractOptions): void {
   const name = redactUrl(options.name)
   describe(`RecordStore contract: ${name}`, async () => {
-    let capabilities: Awaited<ReturnType<RecordStoreContractOptions['create']>>['capabilities']
+    let probe: Awaited<ReturnType<RecordStoreContractOptions['create']>>
     try {
-      const probe = await options.create({ namespace: 'probe' })
-      capabilities = probe.capabilities
+      probe = await options.create({ namespace: 'probe' })
       await probe.close()
     } catch (error) {
       it('create a store', () => {
@@ -60,7 +59,7 @@ export function describeRecordStoreContract(options: RecordStoreContractOptions)
       return
     }
     for (const check of RECORD_STORE_CHECKS) {
-      const reason = check.skip?.(capabilities)
+      const reason = check.skip?.(probe.capabilities, probe)
       const title = reason === undefined ? check.title : `${check.title} (skipped: ${reason})`
       it.skipIf(reason !== undefined)(
         title,

@@ -1,4 +1,9 @@
-import { compareUtf8, RECORD_OVERHEAD_BYTES, type RecordStore } from '@agent-state/core'
+import {
+  compareUtf8,
+  isAgentStateError,
+  RECORD_OVERHEAD_BYTES,
+  type RecordStore,
+} from '@agent-state/core'
 import {
   bytes,
   expectKeys,
@@ -12,6 +17,7 @@ import {
   type RecordStoreHarness,
   storeCall,
   storeEnsure,
+  storeFail,
   writeRefused,
 } from './record-store-harness.js'
 
@@ -26,8 +32,11 @@ export interface RecordStoreCheck {
   readonly title: string
   /** Per-check timeout in ms. */
   readonly timeoutMs?: number
-  /** Why the check cannot run on a store with these capabilities, or `undefined`. */
-  skip?(capabilities: RecordStore['capabilities']): string | undefined
+  /**
+   * Why the check cannot run on a store with these capabilities (or, for an
+   * optional method, on this store), or `undefined`.
+   */
+  skip?(capabilities: RecordStore['capabilities'], store: RecordStore): string | undefined
   run(harness: RecordStoreHarness): Promise<void>
 }
 
@@ -304,6 +313,54 @@ export const RECORD_STORE_CHECKS: readonly RecordStoreCheck[] = [
     }
   }),
 
+  check(
+    'remove takes only the expected version and never lets a version return',
+    async (h) => {
+      const store = await h.store()
+      const remove = store.remove?.bind(store) as NonNullable<RecordStore['remove']>
+      const first = await storeCall(
+        'write',
+        store.write('r', bytes('1'), { absent: true }),
+        'write',
+      )
+      const second = await storeCall(
+        'write',
+        store.write('r', bytes('2'), { version: first }),
+        'write',
+      )
+      let refused: unknown
+      await remove('r', { version: first }).then(
+        () => storeFail('remove', 'a remove on a stale version removed the record'),
+        (error: unknown) => {
+          refused = error
+        },
+      )
+      storeEnsure(
+        'remove',
+        isAgentStateError(refused, 'PRECONDITION_FAILED'),
+        `a remove on a stale version must throw PRECONDITION_FAILED, got ${String(refused)}`,
+      )
+      await expectRecord(store, 'r', '2', second, 'after a refused remove')
+      await storeCall('remove', remove('r', { version: second }), 'remove on the current version')
+      const gone = await storeCall('read', store.read('r'), 'read')
+      storeEnsure('remove', gone === null, 'read still finds the removed record')
+      const seen = new Set([first, second])
+      for (let round = 0; round < 20; round++) {
+        const again = await storeCall(
+          'write',
+          store.write('r', bytes('x'), { absent: true }),
+          'write',
+        )
+        storeEnsure('write', !seen.has(again), `a re-created record reused version ${again}`)
+        seen.add(again)
+        await storeCall('remove', remove('r', { version: again }), 'remove')
+      }
+    },
+    {
+      skip: (_capabilities, store) =>
+        store.remove === undefined ? 'the store has no optional remove' : undefined,
+    },
+  ),
   check(
     'a record of maxValueBytes plus the record overhead is accepted whole',
     async (h) => {

@@ -32,7 +32,7 @@ export interface RecordStoreHarness {
 }
 
 /** The `RecordStore` methods a failure can name. */
-export type RecordStoreMethod = 'read' | 'write' | 'scan' | 'destroy' | 'capabilities'
+export type RecordStoreMethod = 'read' | 'write' | 'scan' | 'remove' | 'destroy' | 'capabilities'
 
 /** Fails naming the method at fault: `RecordStore.scan: …`. */
 export function storeFail(method: RecordStoreMethod, message: string): never {

@@ -110,6 +110,14 @@ export const RECORD_STORE_MUTANTS: Record<string, StoreFactory> = {
         return { records, done: page.done && records.length < limit }
       },
     })),
+  'remove ignores the expected version': () =>
+    correctStores((store) => ({
+      ...store,
+      async remove(key) {
+        const current = await store.read(key)
+        if (current !== null) await store.remove?.(key, { version: current.version })
+      },
+    })),
   'namespaces not kept apart': () => {
     const stores = correctStores()
     return () => stores({ namespace: 'everyone' })
