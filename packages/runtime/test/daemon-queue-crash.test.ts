@@ -6,7 +6,7 @@ import { MULTI_PROCESS_BACKENDS, type UrlTarget } from '@agent-state/backend-tar
 import { isAgentStateError } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDaemonQueue, type Daemon, openDaemonQueue, resumeDaemon } from '../src/index.js'
-import { claimEventually, exited, prepareTs, sleep, spawnTs, waitForLine } from './queue-helpers.js'
+import { claimEventually, exited, sleep, spawnTs, waitForLine } from './queue-helpers.js'
 
 /**
  * Triggers per producer (4 producers): the issue's 250 on every backend
@@ -42,14 +42,9 @@ describe.each(MULTI_PROCESS_BACKENDS)(
   ({ name, target: make }) => {
     let dir: string
     let target: UrlTarget
-    beforeAll(async () => {
+    beforeAll(() => {
       dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-queue-'))
       target = make(dir)
-      await prepareTs(
-        'test/fixtures/queue-producer-child.ts',
-        'test/fixtures/queue-consumer-child.ts',
-        'test/fixtures/daemon-crash-child.ts',
-      )
     })
     afterAll(() => {
       rmSync(dir, { recursive: true, force: true })
