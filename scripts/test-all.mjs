@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 // The whole test suite, as run by `pnpm test` and by CI (.ci/run):
 // 1. installs the Debian packages the service-backed tests need (redis-server,
-//    Ceph RGW) when they are missing; the tests start and stop the servers
-//    themselves on free 127.0.0.1 ports;
+//    Ceph RGW) when they are missing, in the background while step 2 runs; the
+//    tests start and stop the servers themselves on free 127.0.0.1 ports;
 // 2. lint (biome, zero warnings) and typecheck (tsc, every package);
 // 3. every package's vitest suite through turbo;
 // 4. the failures again, named with their first error lines, so that the tail
 //    of a long CI log says what broke;
 // 5. one closing line "tests: N passed, N failed, N skipped" summed over packages.
-import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -39,6 +40,13 @@ function step(title, command, args, options = {}) {
   return result.status === 0
 }
 
+/**
+ * Installs the missing Debian packages in the background: `apt-get update` and `install` take
+ * a minute or more on CI and need nothing that lint and typecheck do, so they overlap with
+ * them. Its output goes to a private temp file and is printed as one block when the install
+ * is awaited, so it never interleaves with lint's. Resolves whether everything needed is
+ * installed.
+ */
 function ensureDebianPackages() {
   const needed = [
     ['/usr/bin/redis-server', 'redis-server'],
@@ -47,24 +55,42 @@ function ensureDebianPackages() {
     ['/usr/bin/ceph-osd', 'ceph-osd'],
     ['/usr/bin/ceph', 'ceph-common'],
   ].filter(([binary]) => !existsSync(binary))
-  if (needed.length === 0) return true
+  if (needed.length === 0) return Promise.resolve(true)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-  return (
-    step('apt-get update', 'apt-get', ['update', '-q'], { env }) &&
-    step(
-      'apt-get install',
-      'apt-get',
-      ['install', '-y', '-q', '--no-install-recommends', ...needed.map(([, pkg]) => pkg)],
-      { env },
-    )
-  )
+  const pkgs = needed.map(([, pkg]) => pkg).join(' ')
+  const script = `apt-get update -q && apt-get install -y -q --no-install-recommends ${pkgs}`
+  const title = `apt-get (in the background): ${script}`
+  const started = Date.now()
+  // A file, not a pipe: lint and typecheck block this process's event loop (spawnSync), and a
+  // full pipe would stall apt-get until they end.
+  const log = join(mkdtempSync(join(tmpdir(), 'agent-state-apt-')), 'apt.log')
+  const fd = openSync(log, 'w', 0o600)
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-c', script], { cwd: root, env, stdio: ['ignore', fd, fd] })
+    closeSync(fd)
+    let done = false
+    const finish = (status, error) => {
+      if (done) return
+      done = true
+      console.log(`\n=== ${title}`)
+      process.stdout.write(readFileSync(log))
+      rmSync(dirname(log), { recursive: true, force: true })
+      if (error !== undefined) console.log(String(error))
+      console.log(`=== apt-get: exit ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      resolve(status === 0)
+    }
+    child.on('error', (error) => finish(null, error))
+    child.on('close', (status) => finish(status))
+  })
 }
 
 for (const dir of packages) rmSync(join(dir, REPORT), { force: true })
 
-let ok = ensureDebianPackages()
-ok = step('lint', 'npx', ['biome', 'check', '--error-on-warnings', '.']) && ok
+const debian = ensureDebianPackages()
+let ok = step('lint', 'npx', ['biome', 'check', '--error-on-warnings', '.'])
 ok = step('typecheck', 'npx', ['turbo', 'run', 'typecheck', '--output-logs=errors-only']) && ok
+// The suites need the servers: wait for the install (it fails the run, never skips a suite).
+ok = (await debian) && ok
 const concurrency = process.env.AGENT_STATE_TEST_CONCURRENCY ?? '1'
 // The AWS SDK warns in every S3 test process that its 2027 releases need Node 22; the
 // warning is about future SDK versions, not this run, and buries real output. The package

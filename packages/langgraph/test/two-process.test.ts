@@ -3,7 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freshName, MULTI_PROCESS_BACKENDS, type UrlTarget } from '@agent-state/backend-targets'
+import {
+  childArgs,
+  freshName,
+  MULTI_PROCESS_BACKENDS,
+  preparedChildArgs,
+  type UrlTarget,
+} from '@agent-state/backend-targets'
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -11,20 +17,16 @@ import { type AgentStateSaver, createCheckpointSaver } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
 
 const TTL_MS = 1500
+/** The child's entry, built once for the file in `beforeAll` (see `childArgs`). */
+const CHILD = join(PACKAGE_DIR, 'test/fixtures/stale-writer-child.ts')
 
 /** A child process whose stdout lines arrive as they are written. */
 function startChild(args: readonly string[], env: Readonly<Record<string, string>>) {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@agent-state/source',
-      '--import',
-      'tsx',
-      'test/fixtures/stale-writer-child.ts',
-      ...args,
-    ],
-    { cwd: PACKAGE_DIR, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+  const child = spawn(process.execPath, [...preparedChildArgs(CHILD), ...args], {
+    cwd: PACKAGE_DIR,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   const lines: string[] = []
   let stderr = ''
   const waiters: Array<() => void> = []
@@ -98,6 +100,7 @@ describe.each(MULTI_PROCESS_BACKENDS)(
       dir = mkdtempSync(join(tmpdir(), 'agent-state-langgraph-sigstop-'))
       target = make(dir)
       backend = await target.open('lg-owner')
+      await childArgs(CHILD)
     })
     afterAll(async () => {
       await backend.close()

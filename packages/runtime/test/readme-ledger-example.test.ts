@@ -2,19 +2,20 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
+import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { idempotencyKeyOf, inspectRun, readEffect } from '../src/index.js'
 import { PACKAGE_DIR, runTs } from './child-process.js'
 import { type Provider, startProvider } from './provider.js'
 
-function crashPhase(args: readonly string[], env: Readonly<Record<string, string>>) {
+async function crashPhase(args: readonly string[], env: Readonly<Record<string, string>>) {
+  const node = await childArgs(join(PACKAGE_DIR, 'examples/effect-ledger.ts'))
   return new Promise<NodeJS.Signals | null>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@agent-state/source', '--import', 'tsx', 'examples/effect-ledger.ts', ...args],
-      { cwd: PACKAGE_DIR, env: { ...process.env, ...env }, stdio: 'ignore' },
-    )
+    const child = spawn(process.execPath, [...node, ...args], {
+      cwd: PACKAGE_DIR,
+      env: { ...process.env, ...env },
+      stdio: 'ignore',
+    })
     child.on('error', reject)
     child.on('close', (_code, signal) => resolve(signal))
   })

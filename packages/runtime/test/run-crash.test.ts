@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
+import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import type { Backend } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type EffectRecord, idempotencyKeyOf, inspectRun, readEffect } from '../src/index.js'
@@ -31,22 +31,17 @@ interface ChildResult {
   readonly stderr: string
 }
 
-function runChild(
+async function runChild(
   args: readonly string[],
   env: Readonly<Record<string, string>>,
 ): Promise<ChildResult> {
+  const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/run-crash-child.ts'))
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--conditions=@agent-state/source',
-        '--import',
-        'tsx',
-        'test/fixtures/run-crash-child.ts',
-        ...args,
-      ],
-      { cwd: PACKAGE_DIR, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
+    const child = spawn(process.execPath, [...node, ...args], {
+      cwd: PACKAGE_DIR,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => {

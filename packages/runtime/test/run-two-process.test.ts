@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
+import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   idempotencyKeyOf,
@@ -74,21 +74,10 @@ describe.each(MULTI_PROCESS_BACKENDS)('two processes and one run on $name', ({ t
     const namespace = freshName('stop')
     const backend = await target.open(namespace)
     const runId = 'stopped'
+    const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/run-race-child.ts'))
     const child = spawn(
       process.execPath,
-      [
-        '--conditions=@agent-state/source',
-        '--import',
-        'tsx',
-        'test/fixtures/run-race-child.ts',
-        'stall',
-        target.url,
-        namespace,
-        runId,
-        'sleeper',
-        provider.url,
-        '0',
-      ],
+      [...node, 'stall', target.url, namespace, runId, 'sleeper', provider.url, '0'],
       {
         cwd: PACKAGE_DIR,
         env: { ...process.env, ...target.env },

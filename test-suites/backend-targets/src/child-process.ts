@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process'
+import { isAbsolute, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { childArgs } from './child-bundle.js'
 
 /**
  * The directory of the package whose `test/` holds `testFileUrl` (pass
@@ -18,27 +20,28 @@ export type TsRunner = (
 ) => Promise<string>
 
 /**
- * A runner of TypeScript files in child Node processes (sources via tsx), in
- * `cwd`; each run resolves its stdout. `env` is added to this process's
+ * A runner of TypeScript files in child Node processes (prebuilt once per test
+ * process, see {@link childArgs}), in `cwd`; each run resolves its stdout. `env` is added to this process's
  * environment (e.g. S3 credentials).
  */
 export function tsRunner(cwd: string): TsRunner {
   return (file, args, timeoutMs = 60_000, env = {}) => runTsIn(cwd, file, args, timeoutMs, env)
 }
 
-function runTsIn(
+async function runTsIn(
   cwd: string,
   file: string,
   args: readonly string[],
   timeoutMs: number,
   env: Readonly<Record<string, string>>,
 ): Promise<string> {
+  const node = await childArgs(isAbsolute(file) ? file : join(cwd, file))
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@agent-state/source', '--import', 'tsx', file, ...args],
-      { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
+    const child = spawn(process.execPath, [...node, ...args], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => {

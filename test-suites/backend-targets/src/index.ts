@@ -4,6 +4,7 @@ export {
   type BackendTargetsOptions,
   backendTargets,
 } from './backends.js'
+export { childArgs, preparedChildArgs } from './child-bundle.js'
 export { packageDir, type TsRunner, tsRunner } from './child-process.js'
 export { type BackendServersOptions, startBackendServers } from './global-setup.js'
 export {

@@ -1,7 +1,9 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { isAbsolute } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { childBundle } from './child-bundle.js'
 import type { ChildCommand, ChildMessage } from './child-protocol.js'
 import type { ContractProcessOptions } from './types.js'
 
@@ -43,8 +45,18 @@ export async function spawnContractChild(
   namespace: string,
   stepped = false,
 ): Promise<ContractChild> {
-  const child: ChildProcess = fork(runnerPath(), [], {
-    execArgv: ['--conditions=@agent-state/source', '--import', tsxLoader()],
+  const runner = runnerPath()
+  // From the sources (this workspace) the runner and the child module are prebuilt once per
+  // test process (child-bundle.ts); a published install keeps tsx for the user's module.
+  const prebuilt =
+    runner.endsWith('.ts') && isAbsolute(spec.module)
+      ? await childBundle(runner, spec.module)
+      : undefined
+  const child: ChildProcess = fork(prebuilt?.runner ?? runner, [], {
+    execArgv:
+      prebuilt === undefined
+        ? ['--conditions=@agent-state/source', '--import', tsxLoader()]
+        : ['--enable-source-maps'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     serialization: 'json',
   })
@@ -77,7 +89,7 @@ export async function spawnContractChild(
   })
   child.send({
     type: 'init',
-    module: spec.module,
+    module: prebuilt?.module ?? spec.module,
     options: spec.options ?? null,
     namespace,
     ...(stepped ? { stepped } : {}),
