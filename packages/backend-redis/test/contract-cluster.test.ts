@@ -11,6 +11,9 @@ const nodes = cluster.nodes.map((node) => ({ host: node.host, port: node.port })
 
 describeBackendContract({
   name: 'redis-cluster',
+  // 20 crash cycles here (the suite's floor is 10): the single-node run keeps the default 50,
+  // and these topologies share its scripts; AGENT_STATE_CRASH_CYCLES still overrides both.
+  scale: { crashCycles: 20 },
   create: (ctx) =>
     openRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
   process: {

@@ -19,6 +19,9 @@ const replication = { replicas: 1, timeoutMs: 2000 }
 
 describeBackendContract({
   name: 'redis-replicated',
+  // 20 crash cycles here (the suite's floor is 10): the single-node run keeps the default 50,
+  // and these topologies share its scripts; AGENT_STATE_CRASH_CYCLES still overrides both.
+  scale: { crashCycles: 20 },
   create: (ctx) =>
     openRedisBackend({
       port: primary.port,

@@ -122,7 +122,8 @@ function waitForExit(child: ChildProcess): Promise<void> {
  * Starts a private `redis-server` (Debian's, installed on demand) on
  * 127.0.0.1 and a free port, in a fresh temp directory, in the foreground as
  * a child of this process (never daemonized), with `--save ''`,
- * `--appendonly yes` and `--appendfsync everysec` unless told otherwise.
+ * `--appendonly yes`, `--appendfsync everysec` and `--repl-diskless-sync-delay 0`
+ * unless told otherwise.
  * Resolves once PING answers. The process is killed when the test process exits.
  */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
@@ -152,6 +153,11 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       options.appendfsync ?? 'everysec',
       '--logfile',
       join(dir, 'redis.log'),
+      // A primary otherwise waits 5 s before it syncs a new replica (Redis 7.0's
+      // default, to batch replicas that connect together); tests start their
+      // replicas one by one, so the wait is pure idle time (~100 s per suite).
+      '--repl-diskless-sync-delay',
+      '0',
     ]
     if (options.password !== undefined) list.push('--requirepass', options.password)
     return [...list, ...(options.extraArgs ?? [])]
