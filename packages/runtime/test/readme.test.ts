@@ -12,6 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { handoffEnvelopeSchema, RUNTIME_ERROR_CODES, stateHandleSchema } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
 
+// The pnpm shim that starts vitest sets NODE_PATH to every hoisted workspace package; a user's
+// process has none, so the blocks and commands run without it.
+const USER_ENV = { NODE_PATH: '' }
+
 const README_PATH = join(PACKAGE_DIR, 'README.md')
 const README = readFileSync(README_PATH, 'utf8')
 const BLOCKS = readmeBlocks(README_PATH)
@@ -58,6 +62,7 @@ describe('the runtime README', () => {
       const result = await runTsBlock(block.code, {
         cwd: PACKAGE_DIR,
         substitutions: { 'sqlite:./state.db': `sqlite:${dataDir}/block-${index}.db` },
+        env: USER_ENV,
       })
       expect(result.stderr).toBe('')
       expect(result.exitCode).toBe(0)
@@ -71,6 +76,7 @@ describe('the runtime README', () => {
     const result = await runTsBlock(block.code, {
       cwd: PACKAGE_DIR,
       substitutions: { 'sqlite:./state.db': `sqlite:${dataDir}/sessions-output.db` },
+      env: USER_ENV,
     })
     expect(result.exitCode).toBe(0)
     const lines = result.stdout.trimEnd().split('\n')
@@ -113,7 +119,7 @@ describe('the runtime README', () => {
     const substitute = (argv: string[], workerId = '') =>
       argv.map((arg) => (arg === 'sqlite:./state.db' ? db : arg === '<workerId>' ? workerId : arg))
     const run = async (argv: string[]): Promise<string> => {
-      const result = await runCommand(argv, { cwd: PACKAGE_DIR })
+      const result = await runCommand(argv, { cwd: PACKAGE_DIR, env: USER_ENV })
       expect(result.stderr).toBe('')
       expect(result.exitCode).toBe(0)
       return result.stdout
