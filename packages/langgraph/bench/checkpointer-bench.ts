@@ -1,7 +1,7 @@
 // Benchmark: put + getTuple + list of @agent-state/langgraph against
 // @langchain/langgraph-checkpoint-sqlite on the same disk, interleaved per
-// repetition, median latencies and their ratios. Run: `pnpm --filter
-// @agent-state/langgraph bench` (writes BENCHMARKS.md beside this package).
+// repetition, median latencies and their ratios. Run: `npx -y pnpm@12.4.2
+// --filter @agent-state/langgraph bench` (writes BENCHMARKS.md beside this package).
 // The Redis checkpointer (@langchain/langgraph-checkpoint-redis) needs the
 // RedisJSON and RediSearch modules, which the Debian redis-server 7.0 lacks,
 // so agent-state on Redis is measured alone.
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
   const report = [
     '# @agent-state/langgraph benchmarks',
     '',
-    `Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, Node ${process.version}, ${ROUNDS} steps per thread × ${REPETITIONS} repetitions, subjects interleaved per repetition. Each step: \`put\` of a checkpoint with a 1 KiB channel that changes and one that does not, \`getTuple\` of the latest, \`list\` with \`limit: 10\`. Median latency, in brackets the ratio to \`@langchain/langgraph-checkpoint-sqlite\` 1.0.4 on the same disk (its database runs WAL with \`synchronous\` = ${String(peerSync)}, 1 = NORMAL: no fsync per commit; compare it with the NORMAL row). Command: \`pnpm --filter @agent-state/langgraph bench\`.`,
+    `Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, Node ${process.version}, ${ROUNDS} steps per thread × ${REPETITIONS} repetitions, subjects interleaved per repetition. Each step: \`put\` of a checkpoint with a 1 KiB channel that changes and one that does not, \`getTuple\` of the latest, \`list\` with \`limit: 10\`. Median latency, in brackets the ratio to \`@langchain/langgraph-checkpoint-sqlite\` 1.0.4 on the same disk (its database runs WAL with \`synchronous\` = ${String(peerSync)}, 1 = NORMAL: no fsync per commit; compare it with the NORMAL row). Command: \`npx -y pnpm@12.4.2 --filter @agent-state/langgraph bench\`.`,
     '',
     `| saver | ${OPS.join(' | ')} |`,
     `|---|${OPS.map(() => '---').join('|')}|`,

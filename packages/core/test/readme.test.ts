@@ -1,0 +1,67 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
+const BLOCKS = readmeBlocks(join(PACKAGE_DIR, 'README.md'))
+
+describe('the core README', () => {
+  // A user's project with exactly core and the SQLite backend installed (links into this
+  // checkout, run from source): core cannot depend on a backend itself (each backend depends on
+  // core), and openBackend must find the backend from the user's project, as the README says.
+  let project: string
+  beforeAll(() => {
+    project = mkdtempSync(join(tmpdir(), 'agent-state-core-readme-'))
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'user-project', private: true, type: 'module' }),
+    )
+    const modules = join(project, 'node_modules')
+    mkdirSync(join(modules, '@agent-state'), { recursive: true })
+    symlinkSync(PACKAGE_DIR, join(modules, '@agent-state', 'core'), 'dir')
+    symlinkSync(
+      fileURLToPath(new URL('../../backend-sqlite', import.meta.url)),
+      join(modules, '@agent-state', 'sqlite'),
+      'dir',
+    )
+    // `node --import tsx` resolves tsx from the working directory.
+    const tsx = dirname(createRequire(import.meta.url).resolve('tsx/package.json'))
+    symlinkSync(tsx, join(modules, 'tsx'), 'dir')
+  })
+  afterAll(() => {
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  it('has exactly one code block, a ts block under ## openBackend', () => {
+    expect(BLOCKS.map((b) => [b.language, b.flags, b.heading])).toEqual([
+      ['ts', [], '## openBackend'],
+    ])
+  })
+
+  it('the openBackend block runs as written and prints what its comments say', async () => {
+    const [block] = BLOCKS
+    const result = await runTsBlock(block?.code ?? '', {
+      cwd: project,
+      substitutions: { 'sqlite:./state.db': `sqlite:${join(project, 'state.db')}` },
+      // The test runner's pnpm shim sets NODE_PATH to every hoisted package of the workspace,
+      // @agent-state/s3 included; a user's process has none.
+      env: { NODE_PATH: '' },
+    })
+    expect(result.stderr).toBe('')
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout).toBe('sqlite\ntrue true\nredis://***@cache.internal:6379/0\n')
+  }, 60_000)
+
+  it('the ts block type-checks under the strict repository settings', () => {
+    expect(
+      typecheckBlocks(
+        BLOCKS.map((b) => b.code),
+        { packageDir: PACKAGE_DIR },
+      ),
+    ).toEqual([])
+  }, 60_000)
+})
