@@ -3,6 +3,9 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   resolve: { conditions: ['@agent-state/source'] },
   ssr: { resolve: { conditions: ['@agent-state/source'] } },
+  // The global setup runs in vitest's own `__vitest__` environment: it needs the
+  // source condition too, to import the workspace's test packages by name unbuilt.
+  environments: { __vitest__: { resolve: { conditions: ['@agent-state/source'] } } },
   test: {
     include: ['test/**/*.test.ts'],
     // @langchain/langgraph-checkpoint-validation's specs use vitest's globals

@@ -1,11 +1,10 @@
-import type { TestProject } from 'vitest/node'
-// Relative import: global setup files resolve outside the test environments' export conditions.
 import {
   type RedisServer,
   type RgwServer,
   startRedisServer,
   startRgw,
-} from '../../../test-suites/services/src/index.js'
+} from '@agent-state/test-services'
+import type { TestProject } from 'vitest/node'
 import type { ServicesConfig } from './services.js'
 
 /**

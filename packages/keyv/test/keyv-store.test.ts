@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import { errorCodeOf } from '@agent-state/contract'
+import type { Backend } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
 import Keyv from 'keyv'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -7,16 +8,6 @@ import { createKeyvStore } from '../src/index.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 
 const text = new TextEncoder()
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    if (isAgentStateError(error)) return error.code
-    throw error
-  }
-  return 'RESOLVED'
-}
 
 for (const factory of BACKENDS) {
   describe(`Keyv store on ${factory.name}`, () => {
@@ -137,8 +128,8 @@ for (const factory of BACKENDS) {
       store.namespace = 'c'
       await backend.put('bad/nc/kbroken', text.encode('{not json'))
       await backend.put('bad/nc/kfuture', text.encode('{"v":2,"e":null,"t":"s","d":"x"}'))
-      expect(await codeOf(store.get('c:broken'))).toBe('CORRUPT')
-      expect(await codeOf(store.get('c:future'))).toBe('INCOMPATIBLE_SCHEMA')
+      expect(await errorCodeOf(store.get('c:broken'))).toBe('CORRUPT')
+      expect(await errorCodeOf(store.get('c:future'))).toBe('INCOMPATIBLE_SCHEMA')
     })
   })
 }
@@ -148,7 +139,7 @@ describe('Keyv store limits and options', () => {
     const backend = createMemoryBackend({ maxValueBytes: 256 })
     const store = createKeyvStore({ backend })
     store.namespace = 'keyv'
-    expect(await codeOf(store.set('keyv:big', 'x'.repeat(300)))).toBe('VALUE_TOO_LARGE')
+    expect(await errorCodeOf(store.set('keyv:big', 'x'.repeat(300)))).toBe('VALUE_TOO_LARGE')
     expect(await store.has('keyv:big')).toBe(false)
     await backend.close()
   })
@@ -165,6 +156,6 @@ describe('Keyv store limits and options', () => {
 
   it('a key with an unpaired surrogate is INVALID_KEY', async () => {
     const store = createKeyvStore({ backend: createMemoryBackend() })
-    expect(await codeOf(store.set('keyv:\ud800', 'x'))).toBe('INVALID_KEY')
+    expect(await errorCodeOf(store.set('keyv:\ud800', 'x'))).toBe('INVALID_KEY')
   })
 })

@@ -21,7 +21,7 @@ import {
   uuid6,
 } from '@langchain/langgraph-checkpoint'
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite'
-import { startRedisServer } from '../../../test-suites/services/src/index.js'
+import { startRedisServer } from '@agent-state/test-services'
 import { createCheckpointSaver } from '../src/index.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100)

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { errorCodeOf } from '@agent-state/contract'
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
 import {
@@ -14,16 +15,6 @@ import { allKeys, putChain, recordingGets } from './helpers.js'
 
 let counter = 0
 const freshPrefix = () => `lgt-${++counter}`
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    if (isAgentStateError(error)) return error.code
-    throw error
-  }
-  return 'RESOLVED'
-}
 
 async function collect(iterable: AsyncIterable<CheckpointTuple>): Promise<CheckpointTuple[]> {
   const out: CheckpointTuple[] = []
@@ -177,8 +168,8 @@ for (const factory of BACKENDS) {
       const a = createCheckpointSaver({ backend, prefix, ownership: { holder: 'a', ttlMs: 1000 } })
       const b = createCheckpointSaver({ backend, prefix, ownership: { holder: 'b', ttlMs: 1000 } })
       const [first] = await putChain(a, 't', 1)
-      expect(await codeOf(putChain(b, 't', 1))).toBe('LEASE_HELD')
-      expect(await codeOf(b.deleteThread('t'))).toBe('LEASE_HELD')
+      expect(await errorCodeOf(putChain(b, 't', 1))).toBe('LEASE_HELD')
+      expect(await errorCodeOf(b.deleteThread('t'))).toBe('LEASE_HELD')
       expect(await b.getTuple({ configurable: { thread_id: 't' } })).toBeDefined()
       expect(await a.releaseThread('t')).toBe(true)
       const [taken] = await putChain(b, 't', 1, { from: first as never })
@@ -196,7 +187,7 @@ for (const factory of BACKENDS) {
       // a gives the thread up again: b's lease is free to take, but the head moved on, so b
       // must still be refused (taking it back would fork the chain after a's checkpoint).
       expect(await a.releaseThread('t')).toBe(true)
-      expect(await codeOf(putChain(b, 't', 1, { from: taken as never }))).toBe('LEASE_LOST')
+      expect(await errorCodeOf(putChain(b, 't', 1, { from: taken as never }))).toBe('LEASE_LOST')
       const history = await collect(a.list({ configurable: { thread_id: 't' } }))
       expect(history.map((tuple) => tuple.checkpoint.id)).toEqual([
         retaken[0]?.configurable?.checkpoint_id,
@@ -230,7 +221,7 @@ for (const factory of BACKENDS) {
         saver.keys.checkpoint('t', '', id).body,
         new TextEncoder().encode('garbage'),
       )
-      expect(await codeOf(saver.getTuple(config as never))).toBe('CORRUPT')
+      expect(await errorCodeOf(saver.getTuple(config as never))).toBe('CORRUPT')
     })
 
     it('a damaged thread head is CORRUPT for readers and owners, and the owner lets the lease go', async () => {
@@ -243,8 +234,10 @@ for (const factory of BACKENDS) {
       await putChain(owner, 't', 1)
       await owner.releaseThread('t')
       await backend.put(owner.keys.owner('t'), new TextEncoder().encode('{"v":1,"epochs":"x"}'))
-      expect(await codeOf(owner.getTuple({ configurable: { thread_id: 't' } }))).toBe('CORRUPT')
-      expect(await codeOf(putChain(owner, 't', 1))).toBe('CORRUPT')
+      expect(await errorCodeOf(owner.getTuple({ configurable: { thread_id: 't' } }))).toBe(
+        'CORRUPT',
+      )
+      expect(await errorCodeOf(putChain(owner, 't', 1))).toBe('CORRUPT')
       expect(await backend.getLease(owner.keys.owner('t'))).toBeNull()
     })
   })
@@ -266,14 +259,14 @@ describe('LangGraph saver limits', () => {
       { source: 'input', step: -1, parents: {} },
       { small: 1, big: 1 },
     )
-    expect(await codeOf(result)).toBe('VALUE_TOO_LARGE')
+    expect(await errorCodeOf(result)).toBe('VALUE_TOO_LARGE')
     expect(await allKeys(backend, '')).toEqual([])
     // Not even the ownership lease was taken.
     expect(await backend.getLease(saver.keys.owner('t'))).toBeNull()
     const [config] = await putChain(saver, 't', 1)
     const before = await allKeys(backend, '')
     expect(
-      await codeOf(
+      await errorCodeOf(
         saver.putWrites(
           config as never,
           [
@@ -291,8 +284,8 @@ describe('LangGraph saver limits', () => {
     const saver = createCheckpointSaver({ backend: createMemoryBackend() })
     const checkpoint = { ...emptyCheckpoint(), id: uuid6(-3) }
     const metadata = { source: 'input' as const, step: -1, parents: {} }
-    expect(await codeOf(saver.put({}, checkpoint, metadata, {}))).toBe('INVALID_ARGUMENT')
-    expect(await codeOf(saver.putWrites({ configurable: { thread_id: 't' } }, [], 'x'))).toBe(
+    expect(await errorCodeOf(saver.put({}, checkpoint, metadata, {}))).toBe('INVALID_ARGUMENT')
+    expect(await errorCodeOf(saver.putWrites({ configurable: { thread_id: 't' } }, [], 'x'))).toBe(
       'INVALID_ARGUMENT',
     )
   })

@@ -1,12 +1,2 @@
-import { isAgentStateError } from '@agent-state/core'
-
-/** The code a promise rejects with (`'resolved'` when it does not); rethrows foreign errors. */
-export async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    if (isAgentStateError(error)) return error.code
-    throw error
-  }
-  return 'resolved'
-}
+// The one helper every package's tests use to read a rejection's code (see @agent-state/contract).
+export { errorCodeOf as codeOf } from '@agent-state/contract'
