@@ -13,6 +13,7 @@ import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createRedisBackend } from '@agent-state/redis'
 import { createSqliteBackend } from '@agent-state/sqlite'
+import { startRedisServer } from '@agent-state/test-services'
 import type { RunnableConfig } from '@langchain/core/runnables'
 import {
   type BaseCheckpointSaver,
@@ -21,7 +22,6 @@ import {
   uuid6,
 } from '@langchain/langgraph-checkpoint'
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite'
-import { startRedisServer } from '@agent-state/test-services'
 import { createCheckpointSaver } from '../src/index.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100)
