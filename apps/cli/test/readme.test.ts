@@ -61,6 +61,7 @@ describe('the CLI README', () => {
       ['sh', [], '## `quarantine`'],
       ['sh', [], '## `copy <from-url> <to-url>`'],
       ['sh', [], '## `verify [url] [--json file]`'],
+      ['sh', [], '## Third-party backends: `--module <path-or-package>`'],
     ])
   })
 
@@ -199,5 +200,28 @@ describe('the CLI README', () => {
       3,
       [expect.stringMatching(/^agent-state verify: .*bucket/i)],
     ])
+  })
+
+  it('the --module examples open a third-party backend as written', async () => {
+    const [verifyLine, lsLine] = linesUnder('## Third-party backends: `--module <path-or-package>`')
+    // The verify line is a whole contract run (minutes): third-party-module.test.ts runs it on
+    // a real module file. Here its words are checked, and the ls line runs with the package
+    // replaced by that module file and the scheme by the one it serves.
+    expect(verifyLine?.comment).toBe('or: AGENT_STATE_MODULE=./my-backend.ts')
+    expect(agentStateArgs(verifyLine as ShellLine)).toEqual([
+      '--module',
+      './my-backend.ts',
+      'verify',
+      'lmdb:./data',
+    ])
+    const module = fileURLToPath(new URL('./fixtures/third-party-backend.ts', import.meta.url))
+    const result = await runCli(
+      substitute(agentStateArgs(lsLine as ShellLine), {
+        '@acme/agent-state-lmdb': module,
+        'lmdb:./data': 'thirdparty:',
+      }),
+      { cwd },
+    )
+    expectOk(result, 'ls through --module')
   })
 })

@@ -15,7 +15,8 @@ function backend(namespace: string, replicas = 1): Backend {
   const created = createRedisBackend({
     port: primary.port,
     namespace,
-    replication: { replicas, timeoutMs: 300 },
+    // Generous: other files of this suite load the machine (the failover tier) while this runs.
+    replication: { replicas, timeoutMs: 2000 },
   })
   opened.push(created)
   return created
@@ -31,6 +32,15 @@ beforeAll(async () => {
     !(await redisCli(replica.port, ['INFO', 'replication'])).includes('master_link_status:up')
   ) {
     if (Date.now() > deadline) throw new Error('the replica never linked')
+    await sleep(50)
+  }
+  // Linked is not yet acknowledging: right after the initial sync the replica's first
+  // acknowledgements can be slow. Ready means
+  // one write confirmed by WAIT within that time.
+  for (;;) {
+    await redisCli(primary.port, ['SET', 'replica-ready', String(Date.now())])
+    if ((await redisCli(primary.port, ['WAIT', '1', '2000'])).trim() === '1') break
+    if (Date.now() > deadline) throw new Error('the replica never acknowledged a write')
     await sleep(50)
   }
 }, 60_000)
