@@ -2,6 +2,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { lint, lintTarball } from './lint-package.js'
 import {
   buildStaged,
   packStaged,
@@ -40,6 +41,23 @@ function rootReadmeExample(): string {
   return example
 }
 
+describe('publint, as this test runs it', () => {
+  it('reports a package whose exports point at a file the tarball lacks', async () => {
+    const manifest = {
+      name: 'broken',
+      version: '1.0.0',
+      type: 'module',
+      exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    }
+    const messages = await lint({
+      pkgDir: 'package',
+      pack: { files: [{ name: 'package/package.json', data: JSON.stringify(manifest) }] },
+      level: 'suggestion',
+    })
+    expect(messages.some((line) => line.startsWith('error: '))).toBe(true)
+  })
+})
+
 describe('the published packages, installed with npm outside the workspace', () => {
   it('build, pack, install, and run: the template suite, the README example, verify', async () => {
     const packages = publishablePackages()
@@ -50,6 +68,13 @@ describe('the published packages, installed with npm outside the workspace', () 
     await timed('build', () => buildStaged(staging, packages))
     const tarballs = await timed('pack', () => packStaged(staging, packages, tarballDir))
     expect([...tarballs.keys()].sort()).toEqual(packages.map((p) => p.name).sort())
+    // publint on every tarball, suggestions included: nothing to report.
+    const findings: Record<string, string[]> = {}
+    for (const pkg of packages) {
+      const messages = await lintTarball(tarballs.get(pkg.name) as string)
+      if (messages.length > 0) findings[pkg.name] = messages
+    }
+    expect(findings).toEqual({})
 
     // The template, as a third party would have it after `git clone`.
     const project = join(temp, 'project')
