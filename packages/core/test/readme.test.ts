@@ -36,11 +36,32 @@ describe('the core README', () => {
     rmSync(project, { recursive: true, force: true })
   })
 
-  it('has exactly one code block, a ts block under ## openBackend', () => {
+  it('has exactly two code blocks: openBackend, and third-party schemes', () => {
     expect(BLOCKS.map((b) => [b.language, b.flags, b.heading])).toEqual([
       ['ts', [], '## openBackend'],
+      ['ts', [], '### Third-party backends'],
     ])
   })
+
+  it('the third-party block opens a registered scheme through a real module file', async () => {
+    // The README's package stands for any module exporting createBackendFromUrl: here a file
+    // in the user's project, which names its backend after the URL it was given.
+    const module = join(project, 'lmdb-stand-in.mjs')
+    writeFileSync(
+      module,
+      'export function createBackendFromUrl(url, options) {\n' +
+        '  return { name: `stand-in for ${url} in ${options.namespace}`, async close() {} }\n' +
+        '}\n',
+    )
+    const result = await runTsBlock(BLOCKS[1]?.code ?? '', {
+      cwd: project,
+      substitutions: { '@acme/agent-state-lmdb': module },
+      env: { NODE_PATH: '' },
+    })
+    expect(result.stderr).toBe('')
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout).toBe('stand-in for lmdb:./state in prod\n')
+  }, 60_000)
 
   it('the openBackend block runs as written and prints what its comments say', async () => {
     const [block] = BLOCKS
@@ -56,7 +77,7 @@ describe('the core README', () => {
     expect(result.stdout).toBe('sqlite\ntrue true\nredis://***@cache.internal:6379/0\n')
   }, 60_000)
 
-  it('the ts block type-checks under the strict repository settings', () => {
+  it('the ts blocks type-check under the strict repository settings', () => {
     expect(
       typecheckBlocks(
         BLOCKS.map((b) => b.code),

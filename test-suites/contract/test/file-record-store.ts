@@ -170,7 +170,12 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
         throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
       // Version files are never removed, so "n exists and n+1 is free" means n is the latest:
       // without this check a version the key never had (n > latest) would create n+1.
-      if (expected !== '0' && !(await exists(join(keyDir(key), expected))))
+      // (A lazy store's pending version is not on disk yet, and is the latest.)
+      if (
+        expected !== '0' &&
+        pending.get(key)?.version !== expected &&
+        !(await exists(join(keyDir(key), expected)))
+      )
         throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
       const target = Number(expected) + 1
       if (mode === 'racy') await sleep(1)
