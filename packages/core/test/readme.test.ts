@@ -50,7 +50,7 @@ describe('the core README', () => {
     writeFileSync(
       module,
       'export function createBackendFromUrl(url, options) {\n' +
-        '  return { name: `stand-in for ${url} in ${options.namespace}`, async close() {} }\n' +
+        "  return { name: 'stand-in for ' + url + ' in ' + options.namespace, async close() {} }\n" +
         '}\n',
     )
     const result = await runTsBlock(BLOCKS[1]?.code ?? '', {
