@@ -1,10 +1,15 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Backend } from '@agent-state/core'
+import { openDaemonQueue, runHeadKey, workerSnapshotKey } from '@agent-state/runtime'
 import { ensureDebianPackages } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
-import { DEMO_STEPS, DemoFailure, runDemo } from '../src/demo/demo.js'
+import { connect } from '../src/connect.js'
+import { type AgentProcess, startAgent, startDemoProcess } from '../src/demo/agent-process.js'
+import { DEMO_STEPS, type DemoContext, DemoFailure, runDemo } from '../src/demo/demo.js'
 import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
+import { DEMO_STORY } from './demo-story.js'
 
 const socket = `agent-state-demo-${process.pid}`
 const tmux = (...args: string[]): string =>
@@ -18,31 +23,6 @@ afterAll(() => {
   }
   removeTemps()
 })
-
-const STORY = [
-  /^1\. a session with a handoff$/m,
-  /research stage read the handoff: status ready/,
-  /^2\. a worker consumes queued events and files a ticket; SIGKILL lands mid-effect$/m,
-  /provider \d+\s+a ticket tracker on 127\.0\.0\.1:\d+/,
-  /agent \d+\s+spawned daemon researcher: a worker \(lease token 1\)/,
-  /triggered 4 events/,
-  /handled events 0-1: each acknowledged with a checkpoint/,
-  /took event 2 \(file a ticket\), opened run researcher-ticket, recorded the effect as submitted/,
-  /killed agent \d+ with SIGKILL after the provider filed the ticket, before its answer reached the agent/,
-  /left behind: effect ticket-1 "submitted" .*event 2 unacknowledged at the head, snapshot at turn 2/,
-  /the lease expired: nobody owns the worker now/,
-  /agent \d+\s+resumed worker researcher at turn 2 with fencing token 2 \(the killed owner had 1\)/,
-  /opened run researcher-ticket \(attempt 2\): asked the provider by idempotency key; it had filed T-101, so the ledger recorded "confirmed"/,
-  /agent \d+\s+tried to resume the same worker and run: refused, CONCURRENT_RESUME and RUN_OWNED/,
-  /event 2 re-delivered first \(attempt 2: it was in flight at the kill\); its effect returned the recorded T-101 without dispatching/,
-  /finished the worker at turn 4 \(done\) and the run \(completed\); the provider filed the ticket exactly once/,
-  /^every step behaved as expected/m,
-  /^recovered after the kill, and why:$/m,
-  /agent-state workers --url 'file:\.\/\.agent-state' --namespace demo-\d{14}-[0-9a-f]{4}/,
-  /agent-state stat runs\/researcher-ticket\/run\.json --url/,
-  /agent-state daemons --url 'file:\.\/\.agent-state' --namespace demo-/,
-  /agent-state runs --url 'file:\.\/\.agent-state' --namespace demo-/,
-]
 
 describe('agent-state demo', () => {
   it('runs on the embedded default in a real terminal, prints the timeline and exits 0', async () => {
@@ -69,7 +49,7 @@ describe('agent-state demo', () => {
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
     expect(text, text).toMatch(/^EXIT=0$/m)
-    for (const line of STORY) expect(text, text).toMatch(line)
+    for (const line of DEMO_STORY) expect(text, text).toMatch(line)
     // The namespace it printed holds what it says: inspect it as the printed command does.
     const namespace = /--namespace (demo-\S+)/.exec(text)?.[1] as string
     const workers = await runCli(['workers', '--json', '--namespace', namespace], { cwd })
@@ -174,6 +154,139 @@ describe('agent-state demo', () => {
     expect(lines).toContain('  FAILED  expected: the impossible')
     expect(lines.join('\n')).not.toContain('every step behaved as expected')
   })
+})
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A step's context on a real file backend, as `runDemo` makes it, with the notes collected. */
+async function stepContext(namespace: string) {
+  const url = `file:${join(tempDir('agent-state-demo-step-'), 'state')}`
+  const backend = await connect(url, { namespace })
+  const notes: string[] = []
+  const ctx: DemoContext = {
+    url,
+    namespace,
+    backend,
+    workerId: 'researcher',
+    runId: 'researcher-ticket',
+    note: (_who, text) => notes.push(text),
+    agents: new Map(),
+    facts: new Map(),
+  }
+  return { ctx, backend, notes }
+}
+
+async function waitForNoLease(backend: Backend, key: string): Promise<void> {
+  const deadline = Date.now() + 30_000
+  while ((await backend.getLease(key)) !== null) {
+    if (Date.now() > deadline) throw new Error(`the lease on ${key} outlived 30 s`)
+    await sleep(25)
+  }
+}
+
+describe("the demo's lease story holds whatever the machine's load", () => {
+  const expiry = DEMO_STEPS.find((step) => step.title === "the dead owner's leases run out")
+  const key = workerSnapshotKey('researcher')
+  if (expiry === undefined) throw new Error('no expiry step')
+
+  it("passes when the killed owner's lease ran out before the step looked (a loaded machine)", async () => {
+    const { ctx, backend, notes } = await stepContext('expired')
+    try {
+      const lease = await backend.acquireLease(key, { holder: 'work:1', ttlMs: 1 })
+      ctx.facts.set('holder', 'work:1')
+      ctx.facts.set('token', lease.token)
+      await waitForNoLease(backend, key)
+      await expiry.run(ctx)
+      expect(notes).toEqual([
+        'worker lease of work:1 (token 1) already ran out (run and delivery leases alike)',
+        'the lease expired: nobody owns the worker now',
+      ])
+    } finally {
+      await backend.close()
+    }
+  })
+
+  it('shows a live lease of the killed owner with its expiry, then waits it out', async () => {
+    const { ctx, backend, notes } = await stepContext('live')
+    try {
+      const lease = await backend.acquireLease(key, { holder: 'work:1', ttlMs: 1500 })
+      ctx.facts.set('holder', 'work:1')
+      ctx.facts.set('token', lease.token)
+      await expiry.run(ctx)
+      expect(notes[0]).toMatch(/^worker lease held by work:1, expires in \d+ ms/)
+      expect(notes[1]).toBe('the lease expired: nobody owns the worker now')
+      expect(await backend.getLease(key)).toBeNull()
+    } finally {
+      await backend.close()
+    }
+  })
+
+  it("fails when a live lease on the worker is not the killed owner's", async () => {
+    const { ctx, backend } = await stepContext('taken')
+    try {
+      await backend.acquireLease(key, { holder: 'intruder:2', ttlMs: 60_000 })
+      ctx.facts.set('holder', 'work:1')
+      ctx.facts.set('token', 1)
+      const outcome = expiry.run(ctx)
+      await expect(outcome).rejects.toBeInstanceOf(DemoFailure)
+      await expect(outcome).rejects.toThrow(
+        "a worker lease still live is the killed owner's (work:1, token 1; found intruder:2, token 1)",
+      )
+    } finally {
+      await backend.close()
+    }
+  })
+
+  it('the working agent keeps its leases while the provider holds its call; they run out after SIGKILL', async () => {
+    const url = `file:${join(tempDir('agent-state-demo-keep-'), 'state')}`
+    const namespace = 'keep-alive'
+    const backend = await connect(url, { namespace })
+    const processes: AgentProcess[] = []
+    try {
+      const provider = startDemoProcess('demo-provider', [])
+      processes.push(provider)
+      const listening = await provider.waitFor((e) => e.event === 'listening', 30_000)
+      const providerUrl = `http://127.0.0.1:${String(listening.port)}`
+      const agent = startAgent([
+        url,
+        namespace,
+        'work',
+        'researcher',
+        'researcher-ticket',
+        providerUrl,
+      ])
+      processes.push(agent)
+      const started = await agent.waitFor((e) => e.event === 'started', 30_000)
+      await (await openDaemonQueue(backend, 'researcher')).trigger({
+        kind: 'file-ticket',
+        title: 'held',
+      })
+      await agent.waitFor((e) => e.event === 'dispatching', 30_000)
+      for (let applied = 0; applied === 0; await sleep(25)) {
+        const log = (await (await fetch(`${providerUrl}/log`)).json()) as {
+          applied: Record<string, number>
+        }
+        applied = Object.values(log.applied).length
+      }
+      // Four times the demo's 1.5 s TTL: without renewals every lease would be gone by now.
+      await sleep(6000)
+      expect(agent.child.exitCode).toBeNull()
+      expect(await backend.getLease(key)).toMatchObject({
+        holder: started.holder,
+        token: started.token,
+      })
+      expect((await backend.getLease(runHeadKey('researcher-ticket')))?.holder).toMatch(
+        new RegExp(`:${agent.pid}:`),
+      )
+      agent.child.kill('SIGKILL')
+      await agent.exited
+      await waitForNoLease(backend, key)
+      await waitForNoLease(backend, runHeadKey('researcher-ticket'))
+    } finally {
+      for (const child of processes) if (child.child.exitCode === null) child.child.kill('SIGKILL')
+      await backend.close()
+    }
+  }, 120_000)
 })
 
 /** Whether a process runs (a zombie has exited). */

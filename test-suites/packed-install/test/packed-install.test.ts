@@ -1,8 +1,19 @@
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { DEMO_RUN_ROW, DEMO_STORY } from '../../../apps/cli/test/demo-story.js'
 import { lint, lintTarball } from './lint-package.js'
+import { runtimeReadmeExamples } from './readme-examples.js'
 import {
   buildStaged,
   packStaged,
@@ -11,16 +22,22 @@ import {
   sh,
   stageWorkspace,
 } from './staging.js'
+import { typeCheckTarball } from './type-check-package.js'
 
 // Everything happens in the system temp directory, outside the workspace: no pnpm workspace,
 // no @agent-state/source condition, nothing but what npm installs from the tarballs.
 const temp = mkdtempSync(join(tmpdir(), 'agent-state-packed-'))
 afterAll(() => rmSync(temp, { recursive: true, force: true }))
 
+// The pnpm shim that starts vitest sets NODE_PATH to the workspace's hoisted packages: through it
+// the project could load workspace code instead of the tarballs. A user's shell has none.
+const USER = { NODE_PATH: '' }
 const SMALL = {
+  ...USER,
   AGENT_STATE_CONTRACT_INSTANCES: '16',
   AGENT_STATE_CONTRACT_INCREMENTS: '3',
 }
+const NATIVE = process.env.AGENT_STATE_PACKED_NATIVE === '1'
 const timings: Record<string, number> = {}
 async function timed<T>(step: string, work: () => Promise<T>): Promise<T> {
   const started = performance.now()
@@ -58,8 +75,33 @@ describe('publint, as this test runs it', () => {
   })
 })
 
+describe('attw (esm-only profile), as this test runs it', () => {
+  it('reports an ESM package whose types say CommonJS (FalseCJS, node16 from ESM)', async () => {
+    // "type": "module" makes index.js ESM, while index.d.cts declares CommonJS: an ESM consumer
+    // under node16 would be typed for the wrong module system.
+    const dir = join(temp, 'attw-broken', 'package')
+    mkdirSync(dir, { recursive: true })
+    const manifest = {
+      name: 'broken',
+      version: '1.0.0',
+      type: 'module',
+      exports: { '.': { types: './index.d.cts', default: './index.js' } },
+    }
+    writeFileSync(join(dir, 'package.json'), JSON.stringify(manifest))
+    writeFileSync(join(dir, 'index.js'), 'export const answer = 42\n')
+    writeFileSync(join(dir, 'index.d.cts'), 'export declare const answer: number\n')
+    const tarball = join(temp, 'attw-broken.tgz')
+    await sh('tar', ['-czf', tarball, '-C', join(temp, 'attw-broken'), 'package'], { cwd: temp })
+    const findings = await typeCheckTarball(tarball)
+    expect(
+      findings.some((line) => /^FalseCJS .*node16-esm/.test(line)),
+      findings.join('\n'),
+    ).toBe(true)
+  })
+})
+
 describe('the published packages, installed with npm outside the workspace', () => {
-  it('build, pack, install, and run: the template suite, the README example, verify', async () => {
+  it('build, pack, install, and run: the template suite, the README examples, verify, demo', async () => {
     const packages = publishablePackages()
     expect(packages.length).toBeGreaterThanOrEqual(11)
     const staging = join(temp, 'staging')
@@ -75,6 +117,15 @@ describe('the published packages, installed with npm outside the workspace', () 
       if (messages.length > 0) findings[pkg.name] = messages
     }
     expect(findings).toEqual({})
+    // attw on every tarball, esm-only profile (see README): nothing to report either.
+    const typeFindings: Record<string, string[]> = {}
+    await timed('attw', async () => {
+      for (const pkg of packages) {
+        const messages = await typeCheckTarball(tarballs.get(pkg.name) as string)
+        if (messages.length > 0) typeFindings[pkg.name] = messages
+      }
+    })
+    expect(typeFindings).toEqual({})
 
     // The template, as a third party would have it after `git clone`.
     const project = join(temp, 'project')
@@ -93,10 +144,10 @@ describe('the published packages, installed with npm outside the workspace', () 
           // better-sqlite3 compiles its native addon from source here (no prebuilt binary can
           // be downloaded): minutes on a loaded 2-core box, for a backend this test never opens.
           // AGENT_STATE_PACKED_NATIVE=1 runs the install scripts too.
-          ...(process.env.AGENT_STATE_PACKED_NATIVE === '1' ? [] : ['--ignore-scripts']),
+          ...(NATIVE ? [] : ['--ignore-scripts']),
           ...tarballs.values(),
         ],
-        { cwd: project },
+        { cwd: project, env: USER },
       ),
     )
 
@@ -113,7 +164,7 @@ describe('the published packages, installed with npm outside the workspace', () 
     await timed('README example', () =>
       sh(process.execPath, ['readme-example.mjs'], {
         cwd: project,
-        env: { AGENT_STATE_URL: `file:${exampleDir}` },
+        env: { ...USER, AGENT_STATE_URL: `file:${exampleDir}` },
       }),
     )
     expect(readdirSync(exampleDir).length).toBeGreaterThan(0)
@@ -131,6 +182,55 @@ describe('the published packages, installed with npm outside the workspace', () 
       }),
     )
     expect(module.stdout).toMatch(/total\s+passed \d+\s+failed 0/)
+
+    // The runtime README's main examples, as a user runs TypeScript (tsx, installed with the CLI),
+    // from the tarballs' dist/: no source condition, and the import resolves inside the project.
+    const resolved = await sh(
+      process.execPath,
+      ['--input-type=module', '-e', "console.log(import.meta.resolve('@agent-state/runtime'))"],
+      { cwd: project, env: USER },
+    )
+    expect(resolved.stdout.trim()).toBe(
+      pathToFileURL(join(project, 'node_modules', '@agent-state', 'runtime', 'dist', 'index.js'))
+        .href,
+    )
+    const runtimeUrl = NATIVE ? 'sqlite:./state.db' : 'file:./runtime-readme-state'
+    const outputs: string[] = []
+    await timed('runtime README examples', async () => {
+      for (const [index, example] of runtimeReadmeExamples(runtimeUrl).entries()) {
+        const file = `runtime-readme-${index}.ts`
+        writeFileSync(join(project, file), example.code)
+        const result = await sh(process.execPath, ['--import', 'tsx', file], {
+          cwd: project,
+          env: USER,
+        })
+        expect(result.stderr, example.heading).toBe('')
+        outputs.push(result.stdout)
+      }
+    })
+    // What the blocks' comments say they print.
+    const [sessions = '', workers = ''] = outputs
+    const lines = sessions.trimEnd().split('\n')
+    expect(lines.slice(0, 4), sessions).toEqual([
+      'error',
+      '# Plan',
+      '- inspect PR',
+      "[ 'evidence/files.json', 'plan.md' ]",
+    ])
+    expect(sessions).toContain("sessions: [ 'review-42' ]")
+    expect(workers.trimEnd().split('\n').at(-1), workers).toBe('done')
+
+    // The demo: a killed owner resumed without repeating its confirmed effect (see apps/cli).
+    const demo = await timed('agent-state demo', () =>
+      sh(bin, ['demo'], { cwd: project, env: USER }),
+    )
+    for (const line of DEMO_STORY) expect(demo.stdout, demo.stdout).toMatch(line)
+    const namespace = /--namespace (demo-\S+)/.exec(demo.stdout)?.[1] as string
+    const runs = await sh(bin, ['runs', '--json', '--namespace', namespace], {
+      cwd: project,
+      env: USER,
+    })
+    expect(JSON.parse(runs.stdout).runs).toMatchObject([DEMO_RUN_ROW])
 
     console.log(`packed-install timings (s): ${JSON.stringify(timings)}`)
   })

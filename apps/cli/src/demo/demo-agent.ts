@@ -25,8 +25,17 @@ import {
 import { backendLoading } from '../backend-importer.js'
 import { DEMO_EFFECT_ID } from './agent-process.js'
 
-/** Leases of the demo's worker, run and deliveries: short, so a dead owner's run out within the demo. */
+/**
+ * Leases of the demo's worker, run and deliveries: short, so a dead owner's run out within the demo.
+ * This is no race with the demo's pace: an owner that waits renews what it owns every
+ * {@link DEMO_RENEW_MS} (see {@link keepAlive}), so the TTL bounds only how long a live agent may go
+ * unscheduled (as every lease does), never how long a step, the kill or the demo's checks take.
+ */
 const DEMO_LEASE_TTL_MS = 1500
+/** How often a waiting owner renews its 1.5 s leases: a sixth of the TTL. */
+const DEMO_RENEW_MS = 250
+/** The resumer's leases: it holds the worker and the run while the demo shows a contender refused. */
+const RESUMER_LEASE_TTL_MS = 60_000
 
 /** One event of the demo's queue. */
 type DemoEvent = { kind: 'finding'; text: string } | { kind: 'file-ticket'; title: string }
@@ -59,11 +68,12 @@ const holder = `${role}:${process.pid}`
  * `hold` asks the provider to keep the answer back (the demo kills this
  * process while it waits).
  */
-function ticketHandler(hold: boolean): EffectHandler {
+function ticketHandler(hold: boolean, onCall: () => void = () => undefined): EffectHandler {
   return {
     retrySafe: false,
     timeoutMs: 30_000,
     async dispatch({ idempotencyKey, request, signal }) {
+      onCall()
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'idempotency-key': idempotencyKey,
@@ -105,7 +115,7 @@ async function main(): Promise<void> {
       visibilityTimeoutMs: DEMO_LEASE_TTL_MS,
       state: { turn: 0, notes: [] },
     })
-    say({ event: 'started', token: daemon.worker.lease?.token })
+    say({ event: 'started', token: daemon.worker.lease?.token, holder })
     for (;;) {
       const delivery = await daemon.next()
       if (delivery === null) {
@@ -122,14 +132,28 @@ async function main(): Promise<void> {
         continue
       }
       say({ event: 'claimed', seq: delivery.seq, attempt: delivery.attempt })
-      const run = await openRun(backend, runId, {
-        handlers: { ticket: ticketHandler(true) },
+      // From here on this process makes no daemon call (the held effect never returns), so renewing
+      // the worker and this delivery from a timer calls nothing concurrently; the run is renewed
+      // only while its call is out, when it is not in use either.
+      let run: Run | undefined
+      let callOut = false
+      const stopRenewing = keepAlive(async () => {
+        await daemon.heartbeat()
+        if (callOut) await run?.heartbeat()
+      }, DEMO_RENEW_MS)
+      run = await openRun(backend, runId, {
+        handlers: {
+          ticket: ticketHandler(true, () => {
+            callOut = true
+          }),
+        },
         leaseTtlMs: DEMO_LEASE_TTL_MS,
       })
       await run.commitStep('draft', { title: event.title }, { next: 'file' })
       say({ event: 'dispatching', attempt: run.attempt.attemptId })
       // The provider applies it and keeps the answer back: the demo kills this process here.
       await run.effect('ticket', DEMO_EFFECT_ID, ticketRequest(state, event.title))
+      await stopRenewing()
       say({ event: 'unexpected', text: 'the provider answered a held request' })
     }
   } else if (role === 'resume' || role === 'contend') {
@@ -137,7 +161,7 @@ async function main(): Promise<void> {
     try {
       daemon = await resumeDaemon(backend, workerId, {
         holder,
-        leaseTtlMs: 60_000,
+        leaseTtlMs: RESUMER_LEASE_TTL_MS,
         recoverRunning: true,
         cause: role === 'resume' ? 'previous owner killed' : 'a second resumer',
       })
@@ -171,8 +195,14 @@ async function main(): Promise<void> {
       runAttempts: run.attemptCount,
       decisions,
     })
-    // Hold the worker and the run until the demo has shown the contender being refused.
+    // Hold the worker and the run until the demo has shown the contender being refused, renewing
+    // both meanwhile: however long that takes, the contender meets live leases.
+    const stopRenewing = keepAlive(async () => {
+      await daemon.heartbeat()
+      await run.heartbeat()
+    }, RESUMER_LEASE_TTL_MS / 12)
     await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()))
+    await stopRenewing()
     let current = state
     for (
       let delivery = await nextDelivery(daemon);
@@ -211,7 +241,7 @@ async function main(): Promise<void> {
         try {
           return await resumeRun(backend, runId, {
             handlers: { ticket: ticketHandler(false) },
-            leaseTtlMs: 60_000,
+            leaseTtlMs: RESUMER_LEASE_TTL_MS,
           })
         } catch (error) {
           if (!isAgentStateError(error, 'RUN_OWNED')) throw error
@@ -231,6 +261,34 @@ try {
 }
 await backend.close()
 process.exit(0)
+
+/**
+ * Renews what this process owns at once, then every `intervalMs` while it waits, so its leases
+ * outlive it by at most one TTL. A renewal that fails (`LEASE_LOST`: the process could not run for
+ * a whole TTL) ends it as `failed`, loudly. The returned stop waits for a renewal in progress, so
+ * the caller's next call never runs beside one.
+ */
+function keepAlive(renew: () => Promise<void>, intervalMs: number): () => Promise<void> {
+  let stopped = false
+  let wake: () => void = () => undefined
+  const loop = (async () => {
+    while (!stopped) {
+      await renew()
+      await new Promise<void>((resolve) => {
+        wake = resolve
+        setTimeout(resolve, intervalMs)
+      })
+    }
+  })().catch((error: unknown) => {
+    say({ event: 'failed', code: codeOf(error), message: (error as Error).message })
+    process.exit(1)
+  })
+  return async () => {
+    stopped = true
+    wake()
+    await loop
+  }
+}
 
 /** The next event, waiting out a dead consumer's delivery lease (`DELIVERY_IN_FLIGHT`). */
 async function nextDelivery(daemon: Daemon) {
