@@ -81,6 +81,16 @@ import {
  * by nobody (outside tampering must not wedge a key).
  */
 
+/**
+ * Temp names of this thread's writes that hold a commit slot across an
+ * `await` (a write that commits on the thread pool while other writes of the
+ * process run). Slots of the calling thread otherwise count as abandoned
+ * (`ownerAlive`: a synchronous section cannot be running while the thread
+ * looks); these are still being committed and are waited for like another
+ * live writer's.
+ */
+export const slotsHeldAcrossAwait = new Set<string>()
+
 /** The outcome of {@link takeSlot}: the slot number now held, or who holds the slot. */
 export type SlotAttempt =
   | { readonly held: true; readonly slot: number }
@@ -182,7 +192,7 @@ function judge(path: string, recordsDir: string, watch: SlotWatch, breakMs: numb
   const owner = ownerOfTemp(target)
   const tempPath = join(recordsDir, target)
   if (owner === undefined || !exists(tempPath)) return { kind: 'finished' }
-  if (ownerAlive(owner)) {
+  if (ownerAlive(owner) || slotsHeldAcrossAwait.has(target)) {
     const now = performance.now()
     if (watch.path !== path || watch.target !== target) {
       watch.path = path
@@ -197,9 +207,10 @@ function judge(path: string, recordsDir: string, watch: SlotWatch, breakMs: numb
 /**
  * Tries once, without waiting, to take a slot of the chain `base` in
  * `locksDir` for the temp file `tempName` of `recordsDir`, breaking what may
- * be broken. Synchronous: a write holds a slot only inside one synchronous
- * section, which is what lets `ownerAlive` treat the calling thread's own
- * leftover slots as abandoned.
+ * be broken. Synchronous. A slot of the calling thread counts as abandoned
+ * (`ownerAlive`) unless its temp file is in {@link slotsHeldAcrossAwait}:
+ * every other slot of this thread was taken in a synchronous section that
+ * has ended.
  */
 export function takeSlot(
   locksDir: string,

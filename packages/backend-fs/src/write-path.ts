@@ -1,16 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, linkSync, mkdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, rmdirSync, unlink, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { AgentStateError, isAgentStateError, type RecordCondition } from '@agent-state/core'
-import {
-  newSlotWatch,
-  removeChain,
-  type SlotWatch,
-  slotBase,
-  slotBusy,
-  takeSlot,
-} from './commit-slot.js'
+import { newSlotWatch, type SlotWatch, slotBase, slotBusy } from './commit-slot.js'
+import { BUSY, callback, createCommitSteps, type WriteAttempt } from './commit-steps.js'
 import { createDirSync } from './dir-sync.js'
 import { errnoOf, fsError } from './errors.js'
 import { fileNameOf, TEMP_PREFIX } from './key-layout.js'
@@ -18,7 +12,6 @@ import { type NamespaceDirs, ownTemps } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import { formatIdentity, ownIdentity } from './process-identity.js'
 import { encodeRecordFile } from './record-file.js'
-import { readRecordVersion } from './record-reading.js'
 import { writeTempAsync, writeTempSync } from './temp-file.js'
 
 /**
@@ -44,16 +37,7 @@ const VERSION_PREFIX = randomBytes(8).toString('base64url')
 let versionCounter = 0
 const TEMP_OWNER = `${TEMP_PREFIX}${formatIdentity(ownIdentity)}.`
 
-/** Outcome of one try of a write. */
-type WriteAttempt = { readonly version: string } | { readonly busy: true; readonly holder?: number }
-const BUSY: WriteAttempt = { busy: true }
 const DONE: WriteAttempt = { version: '' }
-
-function changed(key: string): AgentStateError {
-  return new AgentStateError('PRECONDITION_FAILED', `Record of ${JSON.stringify(key)} changed`, {
-    context: { key },
-  })
-}
 
 /** The write path of one store instance: temp file, commit slot, check, rename, fsync. */
 export interface WritePath {
@@ -73,13 +57,16 @@ export interface WritePath {
  * A try has three phases. (1) The complete temp file is written and fsynced:
  * synchronously when this instance has no other write in flight (cheapest
  * alone), on the thread pool otherwise, so concurrent writes' file fsyncs
- * overlap. No slot is held yet. (2) One synchronous section takes the slot,
- * checks and renames (node:fs sync calls: a slot is never held across an
- * `await`). A create expects no record and takes no slot: `link()` of the
- * temp file fails if the record exists, so it is the check and the commit in
- * one call, and a create frozen at any point can never overwrite anything.
- * (3) The directory fsync, shared by concurrent writes (`dir-sync.ts`), on
- * the thread pool.
+ * overlap. No slot is held yet. (2) The commit (`commit-steps.ts`): take
+ * the slot, check, rename. A lone write does it in one synchronous section;
+ * one that overlaps others of this instance runs the slot's `symlink` and the
+ * `rename` on the thread pool, holding the slot across those awaits, so a
+ * filesystem journal wait no longer stalls the event loop (removals always
+ * commit synchronously: their temp directory is shared). A create expects no
+ * record and takes no slot: `link()` of the temp file fails if the record
+ * exists, so it is the check and the commit in one call, and a create frozen
+ * at any point can never overwrite anything. (3) The directory fsync, shared
+ * by concurrent writes (`dir-sync.ts`), on the thread pool.
  */
 export function createWritePath(
   dirs: NamespaceDirs,
@@ -113,59 +100,7 @@ export function createWritePath(
     return BUSY
   }
 
-  /** Phase 2 of a create: `link` the temp file into place, failing if the record exists. */
-  function commitCreate(key: string, temp: string, path: string): void {
-    try {
-      linkSync(temp, path)
-    } catch (error) {
-      const code = errnoOf(error)
-      // EEXIST: there is a record (a value, a tombstone, a damaged file): core re-reads.
-      // ENOENT: the temp file was swept, or the namespace removed: nothing landed.
-      if (code === 'EEXIST' || code === 'ENOENT') throw changed(key)
-      throw error
-    }
-  }
-
-  /** Phase 2 of a replacement: slot, check, rename. Returns the attempt, or `undefined` once renamed. */
-  function commitReplace(
-    key: string,
-    name: string,
-    tempName: string,
-    condition: { readonly version: string },
-    watch: SlotWatch,
-    land: () => void,
-  ): WriteAttempt | undefined {
-    const path = join(recordsDir, name)
-    const base = slotBase(name, condition)
-    let attempt: ReturnType<typeof takeSlot>
-    try {
-      attempt = takeSlot(locksDir, recordsDir, base, tempName, watch, options.lockBreakMs)
-    } catch (error) {
-      if (errnoOf(error) !== 'ENOENT') throw error
-      return recreated() // locks/ was removed by another instance's destroy
-    }
-    if (!attempt.held) {
-      return attempt.holder === undefined ? BUSY : { busy: true, holder: attempt.holder.pid }
-    }
-    onStep?.('slot-taken', key)
-    if (readRecordVersion(path, key) !== condition.version) {
-      // The state this chain guards is gone for good: nobody needs its slots.
-      removeChain(locksDir, base, attempt.slot)
-      throw changed(key)
-    }
-    onStep?.('checked', key)
-    try {
-      land()
-    } catch (error) {
-      if (errnoOf(error) !== 'ENOENT') throw error
-      // Broken while we held the slot (our temp was removed): we never
-      // committed, and the breaker may be committing now, so the slots stay.
-      throw changed(key)
-    }
-    onStep?.('renamed', key)
-    removeChain(locksDir, base, attempt.slot)
-    return undefined
-  }
+  const steps = createCommitSteps(dirs.layout, options.lockBreakMs, recreated, onStep)
 
   async function tryWrite(
     key: string,
@@ -181,6 +116,8 @@ export function createWritePath(
     const temp = join(recordsDir, tempName)
     /** Whether `temp` may still exist and is ours to remove. */
     let tempOurs = true
+    /** Removal of the temp's name or of the slot, started once committed; awaited before resolving. */
+    let cleanup: Promise<void> | undefined
     ownTemps.add(tempName)
     try {
       try {
@@ -193,15 +130,38 @@ export function createWritePath(
       onStep?.('temp-written', key)
       try {
         if ('absent' in condition) {
-          commitCreate(key, temp, path)
+          if (inFlight > 1) {
+            await steps.createAsync(key, temp, path)
+            tempOurs = false
+            // The temp name is a second link to the record now; dropping it overlaps the fsync.
+            cleanup = callback<void>((done) => unlink(temp, () => done(null, undefined)))
+          } else {
+            steps.create(key, temp, path)
+          }
           onStep?.('renamed', key)
         } else {
           const land = () => {
             renameSync(temp, path)
             tempOurs = false
           }
-          const attempt = commitReplace(key, name, tempName, condition, watch, land)
-          if (attempt !== undefined) return attempt
+          if (inFlight > 1) {
+            const outcome = await steps.replaceAsync(
+              key,
+              name,
+              tempName,
+              condition,
+              watch,
+              land,
+              () => {
+                tempOurs = false
+              },
+            )
+            if (!('cleanup' in outcome)) return outcome
+            cleanup = outcome.cleanup
+          } else {
+            const attempt = steps.replace(key, name, tempName, condition, watch, land)
+            if (attempt !== undefined) return attempt
+          }
         }
       } catch (error) {
         throw fsError(error, 'write a record', { key })
@@ -218,6 +178,7 @@ export function createWritePath(
       ownTemps.delete(tempName)
     }
     await durable(key)
+    await cleanup
     onStep?.('synced', key)
     return { version }
   }
@@ -273,7 +234,7 @@ export function createWritePath(
         renameSync(path, removed)
         moved = true
       }
-      const attempt = commitReplace(key, name, tempName, condition, watch, land)
+      const attempt = steps.replace(key, name, tempName, condition, watch, land)
       if (attempt !== undefined) return attempt
     } catch (error) {
       // Not committed with a slot perhaps still naming the directory (refused
