@@ -1,5 +1,6 @@
 import {
   type AcquireLeaseOptions,
+  AgentStateError,
   assertLeaseShape,
   assertValidKey,
   checkAcquire,
@@ -18,20 +19,45 @@ export interface LeaseOperations {
   getLease(key: string): Promise<Lease | null>
 }
 
+/**
+ * The promotion hold of one backend instance: `holdMs` after a promotion
+ * (see ACQUIRE in `lua-scripts.ts`), and the longest TTL it grants, which the
+ * hold must cover. Both off (`holdMs` 0) under `replication`: every grant and
+ * renewal is then on the replicas before it is acknowledged.
+ */
+export interface PromotionHold {
+  readonly holdMs: number
+  readonly maxLeaseTtlMs: number
+}
+
 /** The lease operations of one backend instance. */
-export function leaseOperations(ctx: OperationContext): LeaseOperations {
+export function leaseOperations(ctx: OperationContext, hold: PromotionHold): LeaseOperations {
   const { layout, capabilities } = ctx
+  const holdArg = String(hold.holdMs)
   return {
     async acquireLease(key, leaseOptions) {
       ctx.assertOpen()
       checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
+      if (hold.holdMs > 0 && leaseOptions.ttlMs > hold.maxLeaseTtlMs) {
+        throw new AgentStateError(
+          'INVALID_ARGUMENT',
+          `ttlMs ${leaseOptions.ttlMs} is above this Redis backend's maxLeaseTtlMs (${hold.maxLeaseTtlMs}), the bound its promotion hold waits out`,
+          { context: { key, ttlMs: leaseOptions.ttlMs, maxLeaseTtlMs: hold.maxLeaseTtlMs } },
+        )
+      }
       const r = reply(
         await ctx.mutate(
           ACQUIRE,
           'acquireLease',
           key,
-          [layout.record(key), layout.records],
-          [key, leaseOptions.holder, String(leaseOptions.ttlMs), randomSuffix() + randomSuffix()],
+          [layout.record(key), layout.records, layout.meta],
+          [
+            key,
+            leaseOptions.holder,
+            String(leaseOptions.ttlMs),
+            randomSuffix() + randomSuffix(),
+            holdArg,
+          ],
         ),
         key,
       )

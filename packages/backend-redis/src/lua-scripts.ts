@@ -11,7 +11,7 @@
  * client and the scripts cannot disagree. Reply layouts: `script-replies.ts`.
  */
 
-import { RECORD_FIELD as F } from './key-layout.js'
+import { RECORD_FIELD as F, META_FIELD as M } from './key-layout.js'
 
 /** A Lua script with how many of its arguments are keys. */
 export interface LuaScript {
@@ -117,8 +117,10 @@ return {'OK', '1'}
 }
 
 /**
- * acquireLease. KEYS: record, records. ARGV: member, holder, ttlMs, random id.
- * Reply: OK token expiresAt leaseId, or LEASE_HELD holder expiresAt.
+ * acquireLease. KEYS: record, records, namespace meta. ARGV: member, holder,
+ * ttlMs, random id, promotion hold in ms ('0': off, under `replication`).
+ * Reply: OK token expiresAt leaseId, LEASE_HELD holder expiresAt, or
+ * PROMOTION_HOLD holdUntil.
  *
  * The token is max(counter + 1, server time in microseconds). The time floor
  * is what keeps tokens increasing across a failover to a replica that missed
@@ -128,16 +130,48 @@ return {'OK', '1'}
  * below 2^53 (a JS safe integer) until the year 2255, and one key cannot be
  * granted twice in a microsecond, so the counter never runs ahead of the clock
  * in practice. Counters written by 0.1/0.2 (small numbers) are below the floor.
+ *
+ * The promotion hold: a lease the old primary acknowledged but never
+ * replicated is unknown here, so a node that was promoted from replica
+ * (`INFO replication` shows a secondary replication id, `master_replid2`, not
+ * all zeros) grants nothing on a key without a live lease until the hold
+ * ends: from the first acquire this namespace sees on that node (its
+ * `master_replid`; also one refused because the key's lease is live, so the
+ * hold starts as early as it can) plus the hold. Recorded in the meta hash, so every client
+ * honours the same hold and a later one on a settled node does not wait
+ * again; an instance configured with a longer hold extends it (from the same
+ * start). Live leases the node has are reported as LEASE_HELD as always, and
+ * renew, release and fenced writes never look at the hold. A node never
+ * promoted reads INFO only and writes nothing.
  */
 export const ACQUIRE: LuaScript = {
   name: 'acquire',
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   source: `${PRELUDE}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
+local till = 0
+if ARGV[5] ~= '0' then
+  local info = redis.call('INFO', 'replication')
+  local id2 = string.match(info, 'master_replid2:(%x+)')
+  if id2 and string.find(id2, '[^0]') then
+    local id = string.match(info, 'master_replid:(%x+)') or ''
+    local m = redis.call('HMGET', KEYS[3], '${M.holdReplid}', '${M.holdFrom}', '${M.holdUntil}')
+    local from = now
+    if m[1] == id then
+      from, till = tonumber(m[2]), tonumber(m[3])
+      if not (from and till) then return {'CORRUPT_META'} end
+    end
+    if from + tonumber(ARGV[5]) > till then
+      till = from + tonumber(ARGV[5])
+      redis.call('HSET', KEYS[3], '${M.holdReplid}', id, '${M.holdFrom}', num(from), '${M.holdUntil}', num(till))
+    end
+  end
+end
 if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
+if till > now then return {'PROMOTION_HOLD', num(till)} end
 local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
 local expires = now + tonumber(ARGV[3])
 local id = num(token) .. ':' .. ARGV[4]
@@ -243,17 +277,18 @@ return out
 }
 
 /**
- * One batch of destroy. KEYS: records, index. ARGV: record prefix, batch size.
- * Removes up to a batch of per-key hashes; once none are left, the index.
+ * One batch of destroy. KEYS: records, index, meta. ARGV: record prefix, batch size.
+ * Removes up to a batch of per-key hashes; once none are left, the index and
+ * the meta hash (a promotion hold then starts afresh at the next grant: longer, never shorter).
  * Reply: how many hashes were removed (0 when done).
  */
 export const DESTROY: LuaScript = {
   name: 'destroy',
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   source: `
 local members = redis.call('SPOP', KEYS[1], tonumber(ARGV[2]))
 for _, m in ipairs(members) do redis.call('DEL', ARGV[1] .. m) end
-if #members == 0 then redis.call('DEL', KEYS[2]) end
+if #members == 0 then redis.call('DEL', KEYS[2], KEYS[3]) end
 return #members
 `,
 }

@@ -10,6 +10,12 @@ const nodeSchema = z.strictObject({
 export const DEFAULT_MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 /**
+ * Default longest lease TTL without `replication`: 5 minutes, the runtime's
+ * default lease TTL, and so the default promotion hold.
+ */
+export const DEFAULT_MAX_LEASE_TTL_MS = 5 * 60 * 1000
+
+/**
  * Options of `createRedisBackend`, as a zod schema: the only source of
  * {@link RedisBackendOptions} and {@link ResolvedRedisOptions}. Strict: an
  * unknown option (a typo) is `INVALID_ARGUMENT`.
@@ -87,6 +93,34 @@ export const redisOptionsSchema = z
       })
       .optional(),
     /**
+     * Longest lease `ttlMs` this backend grants when `replication` is off; a
+     * longer one is `INVALID_ARGUMENT`. It bounds how long a lease granted on
+     * a primary that was then replaced by a promoted replica can still run,
+     * which is what the promotion hold waits out. Ignored with `replication`.
+     * Default 300 000 (5 min); core's limit is 24 h.
+     */
+    maxLeaseTtlMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 60 * 60 * 1000)
+      .default(DEFAULT_MAX_LEASE_TTL_MS),
+    /**
+     * Promotion hold, in ms: when `replication` is off, a node that was
+     * promoted from replica grants no lease on a key it knows no live lease
+     * of (`LEASE_HELD`, `context.promotionHold: true`) for this long after the
+     * first grant attempt it sees for this namespace. At least
+     * `maxLeaseTtlMs`, which is the default; add the time the old primary may
+     * keep accepting writes after the promotion (bounded on the server by
+     * `min-replicas-to-write` / `min-replicas-max-lag`). Ignored with `replication`.
+     */
+    promotionHoldMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 * 24 * 60 * 60 * 1000)
+      .optional(),
+    /**
      * Declares `capabilities.durable`: whether acknowledged writes survive a
      * server restart (AOF on: `appendonly yes`). Set it where `CONFIG GET` is
      * disabled (managed services). Unset, `openRedisBackend` probes
@@ -99,6 +133,11 @@ export const redisOptionsSchema = z
     message: 'sentinel and cluster cannot be combined',
     path: ['sentinel'],
   })
+  .refine(
+    (options) =>
+      options.promotionHoldMs === undefined || options.promotionHoldMs >= options.maxLeaseTtlMs,
+    { message: 'promotionHoldMs must be at least maxLeaseTtlMs', path: ['promotionHoldMs'] },
+  )
 
 /** Options of `createRedisBackend` (every field optional; see {@link redisOptionsSchema}). */
 export type RedisBackendOptions = z.input<typeof redisOptionsSchema>

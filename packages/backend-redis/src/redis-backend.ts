@@ -67,7 +67,16 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
   let closed = false
   const ctx = createOperationContext(resolved, connection, layout, capabilities, () => closed)
   const values = valueOperations(ctx)
-  const leases = leaseOperations(ctx)
+  // Under replication every grant is on the replicas before it is acknowledged: no hold needed.
+  const leases = leaseOperations(
+    ctx,
+    resolved.replication === undefined
+      ? {
+          holdMs: resolved.promotionHoldMs ?? resolved.maxLeaseTtlMs,
+          maxLeaseTtlMs: resolved.maxLeaseTtlMs,
+        }
+      : { holdMs: 0, maxLeaseTtlMs: resolved.maxLeaseTtlMs },
+  )
 
   const backend: Backend = {
     contractVersion: CONTRACT_VERSION,
@@ -89,7 +98,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
         const removed = await connection.script(
           DESTROY,
           'destroy',
-          [layout.records, layout.index],
+          [layout.records, layout.index, layout.meta],
           [layout.recordPrefix, String(DESTROY_BATCH)],
         )
         if (removed === 0) return

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
+import { MAX_LEASE_TTL_MS } from '@agent-state/core'
 import { redisCli, startRedisCluster } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createRedisBackend, openRedisBackend, redisKeyLayout } from '../src/index.js'
@@ -14,11 +15,17 @@ describeBackendContract({
   // 20 crash cycles here (the suite's floor is 10): the single-node run keeps the default 50,
   // and these topologies share its scripts; AGENT_STATE_CRASH_CYCLES still overrides both.
   scale: { crashCycles: 20 },
+  // core's 24 h bound: the contract's property check takes 1 h leases (the default is 5 min).
   create: (ctx) =>
-    openRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+    openRedisBackend({
+      cluster: { nodes },
+      namespace: ctx.namespace,
+      maxValueBytes: 1 << 20,
+      maxLeaseTtlMs: MAX_LEASE_TTL_MS,
+    }),
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
-    options: { cluster: { nodes } },
+    options: { cluster: { nodes }, maxLeaseTtlMs: MAX_LEASE_TTL_MS },
   },
 })
 
@@ -47,6 +54,8 @@ describe('redis cluster specifics', () => {
       expect(await keySlot(layout.record(key))).toBe(indexSlot)
     }
     expect(await keySlot(layout.records)).toBe(indexSlot)
+    // The promotion hold's record too: it lives on the node that serves the namespace.
+    expect(await keySlot(layout.meta)).toBe(indexSlot)
     const b = createRedisBackend({ cluster: { nodes }, namespace: 'slots' })
     try {
       await b.put('{other}/x', bytes('1'))
