@@ -109,7 +109,7 @@ export const redisOptionsSchema = z
      * Promotion hold, in ms: when `replication` is off, a node that was
      * promoted from replica grants no lease on a key it knows no live lease
      * of (`LEASE_HELD`, `context.promotionHold: true`) for this long after the
-     * first grant attempt it sees for this namespace. At least
+     * first `acquireLease` it serves for this namespace. At least
      * `maxLeaseTtlMs`, which is the default; add the time the old primary may
      * keep accepting writes after the promotion (bounded on the server by
      * `min-replicas-to-write` / `min-replicas-max-lag`). Ignored with `replication`.
