@@ -124,6 +124,28 @@ describe('promotion hold (replication off)', () => {
     })
   })
 
+  it('an instance configured with a longer hold extends it, from the same start', async () => {
+    const longer = createRedisBackend({
+      port: replica.port,
+      namespace: NAMESPACE,
+      maxLeaseTtlMs: HOLD_MS,
+      promotionHoldMs: HOLD_MS + 1000,
+    })
+    opened.push(longer)
+    const refused = await failure(longer.acquireLease('other', { holder: 'longer', ttlMs: 1000 }))
+    expect(refused).toMatchObject({
+      code: 'LEASE_HELD',
+      context: { promotionHold: true, expiresAt: holdUntil + 1000 },
+    })
+    holdUntil += 1000
+    // Every instance now honours the longer end.
+    expect(
+      await failure(backend(replica).acquireLease('other', { holder: 'x', ttlMs: 1000 })),
+    ).toMatchObject({
+      context: { promotionHold: true, expiresAt: holdUntil },
+    })
+  })
+
   it('a lease the promoted node has is renewed, fenced and reported as itself during the hold', async () => {
     const b = backend(replica)
     const renewed = await b.renewLease(kept)
