@@ -1,7 +1,6 @@
 export { createBackendFromUrl, parseRedisUrl } from './from-url.js'
 export { type RedisKeyLayout, redisKeyLayout } from './key-layout.js'
 export {
-  DEFAULT_MAX_LEASE_TTL_MS,
   DEFAULT_MAX_VALUE_BYTES,
   type RedisBackendOptions,
   type ResolvedRedisOptions,

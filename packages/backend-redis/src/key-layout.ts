@@ -34,7 +34,7 @@ export const RECORD_FIELD = {
  * The fields of a namespace's meta hash. The promotion hold is recorded per
  * node identity (`master_replid`), so every client and every later backend
  * instance on that node honour the same hold, and a replid that changes again
- * (another promotion) starts a new one.
+ * (another promotion) starts a new one. `mt` is written on every node.
  */
 export const META_FIELD = {
   /** The `master_replid` of the promoted node the hold belongs to. */
@@ -43,6 +43,12 @@ export const META_FIELD = {
   holdFrom: 'hf',
   /** Server ms until which no lease is granted on a key without a live one. */
   holdUntil: 'hu',
+  /**
+   * The longest lease TTL (ms) the namespace ever granted or renewed, written
+   * by the grant's own script (so it replicates with the grant): the promotion
+   * hold lasts at least this long.
+   */
+  longestTtl: 'mt',
 } as const
 
 /**

@@ -20,12 +20,15 @@ export interface LeaseOperations {
 }
 
 /**
- * The promotion hold of one backend instance: `holdMs` after a promotion
- * (see ACQUIRE in `lua-scripts.ts`), and the longest TTL it grants, which the
- * hold must cover. Both off (`holdMs` 0) under `replication`: every grant and
- * renewal is then on the replicas before it is acknowledged.
+ * The promotion hold of one backend instance (see ACQUIRE in
+ * `lua-scripts.ts`): whether it is `on`, the configured least hold `holdMs`
+ * (0 when neither `maxLeaseTtlMs` nor `promotionHoldMs` is set: the hold is
+ * then the longest TTL recorded on the promoted node), and the longest TTL it
+ * grants (core's 24 h unless `maxLeaseTtlMs`). Off under `replication`: every
+ * grant and renewal is then on the replicas before it is acknowledged.
  */
 export interface PromotionHold {
+  readonly on: boolean
   readonly holdMs: number
   readonly maxLeaseTtlMs: number
 }
@@ -33,12 +36,12 @@ export interface PromotionHold {
 /** The lease operations of one backend instance. */
 export function leaseOperations(ctx: OperationContext, hold: PromotionHold): LeaseOperations {
   const { layout, capabilities } = ctx
-  const holdArg = String(hold.holdMs)
+  const holdArgs = [hold.on ? '1' : '0', String(hold.holdMs)]
   return {
     async acquireLease(key, leaseOptions) {
       ctx.assertOpen()
       checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
-      if (hold.holdMs > 0 && leaseOptions.ttlMs > hold.maxLeaseTtlMs) {
+      if (hold.on && leaseOptions.ttlMs > hold.maxLeaseTtlMs) {
         throw new AgentStateError(
           'INVALID_ARGUMENT',
           `ttlMs ${leaseOptions.ttlMs} is above this Redis backend's maxLeaseTtlMs (${hold.maxLeaseTtlMs}), the bound its promotion hold waits out`,
@@ -56,7 +59,7 @@ export function leaseOperations(ctx: OperationContext, hold: PromotionHold): Lea
             leaseOptions.holder,
             String(leaseOptions.ttlMs),
             randomSuffix() + randomSuffix(),
-            holdArg,
+            ...holdArgs,
           ],
         ),
         key,
@@ -82,7 +85,7 @@ export function leaseOperations(ctx: OperationContext, hold: PromotionHold): Lea
           RENEW,
           'renewLease',
           lease.key,
-          [layout.record(lease.key)],
+          [layout.record(lease.key), layout.meta],
           [String(lease.token), leaseIdOf(lease)],
         ),
         lease.key,

@@ -10,12 +10,6 @@ const nodeSchema = z.strictObject({
 export const DEFAULT_MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 /**
- * Default longest lease TTL without `replication`: 5 minutes, the runtime's
- * default lease TTL, and so the default promotion hold.
- */
-export const DEFAULT_MAX_LEASE_TTL_MS = 5 * 60 * 1000
-
-/**
  * Options of `createRedisBackend`, as a zod schema: the only source of
  * {@link RedisBackendOptions} and {@link ResolvedRedisOptions}. Strict: an
  * unknown option (a typo) is `INVALID_ARGUMENT`.
@@ -94,25 +88,28 @@ export const redisOptionsSchema = z
       .optional(),
     /**
      * Longest lease `ttlMs` this backend grants when `replication` is off; a
-     * longer one is `INVALID_ARGUMENT`. It bounds how long a lease granted on
-     * a primary that was then replaced by a promoted replica can still run,
-     * which is what the promotion hold waits out. Ignored with `replication`.
-     * Default 300 000 (5 min); core's limit is 24 h.
+     * longer one is `INVALID_ARGUMENT`. Unset (the default), every TTL core
+     * accepts (up to 24 h) is granted and the promotion hold lasts the longest
+     * TTL the namespace granted as known to the promoted node; set, the hold
+     * lasts at least this long, which also covers a grant the promoted node
+     * never received (the strict guarantee). Ignored with `replication`.
      */
     maxLeaseTtlMs: z
       .number()
       .int()
       .min(1)
       .max(24 * 60 * 60 * 1000)
-      .default(DEFAULT_MAX_LEASE_TTL_MS),
+      .optional(),
     /**
      * Promotion hold, in ms: when `replication` is off, a node that was
      * promoted from replica grants no lease on a key it knows no live lease
-     * of (`LEASE_HELD`, `context.promotionHold: true`) for this long after the
-     * first `acquireLease` it serves for this namespace. At least
-     * `maxLeaseTtlMs`, which is the default; add the time the old primary may
-     * keep accepting writes after the promotion (bounded on the server by
-     * `min-replicas-to-write` / `min-replicas-max-lag`). Ignored with `replication`.
+     * of (`LEASE_HELD`, `context.promotionHold: true`) for at least this long
+     * after the first `acquireLease` it serves for this namespace (the hold is
+     * the longest of this, `maxLeaseTtlMs` and the longest TTL the namespace
+     * granted as recorded on that node). At least `maxLeaseTtlMs` when both
+     * are set; add the time the old primary may keep accepting writes after
+     * the promotion (bounded on the server by `min-replicas-to-write` /
+     * `min-replicas-max-lag`). Ignored with `replication`.
      */
     promotionHoldMs: z
       .number()
@@ -135,7 +132,9 @@ export const redisOptionsSchema = z
   })
   .refine(
     (options) =>
-      options.promotionHoldMs === undefined || options.promotionHoldMs >= options.maxLeaseTtlMs,
+      options.promotionHoldMs === undefined ||
+      options.maxLeaseTtlMs === undefined ||
+      options.promotionHoldMs >= options.maxLeaseTtlMs,
     { message: 'promotionHoldMs must be at least maxLeaseTtlMs', path: ['promotionHoldMs'] },
   )
 

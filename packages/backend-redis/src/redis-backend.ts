@@ -3,6 +3,7 @@ import {
   type Capabilities,
   CONTRACT_VERSION,
   MAX_KEY_BYTES,
+  MAX_LEASE_TTL_MS,
   parseBackendOptions,
 } from '@agent-state/core'
 import { createRedisConnection } from './connection.js'
@@ -72,10 +73,11 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     ctx,
     resolved.replication === undefined
       ? {
-          holdMs: resolved.promotionHoldMs ?? resolved.maxLeaseTtlMs,
-          maxLeaseTtlMs: resolved.maxLeaseTtlMs,
+          on: true,
+          holdMs: Math.max(resolved.promotionHoldMs ?? 0, resolved.maxLeaseTtlMs ?? 0),
+          maxLeaseTtlMs: resolved.maxLeaseTtlMs ?? MAX_LEASE_TTL_MS,
         }
-      : { holdMs: 0, maxLeaseTtlMs: resolved.maxLeaseTtlMs },
+      : { on: false, holdMs: 0, maxLeaseTtlMs: MAX_LEASE_TTL_MS },
   )
 
   const backend: Backend = {

@@ -207,8 +207,8 @@ export function throwWriteFailure(
     case 'CORRUPT_META':
       throw new AgentStateError(
         'CORRUPT',
-        'The Redis meta hash of this namespace is corrupt: unreadable promotion hold',
-        { context: { key, problem: 'unreadable promotion hold' } },
+        'The Redis meta hash of this namespace is corrupt: unreadable promotion hold or longest lease TTL',
+        { context: { key, problem: 'unreadable promotion hold or longest lease TTL' } },
       )
     default:
       throw corrupt(key, `unexpected script status ${JSON.stringify(r[0])}`)

@@ -29,8 +29,14 @@ import {
  * the partition trials the promoted node never hears of it), and the
  * promoted node's first grant attempt is that key, at once: without the
  * promotion hold it is granted again while the old holder still holds it.
- * Every backend uses `maxLeaseTtlMs` = the trials' TTL, so the hold lasts
- * TTL_MS from that first attempt.
+ * Every backend sets `maxLeaseTtlMs` = the trials' TTL, the strict
+ * guarantee of the README: the hold then lasts TTL_MS from that first attempt
+ * whatever the promoted node recorded. That is the configuration this tier
+ * must use, because `cut-key` is granted after the cut in the partition
+ * trials, so the promoted node may never receive it (nor anything it
+ * recorded); by default the hold would rest on the longest TTL the node did
+ * receive, which here happens to be the same TTL_MS from earlier grants, so
+ * the default is not what this tier proves (`promotion-hold.test.ts` pins it).
  */
 
 const TRIALS = Number(process.env.REDIS_FAILOVER_TRIALS ?? '10')

@@ -1,10 +1,6 @@
-import { isAgentStateError } from '@agent-state/core'
+import { isAgentStateError, MAX_LEASE_TTL_MS } from '@agent-state/core'
 import { describe, expect, it } from 'vitest'
-import {
-  createRedisBackend,
-  DEFAULT_MAX_LEASE_TTL_MS,
-  type RedisBackendOptions,
-} from '../src/index.js'
+import { createRedisBackend, type RedisBackendOptions } from '../src/index.js'
 
 /** Option errors have the one shape every backend shares (core's parseBackendOptions). */
 describe('options', () => {
@@ -60,6 +56,8 @@ describe('options', () => {
     expect(() =>
       createRedisBackend({ maxLeaseTtlMs: 10_000, promotionHoldMs: 10_000 }),
     ).not.toThrow()
+    // Either alone is fine: the other is unbounded then.
+    expect(() => createRedisBackend({ promotionHoldMs: 1 })).not.toThrow()
   })
 
   /** The code of an acquire on a port where nothing listens (UNAVAILABLE once it tries to connect). */
@@ -76,15 +74,15 @@ describe('options', () => {
     }
   }
 
-  it('refuses a TTL above maxLeaseTtlMs (default 5 min) without replication, before connecting', async () => {
-    expect(DEFAULT_MAX_LEASE_TTL_MS).toBe(300_000)
-    expect(await acquireCode({}, 300_001)).toEqual({
+  it('refuses a TTL above an explicit maxLeaseTtlMs without replication, before connecting', async () => {
+    expect(await acquireCode({ maxLeaseTtlMs: 1000 }, 1001)).toEqual({
       code: 'INVALID_ARGUMENT',
-      context: { key: 'k', ttlMs: 300_001, maxLeaseTtlMs: 300_000 },
+      context: { key: 'k', ttlMs: 1001, maxLeaseTtlMs: 1000 },
     })
-    expect((await acquireCode({ maxLeaseTtlMs: 1000 }, 1001)).code).toBe('INVALID_ARGUMENT')
     // At the bound, the acquire goes to the server (none listens here).
-    expect((await acquireCode({}, 300_000)).code).toBe('UNAVAILABLE')
+    expect((await acquireCode({ maxLeaseTtlMs: 1000 }, 1000)).code).toBe('UNAVAILABLE')
+    // By default every TTL core accepts (up to its 24 h) goes to the server.
+    expect((await acquireCode({}, MAX_LEASE_TTL_MS)).code).toBe('UNAVAILABLE')
     // With replication there is no hold, so no bound.
     expect(
       (await acquireCode({ replication: { replicas: 1, timeoutMs: 100 } }, 3_600_000)).code,
