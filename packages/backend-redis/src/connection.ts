@@ -4,6 +4,7 @@ import { Cluster, Redis } from 'ioredis'
 import { mapRedisError, sanitizeError } from './errors.js'
 import type { LuaScript } from './lua-scripts.js'
 import type { ResolvedRedisOptions } from './options.js'
+import { quietSentinelConnector } from './sentinel-connector.js'
 
 type Client = Redis | Cluster
 type Arg = string | Buffer
@@ -96,6 +97,12 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
             // Reconnect to the new primary as soon as a Sentinel announces the switch.
             failoverDetector: true,
             ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
+            // An unreachable Sentinel's errors are kept (sanitized) like the primary's, never printed.
+            Connector: quietSentinelConnector((error, address) => {
+              const copy = sanitizeError(error, secrets)
+              copy.message = `Sentinel ${address}: ${copy.message}`
+              lastError = copy
+            }),
           })
         : options.cluster === undefined
           ? new Redis({

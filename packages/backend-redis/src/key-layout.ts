@@ -31,6 +31,27 @@ export const RECORD_FIELD = {
 } as const
 
 /**
+ * The fields of a namespace's meta hash. The promotion hold is recorded per
+ * node identity (`master_replid`), so every client and every later backend
+ * instance on that node honour the same hold, and a replid that changes again
+ * (another promotion) starts a new one. `mt` is written on every node.
+ */
+export const META_FIELD = {
+  /** The `master_replid` of the promoted node the hold belongs to. */
+  holdReplid: 'hr',
+  /** Server ms of the first grant attempt on that node: the hold's start. */
+  holdFrom: 'hf',
+  /** Server ms until which no lease is granted on a key without a live one. */
+  holdUntil: 'hu',
+  /**
+   * The longest lease TTL (ms) the namespace ever granted or renewed, written
+   * by the grant's own script (so it replicates with the grant): the promotion
+   * hold lasts at least this long.
+   */
+  longestTtl: 'mt',
+} as const
+
+/**
  * Layout of a namespace in Redis. Every key starts with
  * `<keyPrefix>:{ns:<namespace>}:`, so all of a namespace's keys share one
  * hash tag and live in one Cluster slot: every Lua script touches one slot.
@@ -42,17 +63,22 @@ export const RECORD_FIELD = {
  *   read with `ZRANGE … BYLEX` (memcmp order = UTF-8 byte order).
  * - `<base>records`: set of every user key that has a hash, so `destroy`
  *   finds them all without `KEYS` or `SCAN`.
+ * - `<base>meta`: hash of namespace state kept on the server, fields named by
+ *   {@link META_FIELD} (the promotion hold). In the namespace's slot like the
+ *   rest, so in Cluster mode it lives on the node that serves the namespace.
  *
  * The user key is appended verbatim after `v:`: Redis keys are binary-safe,
  * and the hash tag is the first `{…}` of the key, which is always ours
  * (namespaces cannot contain braces), so braces in a user key cannot change
- * the slot. `v:` and the fixed names `index`/`records` never collide.
+ * the slot. `v:` and the fixed names `index`/`records`/`meta` never collide.
  */
 export interface RedisKeyLayout {
   /** Prefix of every per-key hash; append the user key. */
   readonly recordPrefix: string
   readonly index: string
   readonly records: string
+  /** The namespace's meta hash (promotion hold). */
+  readonly meta: string
   /** The hash of one user key. */
   record(key: string): string
 }
@@ -65,6 +91,7 @@ export function redisKeyLayout(keyPrefix: string, namespace: string): RedisKeyLa
     recordPrefix,
     index: `${base}index`,
     records: `${base}records`,
+    meta: `${base}meta`,
     record: (key) => recordPrefix + key,
   }
 }

@@ -1,5 +1,6 @@
 import {
   type AcquireLeaseOptions,
+  AgentStateError,
   assertLeaseShape,
   assertValidKey,
   checkAcquire,
@@ -18,20 +19,48 @@ export interface LeaseOperations {
   getLease(key: string): Promise<Lease | null>
 }
 
+/**
+ * The promotion hold of one backend instance (see ACQUIRE in
+ * `lua-scripts.ts`): whether it is `on`, the configured least hold `holdMs`
+ * (0 when neither `maxLeaseTtlMs` nor `promotionHoldMs` is set: the hold is
+ * then the longest TTL recorded on the promoted node), and the longest TTL it
+ * grants (core's 24 h unless `maxLeaseTtlMs`). Off under `replication`: every
+ * grant and renewal is then on the replicas before it is acknowledged.
+ */
+export interface PromotionHold {
+  readonly on: boolean
+  readonly holdMs: number
+  readonly maxLeaseTtlMs: number
+}
+
 /** The lease operations of one backend instance. */
-export function leaseOperations(ctx: OperationContext): LeaseOperations {
+export function leaseOperations(ctx: OperationContext, hold: PromotionHold): LeaseOperations {
   const { layout, capabilities } = ctx
+  const holdArgs = [hold.on ? '1' : '0', String(hold.holdMs)]
   return {
     async acquireLease(key, leaseOptions) {
       ctx.assertOpen()
       checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
+      if (hold.on && leaseOptions.ttlMs > hold.maxLeaseTtlMs) {
+        throw new AgentStateError(
+          'INVALID_ARGUMENT',
+          `ttlMs ${leaseOptions.ttlMs} is above this Redis backend's maxLeaseTtlMs (${hold.maxLeaseTtlMs}), the bound its promotion hold waits out`,
+          { context: { key, ttlMs: leaseOptions.ttlMs, maxLeaseTtlMs: hold.maxLeaseTtlMs } },
+        )
+      }
       const r = reply(
         await ctx.mutate(
           ACQUIRE,
           'acquireLease',
           key,
-          [layout.record(key), layout.records],
-          [key, leaseOptions.holder, String(leaseOptions.ttlMs), randomSuffix() + randomSuffix()],
+          [layout.record(key), layout.records, layout.meta],
+          [
+            key,
+            leaseOptions.holder,
+            String(leaseOptions.ttlMs),
+            randomSuffix() + randomSuffix(),
+            ...holdArgs,
+          ],
         ),
         key,
       )
@@ -56,7 +85,7 @@ export function leaseOperations(ctx: OperationContext): LeaseOperations {
           RENEW,
           'renewLease',
           lease.key,
-          [layout.record(lease.key)],
+          [layout.record(lease.key), layout.meta],
           [String(lease.token), leaseIdOf(lease)],
         ),
         lease.key,

@@ -11,7 +11,7 @@
  * client and the scripts cannot disagree. Reply layouts: `script-replies.ts`.
  */
 
-import { RECORD_FIELD as F } from './key-layout.js'
+import { RECORD_FIELD as F, META_FIELD as M } from './key-layout.js'
 
 /** A Lua script with how many of its arguments are keys. */
 export interface LuaScript {
@@ -48,6 +48,16 @@ local function lease_check(key, given, id, now, lt, le, li)
     return {'LEASE_LOST', lt or ''}
   end
   return nil
+end
+-- The namespace's longest granted TTL ('mt' of the meta hash): 0 when absent,
+-- false when corrupt. Raised only when a grant is longer, so one HGET is the
+-- usual cost.
+local function longest_ttl(raw)
+  if not raw then return 0 end
+  return tonumber(raw) or false
+end
+local function record_ttl(meta, known, ttl)
+  if ttl > known then redis.call('HSET', meta, '${M.longestTtl}', num(ttl)) end
 end
 -- The current meta for a PRECONDITION_FAILED reply; read only on failure.
 local function mismatch(key, v)
@@ -117,8 +127,11 @@ return {'OK', '1'}
 }
 
 /**
- * acquireLease. KEYS: record, records. ARGV: member, holder, ttlMs, random id.
- * Reply: OK token expiresAt leaseId, or LEASE_HELD holder expiresAt.
+ * acquireLease. KEYS: record, records, namespace meta. ARGV: member, holder,
+ * ttlMs, random id, promotion hold '1' on ('0' off, under `replication`),
+ * configured least hold in ms (`maxLeaseTtlMs`/`promotionHoldMs`, '0' unset).
+ * Reply: OK token expiresAt leaseId, LEASE_HELD holder expiresAt,
+ * PROMOTION_HOLD holdUntil, or CORRUPT_META.
  *
  * The token is max(counter + 1, server time in microseconds). The time floor
  * is what keeps tokens increasing across a failover to a replica that missed
@@ -128,39 +141,90 @@ return {'OK', '1'}
  * below 2^53 (a JS safe integer) until the year 2255, and one key cannot be
  * granted twice in a microsecond, so the counter never runs ahead of the clock
  * in practice. Counters written by 0.1/0.2 (small numbers) are below the floor.
+ *
+ * The promotion hold: a lease the old primary acknowledged but never
+ * replicated is unknown here, so a node that was promoted from replica
+ * (`INFO replication` shows a secondary replication id, `master_replid2`, not
+ * all zeros) grants nothing on a key without a live lease until the hold
+ * ends: from the first acquire this namespace sees on that node (its
+ * `master_replid`; also one refused because the key's lease is live, so the
+ * hold starts as early as it can) for the longer of the configured hold and
+ * the longest TTL the namespace granted as recorded here (`mt`, written by
+ * every grant's own script, so it reached this node with every grant that
+ * did). Recorded in the meta hash, so every client honours the same hold and
+ * a later one on a settled node does not wait again; while the hold runs, an
+ * instance configured with a longer hold extends it (from the same start).
+ * Once over it stays over: a longer grant made here afterwards is not one the
+ * old primary acknowledged. Live leases the node has are reported as
+ * LEASE_HELD as always, and renew, release and fenced writes never look at
+ * the hold. A node never promoted reads INFO and `mt` only.
  */
 export const ACQUIRE: LuaScript = {
   name: 'acquire',
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   source: `${PRELUDE}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
+local till = 0
+local known = nil
+if ARGV[5] == '1' then
+  local info = redis.call('INFO', 'replication')
+  local id2 = string.match(info, 'master_replid2:(%x+)')
+  if id2 and string.find(id2, '[^0]') then
+    local id = string.match(info, 'master_replid:(%x+)') or ''
+    local m = redis.call('HMGET', KEYS[3], '${M.holdReplid}', '${M.holdFrom}', '${M.holdUntil}', '${M.longestTtl}')
+    known = longest_ttl(m[4])
+    if not known then return {'CORRUPT_META'} end
+    local hold = math.max(tonumber(ARGV[6]), known)
+    local from = now
+    if m[1] == id then
+      from, till = tonumber(m[2]), tonumber(m[3])
+      if not (from and till) then return {'CORRUPT_META'} end
+      if till <= now then hold = 0 end
+    end
+    if m[1] ~= id or from + hold > till then
+      till = math.max(till, from + hold)
+      redis.call('HSET', KEYS[3], '${M.holdReplid}', id, '${M.holdFrom}', num(from), '${M.holdUntil}', num(till))
+    end
+  end
+end
 if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
+if till > now then return {'PROMOTION_HOLD', num(till)} end
+if known == nil then
+  known = longest_ttl(redis.call('HGET', KEYS[3], '${M.longestTtl}'))
+  if not known then return {'CORRUPT_META'} end
+end
 local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
 local expires = now + tonumber(ARGV[3])
 local id = num(token) .. ':' .. ARGV[4]
 redis.call('HSET', KEYS[1], '${F.leaseHolder}', ARGV[2], '${F.leaseToken}', num(token), '${F.leaseTtl}', ARGV[3], '${F.leaseExpiresAt}', num(expires), '${F.fence}', num(token), '${F.leaseId}', id)
 -- A fencing counter means an earlier acquire already registered the key.
 if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
+record_ttl(KEYS[3], known, tonumber(ARGV[3]))
 return {'OK', num(token), num(expires), id}
 `,
 }
 
 /**
- * renewLease. KEYS: record. ARGV: token, lease id or ''.
- * Reply: OK holder ttlMs expiresAt, or LEASE_LOST currentToken.
+ * renewLease. KEYS: record, namespace meta. ARGV: token, lease id or ''.
+ * Reply: OK holder ttlMs expiresAt, LEASE_LOST currentToken, or CORRUPT_META.
+ * A renewal keeps the lease's TTL, so it raises the namespace's longest TTL
+ * (`mt`) only for a lease granted before grants recorded it (0.1–0.3).
  */
 export const RENEW: LuaScript = {
   name: 'renew',
-  numberOfKeys: 1,
+  numberOfKeys: 2,
   source: `${PRELUDE}
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
 if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
+local known = longest_ttl(redis.call('HGET', KEYS[2], '${M.longestTtl}'))
+if not known then return {'CORRUPT_META'} end
 local expires = now + tonumber(f[3])
 redis.call('HSET', KEYS[1], '${F.leaseExpiresAt}', num(expires))
+record_ttl(KEYS[2], known, tonumber(f[3]))
 return {'OK', f[1], f[3], num(expires)}
 `,
 }
@@ -243,17 +307,18 @@ return out
 }
 
 /**
- * One batch of destroy. KEYS: records, index. ARGV: record prefix, batch size.
- * Removes up to a batch of per-key hashes; once none are left, the index.
+ * One batch of destroy. KEYS: records, index, meta. ARGV: record prefix, batch size.
+ * Removes up to a batch of per-key hashes; once none are left, the index and
+ * the meta hash (a promotion hold then starts afresh at the next grant: longer, never shorter).
  * Reply: how many hashes were removed (0 when done).
  */
 export const DESTROY: LuaScript = {
   name: 'destroy',
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   source: `
 local members = redis.call('SPOP', KEYS[1], tonumber(ARGV[2]))
 for _, m in ipairs(members) do redis.call('DEL', ARGV[1] .. m) end
-if #members == 0 then redis.call('DEL', KEYS[2]) end
+if #members == 0 then redis.call('DEL', KEYS[2], KEYS[3]) end
 return #members
 `,
 }

@@ -87,6 +87,37 @@ export const redisOptionsSchema = z
       })
       .optional(),
     /**
+     * Longest lease `ttlMs` this backend grants when `replication` is off; a
+     * longer one is `INVALID_ARGUMENT`. Unset (the default), every TTL core
+     * accepts (up to 24 h) is granted and the promotion hold lasts the longest
+     * TTL the namespace granted as known to the promoted node; set, the hold
+     * lasts at least this long, which also covers a grant the promoted node
+     * never received (the strict guarantee). Ignored with `replication`.
+     */
+    maxLeaseTtlMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 60 * 60 * 1000)
+      .optional(),
+    /**
+     * Promotion hold, in ms: when `replication` is off, a node that was
+     * promoted from replica grants no lease on a key it knows no live lease
+     * of (`LEASE_HELD`, `context.promotionHold: true`) for at least this long
+     * after the first `acquireLease` it serves for this namespace (the hold is
+     * the longest of this, `maxLeaseTtlMs` and the longest TTL the namespace
+     * granted as recorded on that node). At least `maxLeaseTtlMs` when both
+     * are set; add the time the old primary may keep accepting writes after
+     * the promotion (bounded on the server by `min-replicas-to-write` /
+     * `min-replicas-max-lag`). Ignored with `replication`.
+     */
+    promotionHoldMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 * 24 * 60 * 60 * 1000)
+      .optional(),
+    /**
      * Declares `capabilities.durable`: whether acknowledged writes survive a
      * server restart (AOF on: `appendonly yes`). Set it where `CONFIG GET` is
      * disabled (managed services). Unset, `openRedisBackend` probes
@@ -99,6 +130,13 @@ export const redisOptionsSchema = z
     message: 'sentinel and cluster cannot be combined',
     path: ['sentinel'],
   })
+  .refine(
+    (options) =>
+      options.promotionHoldMs === undefined ||
+      options.maxLeaseTtlMs === undefined ||
+      options.promotionHoldMs >= options.maxLeaseTtlMs,
+    { message: 'promotionHoldMs must be at least maxLeaseTtlMs', path: ['promotionHoldMs'] },
+  )
 
 /** Options of `createRedisBackend` (every field optional; see {@link redisOptionsSchema}). */
 export type RedisBackendOptions = z.input<typeof redisOptionsSchema>

@@ -3,6 +3,7 @@ import {
   type Capabilities,
   CONTRACT_VERSION,
   MAX_KEY_BYTES,
+  MAX_LEASE_TTL_MS,
   parseBackendOptions,
 } from '@agent-state/core'
 import { createRedisConnection } from './connection.js'
@@ -67,7 +68,17 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
   let closed = false
   const ctx = createOperationContext(resolved, connection, layout, capabilities, () => closed)
   const values = valueOperations(ctx)
-  const leases = leaseOperations(ctx)
+  // Under replication every grant is on the replicas before it is acknowledged: no hold needed.
+  const leases = leaseOperations(
+    ctx,
+    resolved.replication === undefined
+      ? {
+          on: true,
+          holdMs: Math.max(resolved.promotionHoldMs ?? 0, resolved.maxLeaseTtlMs ?? 0),
+          maxLeaseTtlMs: resolved.maxLeaseTtlMs ?? MAX_LEASE_TTL_MS,
+        }
+      : { on: false, holdMs: 0, maxLeaseTtlMs: MAX_LEASE_TTL_MS },
+  )
 
   const backend: Backend = {
     contractVersion: CONTRACT_VERSION,
@@ -89,7 +100,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
         const removed = await connection.script(
           DESTROY,
           'destroy',
-          [layout.records, layout.index],
+          [layout.records, layout.index, layout.meta],
           [layout.recordPrefix, String(DESTROY_BATCH)],
         )
         if (removed === 0) return

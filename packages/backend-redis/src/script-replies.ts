@@ -75,6 +75,8 @@ export const REPLY = {
   getLease: ['status', 'holder', 'token', 'ttlMs', 'expiresAt'],
   /** head of a 0.1 version: OK version size writer updatedAt, or NONE. */
   head: ['status', 'version', 'size', 'writer', 'updatedAt'],
+  /** A refused acquire on a promoted node: PROMOTION_HOLD holdUntil. */
+  promotionHold: ['status', 'holdUntil'],
   /** A refused write: LEASE_HELD holder expiresAt. */
   leaseHeld: ['status', 'holder', 'expiresAt'],
   /** A refused write: LEASE_LOST currentToken (`''` when there is no lease). */
@@ -144,6 +146,23 @@ export function leaseHeld(key: string, holder: string, expiresAt: string): Agent
   })
 }
 
+/**
+ * The LEASE_HELD error of the promotion hold: the node serving the namespace
+ * was promoted from replica and may lack a lease the old primary granted, so
+ * it grants none on a key without a live lease until `holdUntil` (server ms).
+ * LEASE_HELD because it is what a caller already handles by waiting for
+ * `context.expiresAt` and retrying; the holder is unknown (`null`), and
+ * `context.promotionHold: true` tells it apart.
+ */
+export function promotionHeld(key: string, holdUntil: string): AgentStateError {
+  const until = toNumber(key, holdUntil, 'hu')
+  return new AgentStateError(
+    'LEASE_HELD',
+    `Key ${JSON.stringify(key)} may still be leased on the primary this Redis node replaced: after its promotion it grants no new lease until ${new Date(until).toISOString()} (server clock)`,
+    { context: { key, holder: null, expiresAt: until, promotionHold: true } },
+  )
+}
+
 /** The LEASE_LOST error for a stale lease. */
 export function leaseLost(key: string, token: number, current: string): AgentStateError {
   return new AgentStateError(
@@ -183,6 +202,14 @@ export function throwWriteFailure(
       throw leaseLost(key, lease?.token ?? 0, named(key, r, REPLY.leaseLost).currentToken)
     case 'PRECONDITION_FAILED':
       throw preconditionFailed(key, r)
+    case 'PROMOTION_HOLD':
+      throw promotionHeld(key, named(key, r, REPLY.promotionHold).holdUntil)
+    case 'CORRUPT_META':
+      throw new AgentStateError(
+        'CORRUPT',
+        'The Redis meta hash of this namespace is corrupt: unreadable promotion hold or longest lease TTL',
+        { context: { key, problem: 'unreadable promotion hold or longest lease TTL' } },
+      )
     default:
       throw corrupt(key, `unexpected script status ${JSON.stringify(r[0])}`)
   }

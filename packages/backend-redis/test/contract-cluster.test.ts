@@ -15,7 +15,11 @@ describeBackendContract({
   // and these topologies share its scripts; AGENT_STATE_CRASH_CYCLES still overrides both.
   scale: { crashCycles: 20 },
   create: (ctx) =>
-    openRedisBackend({ cluster: { nodes }, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+    openRedisBackend({
+      cluster: { nodes },
+      namespace: ctx.namespace,
+      maxValueBytes: 1 << 20,
+    }),
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { cluster: { nodes } },
@@ -47,6 +51,8 @@ describe('redis cluster specifics', () => {
       expect(await keySlot(layout.record(key))).toBe(indexSlot)
     }
     expect(await keySlot(layout.records)).toBe(indexSlot)
+    // The promotion hold's record too: it lives on the node that serves the namespace.
+    expect(await keySlot(layout.meta)).toBe(indexSlot)
     const b = createRedisBackend({ cluster: { nodes }, namespace: 'slots' })
     try {
       await b.put('{other}/x', bytes('1'))
@@ -70,7 +76,8 @@ describe('redis cluster specifics', () => {
         await b.put('k', bytes('v'))
         await b.acquireLease('l', { holder: 'h', ttlMs: 60_000 })
       }
-      expect((await keysEverywhere('as:{ns:spread-*')).length).toBe(names.length * 4)
+      // Per namespace: the value's hash, the index, the records set and the meta hash (`mt`).
+      expect((await keysEverywhere('as:{ns:spread-*')).length).toBe(names.length * 5)
       for (const b of backends) await b.destroy?.()
       expect(await keysEverywhere('as:{ns:spread-*')).toEqual([])
     } finally {

@@ -11,7 +11,11 @@ afterAll(() => server.stop())
 describeBackendContract({
   name: 'redis',
   create: (ctx) =>
-    openRedisBackend({ port: server.port, namespace: ctx.namespace, maxValueBytes: 1 << 20 }),
+    openRedisBackend({
+      port: server.port,
+      namespace: ctx.namespace,
+      maxValueBytes: 1 << 20,
+    }),
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { port: server.port },

@@ -1,5 +1,5 @@
 import { errorCodeOf } from '@agent-state/contract'
-import type { Backend, Lease } from '@agent-state/core'
+import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 
 /**
  * Load and bookkeeping for the failover tier: compare-and-set increments and
@@ -104,6 +104,62 @@ export async function leaseWorker(
   }
 }
 
+/** One acquire on the old primary, logged as held when acknowledged (not when its outcome is unknown). */
+export async function acquireLogged(
+  b: Backend,
+  key: string,
+  holder: string,
+  ttlMs: number,
+  log: OldPrimaryLog,
+): Promise<void> {
+  const attempt = b.acquireLease(key, { holder, ttlMs })
+  const code = await errorCodeOf(attempt)
+  if (code === 'resolved') {
+    const lease = await attempt
+    log.tokens.push(lease.token)
+    log.held.push({
+      key,
+      token: lease.token,
+      grantedAt: lease.expiresAt - ttlMs,
+      end: lease.expiresAt,
+    })
+    return
+  }
+  // Anything but an unknown outcome fails the trial with the original error.
+  if (code !== 'INDETERMINATE' && code !== 'UNAVAILABLE') await attempt
+  log.indeterminate++
+}
+
+/** The first grant on the promoted node, and whether its promotion hold refused it first. */
+export interface FirstGrant {
+  readonly lease: Lease
+  /** Refusals with `context.promotionHold: true` before the grant. */
+  readonly holdRefusals: number
+  /** From the first attempt to the grant, on this host's clock. */
+  readonly waitedMs: number
+}
+
+/** Acquires `key` on the promoted node, polling while it is held (by a lease or the hold). */
+export async function firstGrant(
+  b: Backend,
+  key: string,
+  ttlMs: number,
+  timeoutMs: number,
+): Promise<FirstGrant> {
+  const started = Date.now()
+  let holdRefusals = 0
+  for (;;) {
+    try {
+      const lease = await b.acquireLease(key, { holder: 'new', ttlMs })
+      return { lease, holdRefusals, waitedMs: Date.now() - started }
+    } catch (error) {
+      if (!isAgentStateError(error, 'LEASE_HELD') || Date.now() - started > timeoutMs) throw error
+      if (error.context.promotionHold === true) holdRefusals++
+    }
+    await sleep(20)
+  }
+}
+
 /** Acquires `key` on `b`, polling while it is held, for up to `timeoutMs`. */
 export async function acquirePolling(
   b: Backend,
@@ -131,6 +187,11 @@ export interface TrialFindings {
   readonly doubleHolders: number
   readonly staleAccepted: string[]
   readonly indeterminate: number
+  /** Whether the promoted node recorded a promotion hold under its own replication id. */
+  readonly holdRecorded: boolean
+  /** The promoted node's first grant attempt: refusals by its promotion hold, and the wait. */
+  readonly holdRefusals: number
+  readonly firstGrantWaitMs: number
 }
 
 /** Grants on the new primary that an acknowledged lease on the old one could still hold. */

@@ -1,12 +1,13 @@
 import { type Backend, isAgentStateError, openBackend } from '@agent-state/core'
 import {
+  freePort,
   type RedisSentinel,
   type RedisServer,
   redisCli,
   startRedisSentinel,
   startRedisServer,
 } from '@agent-state/test-services'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
 
 /**
@@ -78,12 +79,43 @@ describe('Sentinel', () => {
     )
   }, 60_000)
 
-  it('finds the primary, and the new one after a failover', async () => {
+  it('an unreachable Sentinel in the list prints nothing (its errors stay with the backend)', async () => {
+    const printed = vi.spyOn(console, 'error')
+    try {
+      const nowhere = await freePort()
+      const b = createRedisBackend({
+        sentinel: {
+          nodes: [
+            { host: '127.0.0.1', port: nowhere },
+            { host: sentinel.host, port: sentinel.port },
+          ],
+          name: sentinel.name,
+        },
+        namespace: 'sentinel-unreachable',
+      })
+      opened.push(b)
+      await b.put('k', bytes('v'))
+      // The failover detector subscribes to every Sentinel after connecting, and ioredis
+      // retries an unreachable one every second: long enough for two attempts.
+      await sleep(2500)
+      await b.put('k', bytes('v2'))
+      const unhandled = printed.mock.calls.filter((call) =>
+        call.some((part) => String(part).includes('Unhandled error event')),
+      )
+      expect(unhandled).toEqual([])
+    } finally {
+      printed.mockRestore()
+    }
+  }, 60_000)
+
+  it('finds the primary, and the new one after a failover, where the promotion hold engages', async () => {
+    const holdMs = 2000
     const b = createRedisBackend({
       sentinel: { nodes: [{ host: sentinel.host, port: sentinel.port }], name: sentinel.name },
       namespace: 'sentinel',
       commandTimeoutMs: 1000,
       connectTimeoutMs: 2000,
+      maxLeaseTtlMs: holdMs,
     })
     opened.push(b)
     const layout = redisKeyLayout('as', 'sentinel')
@@ -122,5 +154,25 @@ describe('Sentinel', () => {
       after.version,
     )
     expect((await b.get('before'))?.meta.version).toBe(before.version)
+    // The same instance, now on the promoted node, grants no lease until the hold is over.
+    let refusal: unknown
+    try {
+      await b.acquireLease('lock', { holder: 'h', ttlMs: holdMs })
+    } catch (error) {
+      refusal = error
+    }
+    expect(refusal).toMatchObject({ code: 'LEASE_HELD', context: { promotionHold: true } })
+    const holdUntil = (refusal as { context: { expiresAt: number } }).context.expiresAt
+    let lease: Awaited<ReturnType<Backend['acquireLease']>> | undefined
+    while (lease === undefined) {
+      try {
+        lease = await b.acquireLease('lock', { holder: 'h', ttlMs: holdMs })
+      } catch (error) {
+        if (!isAgentStateError(error, 'LEASE_HELD') || Date.now() > deadline) throw error
+        await sleep(50)
+      }
+    }
+    // Granted on the promoted node's clock after the hold's end, not before.
+    expect(lease.expiresAt - holdMs).toBeGreaterThanOrEqual(holdUntil)
   }, 120_000)
 })
