@@ -1,22 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  optionsTableFields,
-  optionsTableProblems,
-  packageReadme,
-  runTsBlock,
-} from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createFsBackend, fsOptionsSchema, layoutOf } from '../src/index.js'
 
-const {
-  packageDir: PACKAGE_DIR,
-  markdown,
-  blocks,
-  tsBlocks,
-  typecheck,
-} = packageReadme(import.meta.url)
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, markdown, blocks, tsBlocks, typecheck } = readme
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-state-fs-readme-'))
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
@@ -63,7 +53,7 @@ describe('the fs README', () => {
   }, 60_000)
 
   it('the options table lists exactly the schema fields, with the schema defaults', () => {
-    const rows = optionsTableFields(markdown, '## Options')
+    const rows = readme.optionsTable('## Options')
     expect(optionsTableProblems(rows, fsOptionsSchema)).toEqual([])
     const defaults = fsOptionsSchema.parse({ root: '/r' }) as Record<string, unknown>
     for (const { name, shown } of rows) {

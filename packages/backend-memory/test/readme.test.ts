@@ -1,13 +1,9 @@
-import {
-  optionsTableFields,
-  optionsTableProblems,
-  packageReadme,
-  runTsBlock,
-} from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { describe, expect, it } from 'vitest'
 import { memoryOptionsSchema } from '../src/index.js'
 
-const { packageDir: PACKAGE_DIR, markdown, blocks, typecheck } = packageReadme(import.meta.url)
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, markdown, blocks, typecheck } = readme
 
 describe('the memory README', () => {
   it('has every section of the backend READMEs, in order', () => {
@@ -35,7 +31,7 @@ describe('the memory README', () => {
   }, 60_000)
 
   it('the options table lists exactly the schema fields, with the schema defaults', () => {
-    const rows = optionsTableFields(markdown, '## Options')
+    const rows = readme.optionsTable('## Options')
     expect(optionsTableProblems(rows, memoryOptionsSchema)).toEqual([])
     const defaults = memoryOptionsSchema.parse({})
     expect(rows.find((row) => row.name === 'namespace')?.shown).toBe(

@@ -1,9 +1,4 @@
-import {
-  optionsTableFields,
-  optionsTableProblems,
-  packageReadme,
-  runTsBlock,
-} from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { startRedisServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { redisOptionsSchema } from '../src/index.js'
@@ -14,7 +9,8 @@ import { redisOptionsSchema } from '../src/index.js'
  * suite's own redis-server (exact substitutions of its port and URL).
  */
 
-const { packageDir, markdown, blocks, tsBlocks, typecheck } = packageReadme(import.meta.url)
+const readme = packageReadme(import.meta.url)
+const { packageDir, blocks, tsBlocks, typecheck } = readme
 const server = await startRedisServer()
 afterAll(() => server.stop())
 
@@ -54,7 +50,7 @@ describe('README', () => {
 
   it('lists every option of the schema in the Options table, and nothing else', () => {
     // In the schema's order; the `cluster`, `sentinel` and `replication` rows name their fields.
-    const rows = optionsTableFields(markdown, '## Options')
+    const rows = readme.optionsTable('## Options')
     expect(optionsTableProblems(rows, redisOptionsSchema)).toEqual([])
   })
 })

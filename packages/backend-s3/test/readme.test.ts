@@ -1,20 +1,10 @@
-import {
-  optionsTableFields,
-  optionsTableProblems,
-  packageReadme,
-  runTsBlock,
-} from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { describe, expect, it } from 'vitest'
 import { createS3Backend, s3OptionsSchema } from '../src/index.js'
 import { s3Config } from './s3-config.js'
 
-const {
-  packageDir: PACKAGE_DIR,
-  markdown,
-  blocks,
-  tsBlocks,
-  typecheck,
-} = packageReadme(import.meta.url)
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, blocks, tsBlocks, typecheck } = readme
 
 /** What each block needs changed to run against the suite's RGW instead of the README's. */
 function substitutionsFor(index: number): Record<string, string> {
@@ -75,7 +65,7 @@ describe('the S3 README', () => {
   it('lists exactly the schema options in the Options table', () => {
     // Names in order, `required` exactly where the schema requires (`bucket`), and the
     // `credentials` row naming the credentials' own fields.
-    const rows = optionsTableFields(markdown, '## Options')
+    const rows = readme.optionsTable('## Options')
     expect(optionsTableProblems(rows, s3OptionsSchema)).toEqual([])
   })
 })

@@ -1,16 +1,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import {
-  optionsTableFields,
-  optionsTableProblems,
-  packageReadme,
-  runTsBlock,
-} from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { describe, expect, it } from 'vitest'
 import { sqliteOptionsSchema } from '../src/index.js'
 import { PACKAGE_DIR, useTempDatabase } from './helpers.js'
 
-const { markdown, blocks, tsBlocks, typecheck } = packageReadme(import.meta.url)
+const readme = packageReadme(import.meta.url)
+const { blocks, tsBlocks, typecheck } = readme
 const shBlocks = blocks.filter((block) => block.language === 'sh')
 
 describe('the SQLite README', () => {
@@ -41,7 +37,7 @@ describe('the SQLite README', () => {
 
   it('lists exactly the schema options in the Options table', () => {
     // Names in order, and `required` exactly where the schema requires (`path`).
-    const rows = optionsTableFields(markdown, '## Options')
+    const rows = readme.optionsTable('## Options')
     expect(optionsTableProblems(rows, sqliteOptionsSchema)).toEqual([])
   })
 

@@ -1,21 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  optionsTableFields,
-  optionsTableProblems,
-  packageReadme,
-  runTsBlock,
-} from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { keyvStoreOptionsSchema } from '../src/index.js'
 
-const {
-  packageDir: PACKAGE_DIR,
-  markdown,
-  blocks: BLOCKS,
-  typecheck,
-} = packageReadme(import.meta.url)
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, blocks: BLOCKS, typecheck } = readme
 
 describe('the keyv README', () => {
   let dataDir: string
@@ -48,7 +39,7 @@ describe('the keyv README', () => {
   }, 60_000)
 
   it('the options table lists exactly the schema fields, with the schema defaults', () => {
-    const rows = optionsTableFields(markdown, '## Options (`keyvStoreOptionsSchema`)')
+    const rows = readme.optionsTable('## Options (`keyvStoreOptionsSchema`)')
     expect(optionsTableProblems(rows, keyvStoreOptionsSchema)).toEqual([])
     const defaults = keyvStoreOptionsSchema.parse({ backend: { contractVersion: 1 } })
     const shown = Object.fromEntries(rows.map((row) => [row.name, row.shown]))

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseBlocks, type ReadmeBlock } from './blocks.js'
+import { type OptionsTableRow, optionsTableFields } from './options-table.js'
 import { typecheckBlocks } from './typecheck-blocks.js'
 
 /** A package's README, read once for its `test/readme.test.ts`. */
@@ -18,6 +19,8 @@ export interface PackageReadme {
   readonly tsBlocks: readonly ReadmeBlock[]
   /** {@link typecheckBlocks} of the `ts` blocks under the package's tsconfig: empty when clean. */
   typecheck(): string[]
+  /** {@link optionsTableFields} of the README: the options table under `heading` (`## Options`). */
+  optionsTable(heading: string): OptionsTableRow[]
 }
 
 /**
@@ -41,5 +44,6 @@ export function packageReadme(testFileUrl: string): PackageReadme {
         tsBlocks.map((block) => block.code),
         { packageDir },
       ),
+    optionsTable: (heading) => optionsTableFields(markdown, heading),
   }
 }

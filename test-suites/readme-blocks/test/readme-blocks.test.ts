@@ -109,5 +109,7 @@ describe("this package's README, through packageReadme", () => {
     expect(readme.tsBlocks.length).toBeGreaterThanOrEqual(1)
     expect(readme.tsBlocks.every((block) => block.language === 'ts')).toBe(true)
     expect(readme.typecheck()).toEqual([])
+    // This README has no options table: asking for one names what is missing.
+    expect(() => readme.optionsTable('## Options')).toThrow('no heading "## Options"')
   })
 })
