@@ -1,29 +1,18 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createFsBackend, fsOptionsSchema, layoutOf } from '../src/index.js'
 
-const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
-const README = join(PACKAGE_DIR, 'README.md')
-const blocks = readmeBlocks(README)
-const tsBlocks = blocks.filter((block) => block.language === 'ts')
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, markdown, blocks, tsBlocks, typecheck } = readme
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-state-fs-readme-'))
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
-/** The README's section text between `## heading` and the next `## `. */
-function section(markdown: string, heading: string): string {
-  const start = markdown.indexOf(`\n## ${heading}\n`)
-  expect(start, `section ${heading}`).toBeGreaterThan(-1)
-  const end = markdown.indexOf('\n## ', start + 1)
-  return markdown.slice(start, end === -1 ? undefined : end)
-}
-
 describe('the fs README', () => {
   it('has every section of the backend READMEs, in order', () => {
-    const headings = [...readFileSync(README, 'utf8').matchAll(/^## (.+)$/gm)].map((m) => m[1])
+    const headings = [...markdown.matchAll(/^## (.+)$/gm)].map((m) => m[1])
     const wanted = ['Guarantees', 'Options', 'URL form', 'Caveats', 'Tests']
     expect(headings.filter((heading) => wanted.includes(heading as string))).toEqual(wanted)
     expect(headings.slice(0, 5)).toEqual(wanted)
@@ -60,21 +49,12 @@ describe('the fs README', () => {
   )
 
   it('ts blocks type-check under the package tsconfig', () => {
-    expect(
-      typecheckBlocks(
-        tsBlocks.map((block) => block.code),
-        { packageDir: PACKAGE_DIR },
-      ),
-    ).toEqual([])
+    expect(typecheck()).toEqual([])
   }, 60_000)
 
   it('the options table lists exactly the schema fields, with the schema defaults', () => {
-    const table = section(readFileSync(README, 'utf8'), 'Options')
-    const rows = [...table.matchAll(/^\| `(\w+)` +\| ([^|]+?) +\|/gm)].map((m) => ({
-      name: m[1] as string,
-      shown: m[2] as string,
-    }))
-    expect(rows.map((row) => row.name)).toEqual(Object.keys(fsOptionsSchema.shape))
+    const rows = readme.optionsTable('## Options')
+    expect(optionsTableProblems(rows, fsOptionsSchema)).toEqual([])
     const defaults = fsOptionsSchema.parse({ root: '/r' }) as Record<string, unknown>
     for (const { name, shown } of rows) {
       if (name === 'root') expect(shown).toBe('required')

@@ -1,14 +1,9 @@
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { describe, expect, it } from 'vitest'
 import { memoryOptionsSchema } from '../src/index.js'
 
-const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
-const README = join(PACKAGE_DIR, 'README.md')
-const markdown = readFileSync(README, 'utf8')
-const blocks = readmeBlocks(README)
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, markdown, blocks, typecheck } = readme
 
 describe('the memory README', () => {
   it('has every section of the backend READMEs, in order', () => {
@@ -32,22 +27,12 @@ describe('the memory README', () => {
   )
 
   it('ts blocks type-check under the package tsconfig', () => {
-    expect(
-      typecheckBlocks(
-        blocks.map((block) => block.code),
-        { packageDir: PACKAGE_DIR },
-      ),
-    ).toEqual([])
+    expect(typecheck()).toEqual([])
   }, 60_000)
 
   it('the options table lists exactly the schema fields, with the schema defaults', () => {
-    const start = markdown.indexOf('\n## Options\n')
-    const table = markdown.slice(start, markdown.indexOf('\n## ', start + 1))
-    const rows = [...table.matchAll(/^\| `(\w+)` +\| ([^|]+?) +\|/gm)].map((m) => ({
-      name: m[1] as string,
-      shown: m[2] as string,
-    }))
-    expect(rows.map((row) => row.name)).toEqual(Object.keys(memoryOptionsSchema.shape))
+    const rows = readme.optionsTable('## Options')
+    expect(optionsTableProblems(rows, memoryOptionsSchema)).toEqual([])
     const defaults = memoryOptionsSchema.parse({})
     expect(rows.find((row) => row.name === 'namespace')?.shown).toBe(
       `\`${JSON.stringify(defaults.namespace)}\``,

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { startRedisServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { redisOptionsSchema } from '../src/index.js'
@@ -10,10 +9,8 @@ import { redisOptionsSchema } from '../src/index.js'
  * suite's own redis-server (exact substitutions of its port and URL).
  */
 
-const packageDir = new URL('..', import.meta.url).pathname
-const readme = `${packageDir}README.md`
-const blocks = readmeBlocks(readme)
-const tsBlocks = blocks.filter((block) => block.language === 'ts')
+const readme = packageReadme(import.meta.url)
+const { packageDir, blocks, tsBlocks, typecheck } = readme
 const server = await startRedisServer()
 afterAll(() => server.stop())
 
@@ -30,12 +27,7 @@ describe('README', () => {
   })
 
   it('type-checks every ts block under the package tsconfig', () => {
-    expect(
-      typecheckBlocks(
-        tsBlocks.map((block) => block.code),
-        { packageDir },
-      ),
-    ).toEqual([])
+    expect(typecheck()).toEqual([])
     // One whole tsc program: ~10 s alone, several times that on a loaded machine.
   }, 180_000)
 
@@ -57,9 +49,8 @@ describe('README', () => {
   }, 90_000)
 
   it('lists every option of the schema in the Options table, and nothing else', () => {
-    const text = readFileSync(readme, 'utf8')
-    const options = text.slice(text.indexOf('## Options'), text.indexOf('## URL form'))
-    const rows = [...options.matchAll(/^\| `([A-Za-z]+)` +\|/gm)].map((match) => match[1])
-    expect(rows.sort()).toEqual(Object.keys(redisOptionsSchema.shape).sort())
+    // In the schema's order; the `cluster`, `sentinel` and `replication` rows name their fields.
+    const rows = readme.optionsTable('## Options')
+    expect(optionsTableProblems(rows, redisOptionsSchema)).toEqual([])
   })
 })

@@ -1,14 +1,10 @@
-import { readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { describe, expect, it } from 'vitest'
 import { createS3Backend, s3OptionsSchema } from '../src/index.js'
 import { s3Config } from './s3-config.js'
 
-const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
-const README = fileURLToPath(new URL('../README.md', import.meta.url))
-const blocks = readmeBlocks(README)
-const tsBlocks = blocks.filter((block) => block.language === 'ts')
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, blocks, tsBlocks, typecheck } = readme
 
 /** What each block needs changed to run against the suite's RGW instead of the README's. */
 function substitutionsFor(index: number): Record<string, string> {
@@ -63,19 +59,13 @@ describe('the S3 README', () => {
   })
 
   it('type-checks every ts block under the package tsconfig', () => {
-    const problems = typecheckBlocks(
-      tsBlocks.map((block) => block.code),
-      { packageDir: PACKAGE_DIR },
-    )
-    expect(problems).toEqual([])
+    expect(typecheck()).toEqual([])
   }, 120_000)
 
   it('lists exactly the schema options in the Options table', () => {
-    const text = readFileSync(README, 'utf8')
-    const section = text.slice(text.indexOf('\n## Options\n'), text.indexOf('\n## URL form\n'))
-    const rows = [...section.matchAll(/^\| `(\w+)` +\| ([^|]+?) +\|/gm)]
-    expect(rows.map((row) => row[1])).toEqual(Object.keys(s3OptionsSchema.shape))
-    const required = rows.filter((row) => row[2] === 'required').map((row) => row[1])
-    expect(required).toEqual(['bucket'])
+    // Names in order, `required` exactly where the schema requires (`bucket`), and the
+    // `credentials` row naming the credentials' own fields.
+    const rows = readme.optionsTable('## Options')
+    expect(optionsTableProblems(rows, s3OptionsSchema)).toEqual([])
   })
 })

@@ -1,13 +1,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { describe, expect, it } from 'vitest'
 import { sqliteOptionsSchema } from '../src/index.js'
 import { PACKAGE_DIR, useTempDatabase } from './helpers.js'
 
-const README = join(PACKAGE_DIR, 'README.md')
-const blocks = readmeBlocks(README)
-const tsBlocks = blocks.filter((block) => block.language === 'ts')
+const readme = packageReadme(import.meta.url)
+const { blocks, tsBlocks, typecheck } = readme
 const shBlocks = blocks.filter((block) => block.language === 'sh')
 
 describe('the SQLite README', () => {
@@ -33,20 +32,13 @@ describe('the SQLite README', () => {
   )
 
   it('type-checks every ts block under the package tsconfig', () => {
-    const problems = typecheckBlocks(
-      tsBlocks.map((block) => block.code),
-      { packageDir: PACKAGE_DIR },
-    )
-    expect(problems).toEqual([])
+    expect(typecheck()).toEqual([])
   }, 120_000)
 
   it('lists exactly the schema options in the Options table', () => {
-    const text = readFileSync(README, 'utf8')
-    const section = text.slice(text.indexOf('\n## Options\n'), text.indexOf('\n## URL form\n'))
-    const rows = [...section.matchAll(/^\| `(\w+)` +\| ([^|]+?) +\|/gm)]
-    expect(rows.map((row) => row[1])).toEqual(Object.keys(sqliteOptionsSchema.shape))
-    const required = rows.filter((row) => row[2] === 'required').map((row) => row[1])
-    expect(required).toEqual(['path'])
+    // Names in order, and `required` exactly where the schema requires (`path`).
+    const rows = readme.optionsTable('## Options')
+    expect(optionsTableProblems(rows, sqliteOptionsSchema)).toEqual([])
   })
 
   // The Tests block's vitest commands are this very suite: running them from

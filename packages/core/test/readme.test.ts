@@ -3,11 +3,12 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
-const BLOCKS = readmeBlocks(join(PACKAGE_DIR, 'README.md'))
+// The blocks run without the workspace's NODE_PATH (runTsBlock drops it): a user's process has
+// none, and openBackend must find the backend from the user's project alone.
+const { packageDir: PACKAGE_DIR, blocks: BLOCKS, typecheck } = packageReadme(import.meta.url)
 
 describe('the core README', () => {
   // A user's project with exactly core and the SQLite backend installed (links into this
@@ -56,7 +57,6 @@ describe('the core README', () => {
     const result = await runTsBlock(BLOCKS[1]?.code ?? '', {
       cwd: project,
       substitutions: { '@acme/agent-state-lmdb': module },
-      env: { NODE_PATH: '' },
     })
     expect(result.stderr).toBe('')
     expect(result.exitCode).toBe(0)
@@ -68,9 +68,6 @@ describe('the core README', () => {
     const result = await runTsBlock(block?.code ?? '', {
       cwd: project,
       substitutions: { 'sqlite:./state.db': `sqlite:${join(project, 'state.db')}` },
-      // The test runner's pnpm shim sets NODE_PATH to every hoisted package of the workspace,
-      // @agent-state/s3 included; a user's process has none.
-      env: { NODE_PATH: '' },
     })
     expect(result.stderr).toBe('')
     expect(result.exitCode).toBe(0)
@@ -78,11 +75,6 @@ describe('the core README', () => {
   }, 60_000)
 
   it('the ts blocks type-check under the strict repository settings', () => {
-    expect(
-      typecheckBlocks(
-        BLOCKS.map((b) => b.code),
-        { packageDir: PACKAGE_DIR },
-      ),
-    ).toEqual([])
+    expect(typecheck()).toEqual([])
   }, 60_000)
 })

@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { readmeBlocks, runTsBlock, typecheckBlocks } from '@agent-state/readme-blocks'
+import { optionsTableProblems, packageReadme, runTsBlock } from '@agent-state/readme-blocks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { keyvStoreOptionsSchema } from '../src/index.js'
 
-const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
-const BLOCKS = readmeBlocks(join(PACKAGE_DIR, 'README.md'))
+const readme = packageReadme(import.meta.url)
+const { packageDir: PACKAGE_DIR, blocks: BLOCKS, typecheck } = readme
 
 describe('the keyv README', () => {
   let dataDir: string
@@ -28,9 +28,6 @@ describe('the keyv README', () => {
     const result = await runTsBlock(block?.code ?? '', {
       cwd: PACKAGE_DIR,
       substitutions: { 'sqlite:./cache.db': `sqlite:${join(dataDir, 'cache.db')}` },
-      // The pnpm shim that starts vitest sets NODE_PATH to every hoisted workspace package;
-      // a user's process has none.
-      env: { NODE_PATH: '' },
     })
     expect(result.stderr).toBe('')
     expect(result.exitCode).toBe(0)
@@ -38,11 +35,15 @@ describe('the keyv README', () => {
   }, 60_000)
 
   it('the ts block type-checks under the strict repository settings', () => {
-    expect(
-      typecheckBlocks(
-        BLOCKS.map((b) => b.code),
-        { packageDir: PACKAGE_DIR },
-      ),
-    ).toEqual([])
+    expect(typecheck()).toEqual([])
   }, 60_000)
+
+  it('the options table lists exactly the schema fields, with the schema defaults', () => {
+    const rows = readme.optionsTable('## Options (`keyvStoreOptionsSchema`)')
+    expect(optionsTableProblems(rows, keyvStoreOptionsSchema)).toEqual([])
+    const defaults = keyvStoreOptionsSchema.parse({ backend: { contractVersion: 1 } })
+    const shown = Object.fromEntries(rows.map((row) => [row.name, row.shown]))
+    expect(shown.prefix).toBe(`\`${JSON.stringify(defaults.prefix)}\``)
+    expect(shown.clearConcurrency).toBe(`\`${defaults.clearConcurrency}\``)
+  })
 })

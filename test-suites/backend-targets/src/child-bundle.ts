@@ -1,8 +1,7 @@
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build, type Plugin } from 'esbuild'
+import { bundleEntries, childTsxRequested } from '@agent-state/child-bundles'
 
 /**
  * The backend packages a child may load by URL (`openBackend` imports them by name at run
@@ -13,17 +12,6 @@ const BACKEND_PACKAGES = ['memory', 'fs', 'sqlite', 'redis', 's3'] as const
 const here = dirname(fileURLToPath(import.meta.url))
 const bundles = new Map<string, Promise<string>>()
 const ready = new Map<string, string>()
-let outRoot: string | undefined
-
-/** Where this process's bundles go: one private temp directory, removed when the process exits. */
-function outputRoot(): string {
-  if (outRoot === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'agent-state-child-bundles-'))
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
-    outRoot = dir
-  }
-  return outRoot
-}
 
 /** The TypeScript entry of workspace package `@agent-state/<name>` (its `@agent-state/source` export). */
 function sourceEntry(name: string): string {
@@ -34,51 +22,14 @@ function sourceEntry(name: string): string {
   return join(dir, manifest.exports['.']['@agent-state/source'])
 }
 
-/**
- * Leaves third-party packages out of the bundle, as the absolute path of the file Node itself
- * would load: they are plain JavaScript (native addons among them), and loading them unbundled
- * keeps their own relative files and their single instance. Only workspace TypeScript is bundled.
- */
-const thirdPartyExternal: Plugin = {
-  name: 'third-party-external',
-  setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, async (args) => {
-      if (args.path.startsWith('@agent-state/') || args.pluginData === 'inner') return undefined
-      if (args.path.startsWith('node:')) return { path: args.path, external: true }
-      const resolved = await b.resolve(args.path, {
-        kind: args.kind,
-        importer: args.importer,
-        resolveDir: args.resolveDir,
-        pluginData: 'inner',
-      })
-      if (resolved.errors.length > 0) return { errors: resolved.errors }
-      return { path: resolved.path, external: true }
-    })
-  },
-}
-
 async function bundle(entry: string): Promise<string> {
-  const outdir = mkdtempSync(join(outputRoot(), `${basename(entry).replace(/\.\w+$/, '')}-`))
   const backends = Object.fromEntries(
     BACKEND_PACKAGES.map((name) => [`backend-${name}`, sourceEntry(name)]),
   )
-  const result = await build({
-    entryPoints: { main: entry, ...backends },
-    outdir,
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    outExtension: { '.js': '.mjs' },
-    conditions: ['@agent-state/source'],
-    // A CommonJS package's `main`, as Node's own resolution picks for a package without exports.
-    mainFields: ['main'],
-    sourcemap: 'inline',
-    logLevel: 'silent',
-    plugins: [thirdPartyExternal],
-  })
-  if (result.errors.length > 0) throw new Error(`cannot bundle ${entry}: ${result.errors[0]?.text}`)
+  const outdir = await bundleEntries(
+    { main: entry, ...backends },
+    basename(entry).replace(/\.\w+$/, ''),
+  )
   // `openBackend('redis://…')` runs `import('@agent-state/redis')`: Node resolves it from the
   // bundle's directory to the bundled entry, which shares the bundle's one copy of core.
   for (const name of BACKEND_PACKAGES) {
@@ -98,14 +49,14 @@ async function bundle(entry: string): Promise<string> {
 /**
  * The Node arguments that run TypeScript file `entry` (absolute path) in a child process:
  * `spawn(process.execPath, [...args, ...childArgs])`. By default the file runs as a prebuilt
- * bundle: the workspace sources it imports are compiled once per test process (esbuild)
- * instead of at every child start-up (`--import tsx`), which was most of a short child's cost.
- * The child runs the same sources; only their compilation moved. `AGENT_STATE_CHILD_TSX=1`
- * starts children through tsx as before (to rule the bundle out when a child misbehaves).
+ * bundle (`@agent-state/child-bundles`): the workspace sources it imports are compiled once per
+ * test process instead of at every child start-up (`--import tsx`), which was most of a short
+ * child's cost. The child runs the same sources; only their compilation moved.
+ * `AGENT_STATE_CHILD_TSX=1` starts children through tsx as before (to rule the bundle out when a
+ * child misbehaves).
  */
 export async function childArgs(entry: string): Promise<readonly string[]> {
-  if (process.env.AGENT_STATE_CHILD_TSX === '1')
-    return ['--conditions=@agent-state/source', '--import', 'tsx', entry]
+  if (childTsxRequested()) return ['--conditions=@agent-state/source', '--import', 'tsx', entry]
   let built = bundles.get(entry)
   if (built === undefined) {
     built = bundle(entry)
@@ -122,8 +73,7 @@ export async function childArgs(entry: string): Promise<readonly string[]> {
  * prepared by an awaited `childArgs(entry)` first (in a `beforeAll`); throws otherwise.
  */
 export function preparedChildArgs(entry: string): readonly string[] {
-  if (process.env.AGENT_STATE_CHILD_TSX === '1')
-    return ['--conditions=@agent-state/source', '--import', 'tsx', entry]
+  if (childTsxRequested()) return ['--conditions=@agent-state/source', '--import', 'tsx', entry]
   const main = ready.get(entry)
   if (main === undefined) throw new Error(`${entry}: await childArgs(entry) before spawning it`)
   return ['--enable-source-maps', main]

@@ -1,5 +1,6 @@
 import type { TestProject } from 'vitest/node'
-// Relative import: global setup files resolve outside the test environments' export conditions.
+// Relative imports: global setup files resolve outside the test environments' export conditions.
+import { startChildBundleRun } from '../../child-bundles/src/output-root.js'
 import {
   type RedisServer,
   type RgwServer,
@@ -18,8 +19,10 @@ export interface BackendServersOptions {
  * Starts one private `redis-server` and one private Ceph RGW for the whole run
  * and hands their connection settings to the tests through `provide` (read them
  * with `redisConfig()` / `s3Config()`). A server that cannot start fails the
- * run: the Redis and S3 suites never skip. Call it from a package's vitest
- * global setup file; resolves the teardown.
+ * run: the Redis and S3 suites never skip. Also makes the run's one directory
+ * for child bundles (see `@agent-state/child-bundles`), so that the bundles of
+ * a killed test worker go at teardown instead of staying in the temp directory.
+ * Call it from a package's vitest global setup file; resolves the teardown.
  */
 export async function startBackendServers(
   project: TestProject,
@@ -29,8 +32,13 @@ export async function startBackendServers(
   const started = [redis, rgw].flatMap((result) =>
     result.status === 'fulfilled' ? [result.value as RedisServer | RgwServer] : [],
   )
+  const endBundleRun = startChildBundleRun()
   const stopAll = async (): Promise<void> => {
-    await Promise.all(started.map((server) => server.stop()))
+    try {
+      await Promise.all(started.map((server) => server.stop()))
+    } finally {
+      endBundleRun()
+    }
   }
   if (redis.status === 'rejected' || rgw.status === 'rejected') {
     await stopAll()

@@ -1,5 +1,12 @@
 export { parseBlocks, type ReadmeBlock, readmeBlocks } from './blocks.js'
 export {
+  type OptionsSchemaLike,
+  type OptionsTableRow,
+  optionsTableFields,
+  optionsTableProblems,
+} from './options-table.js'
+export { type PackageReadme, packageReadme } from './package-readme.js'
+export {
   type CommandResult,
   type RunCommandOptions,
   type RunTsBlockOptions,

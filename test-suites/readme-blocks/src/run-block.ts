@@ -17,12 +17,27 @@ export interface RunCommandOptions {
   readonly env?: Readonly<Record<string, string>>
   /** Killed (SIGKILL) after this long, in milliseconds. Default 60 000. */
   readonly timeoutMs?: number
+  /**
+   * Pass this process's `NODE_PATH` on to the child. Default `false`: it is removed, because the
+   * pnpm shim that starts the tests sets it to every hoisted package of the workspace, which lets
+   * a block import packages its own package does not have, where a user's process would fail. A
+   * `NODE_PATH` given in `env` is passed either way.
+   */
+  readonly keepNodePath?: boolean
+}
+
+/** The child's environment: this process's (without `NODE_PATH` unless kept), plus `env`. */
+function childEnv(options: RunCommandOptions): NodeJS.ProcessEnv {
+  const env = { ...process.env }
+  if (options.keepNodePath !== true) delete env.NODE_PATH
+  return { ...env, ...options.env }
 }
 
 /**
  * Runs a command line exactly as a README writes it, without a shell (`node`
- * means this Node). Resolves whatever the exit code; callers assert it, so a
- * failure shows the child's output.
+ * means this Node), in this process's environment without `NODE_PATH` (see
+ * {@link RunCommandOptions.keepNodePath}). Resolves whatever the exit code;
+ * callers assert it, so a failure shows the child's output.
  */
 export function runCommand(
   argv: readonly string[],
@@ -33,7 +48,7 @@ export function runCommand(
   return new Promise((resolve, reject) => {
     const child = spawn(command === 'node' ? process.execPath : command, args, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env },
+      env: childEnv(options),
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let stdout = ''

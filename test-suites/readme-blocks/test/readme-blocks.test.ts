@@ -1,6 +1,13 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { parseBlocks, readmeBlocks, runCommand, runTsBlock, typecheckBlocks } from '../src/index.js'
+import {
+  packageReadme,
+  parseBlocks,
+  readmeBlocks,
+  runCommand,
+  runTsBlock,
+  typecheckBlocks,
+} from '../src/index.js'
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url))
 
@@ -70,19 +77,39 @@ describe('runCommand', () => {
     })
     expect(result).toMatchObject({ exitCode: 0, stdout: process.version })
   })
+
+  it("drops this process's NODE_PATH unless told to keep it; one given in env is passed", async () => {
+    const printNodePath = ['node', '-e', 'process.stdout.write(String(process.env.NODE_PATH))']
+    const before = process.env.NODE_PATH
+    process.env.NODE_PATH = '/workspace/hoisted/node_modules'
+    try {
+      const dropped = await runCommand(printNodePath, { cwd: packageDir })
+      expect(dropped).toMatchObject({ exitCode: 0, stdout: 'undefined' })
+      const kept = await runCommand(printNodePath, { cwd: packageDir, keepNodePath: true })
+      expect(kept.stdout).toBe('/workspace/hoisted/node_modules')
+      const given = await runCommand(printNodePath, { cwd: packageDir, env: { NODE_PATH: '/x' } })
+      expect(given.stdout).toBe('/x')
+      // runTsBlock runs through runCommand: the same default.
+      const block = await runTsBlock('console.log(String(process.env.NODE_PATH))\n', {
+        cwd: packageDir,
+      })
+      expect(block).toMatchObject({ exitCode: 0, stdout: 'undefined\n' })
+    } finally {
+      if (before === undefined) delete process.env.NODE_PATH
+      else process.env.NODE_PATH = before
+    }
+  })
 })
 
-describe("this package's README", () => {
-  it('has a block that type-checks', () => {
-    const blocks = readmeBlocks(new URL('../README.md', import.meta.url).pathname).filter(
-      (block) => block.language === 'ts',
-    )
-    expect(blocks.length).toBeGreaterThanOrEqual(1)
-    expect(
-      typecheckBlocks(
-        blocks.map((block) => block.code),
-        { packageDir },
-      ),
-    ).toEqual([])
+describe("this package's README, through packageReadme", () => {
+  it('has blocks that type-check', () => {
+    const readme = packageReadme(import.meta.url)
+    expect(readme.packageDir).toBe(packageDir)
+    expect(readme.blocks).toEqual(readmeBlocks(readme.path))
+    expect(readme.tsBlocks.length).toBeGreaterThanOrEqual(1)
+    expect(readme.tsBlocks.every((block) => block.language === 'ts')).toBe(true)
+    expect(readme.typecheck()).toEqual([])
+    // This README has no options table: asking for one names what is missing.
+    expect(() => readme.optionsTable('## Options')).toThrow('no heading "## Options"')
   })
 })
