@@ -12,7 +12,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     // One private redis-server and one Ceph RGW for the whole run; a failure to start fails the run.
     globalSetup: ['test/global-setup.ts'],
-    // Every test starts real processes; on a shared 2-core box one file at a time keeps them honest.
-    fileParallelism: false,
+    // Two test files at a time: the files share only the two servers (each test uses its own
+    // temp directories, namespaces, key prefixes and tmux sockets), and the slow ones mostly
+    // wait on child processes and servers. Set AGENT_STATE_TEST_WORKERS=1 for one file at a
+    // time (a heavily loaded machine).
+    maxWorkers: Number(process.env.AGENT_STATE_TEST_WORKERS ?? 2),
   },
 })

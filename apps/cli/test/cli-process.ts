@@ -3,9 +3,45 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { inject } from 'vitest'
+import { cliEnvironment } from './cli-bundle.js'
 
-/** The command as users run it. */
+/** The command as users run it: `bin/agent-state.js`, here starting the sources through tsx. */
 export const BIN = fileURLToPath(new URL('../bin/agent-state.js', import.meta.url))
+
+/** What the global setup built (test/cli-bundle.ts); `null` with `AGENT_STATE_CLI_TSX=1`. */
+export interface ProvidedCli {
+  readonly bin: string
+  readonly scripts: Readonly<Record<string, string>>
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    cliBundle: ProvidedCli | null
+  }
+}
+
+/** The global setup's bundle; throws (fails the test) when the global setup provided nothing. */
+function provided(): ProvidedCli | null {
+  const cli = inject('cliBundle')
+  if (cli === undefined) throw new Error('the global setup did not run')
+  return cli
+}
+
+/**
+ * How {@link runCli} starts the command: `node <bin> …` with the environment it needs. The
+ * bin is the copy of `bin/agent-state.js` that runs the bundle the global setup built
+ * (test/cli-bundle.ts), or {@link BIN} itself (the sources through tsx) with
+ * `AGENT_STATE_CLI_TSX=1`.
+ */
+export function cliCommand(env: Readonly<Record<string, string>> = {}): {
+  readonly bin: string
+  readonly env: NodeJS.ProcessEnv
+} {
+  const cli = provided()
+  const merged = { ...process.env, ...env }
+  return cli === null ? { bin: BIN, env: merged } : { bin: cli.bin, env: cliEnvironment(merged) }
+}
 
 /** What a finished CLI process left. */
 export interface CliResult {
@@ -24,13 +60,17 @@ export interface RunOptions {
   readonly timeoutMs?: number
 }
 
-/** Runs `agent-state …` as a real process, with stdout and stderr pipes (not a TTY). */
+/**
+ * Runs `agent-state …` as a real process through the bin wrapper (see {@link cliCommand}), with
+ * stdout and stderr pipes (not a TTY).
+ */
 export function runCli(args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
   const started = performance.now()
+  const { bin, env } = cliCommand(options.env)
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [bin, ...args], {
       cwd: options.cwd ?? process.cwd(),
-      env: { ...process.env, ...options.env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let stdout = ''
@@ -64,25 +104,29 @@ export function removeTemps(): void {
   for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
 
-/** Runs a TypeScript file of this package as a child process (to seed state). */
+/**
+ * Runs a TypeScript file of this folder (`./seed-state.ts`) as a child process (to seed state):
+ * its bundle from the global setup, or the file through tsx with `AGENT_STATE_CLI_TSX=1`.
+ */
 export function runScript(
   file: string,
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): Promise<CliResult> {
   const started = performance.now()
+  const source = fileURLToPath(new URL(file, import.meta.url))
+  const cli = provided()
+  const bundled = cli?.scripts[/([^/]+)\.ts$/.exec(file)?.[1] ?? '']
+  if (cli !== null && bundled === undefined) throw new Error(`no bundle of ${file}`)
+  const node =
+    bundled === undefined
+      ? ['--conditions=@agent-state/source', '--import', 'tsx', source]
+      : ['--conditions=@agent-state/source', bundled]
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--conditions=@agent-state/source',
-        '--import',
-        'tsx',
-        fileURLToPath(new URL(file, import.meta.url)),
-        ...args,
-      ],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
+    const child = spawn(process.execPath, [...node, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (c: string) => {

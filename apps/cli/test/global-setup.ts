@@ -5,25 +5,35 @@ import {
   startRgw,
 } from '@agent-state/test-services'
 import type { TestProject } from 'vitest/node'
+import { buildCli, type CliBundle } from './cli-bundle.js'
 import type { ServicesConfig } from './services.js'
 
 /**
  * Starts one private `redis-server` (with a password, so a wrong one can be
  * tried) and one private Ceph RGW for the whole run, and hands their settings
  * to the tests. A server that cannot start fails the run: nothing skips.
+ * Meanwhile it builds the command the tests run (test/cli-bundle.ts), unless
+ * `AGENT_STATE_CLI_TSX=1` asks for every test to start the sources through tsx.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const password = 'cli-test-pw-1f3a'
-  const [redis, rgw] = await Promise.allSettled([startRedisServer({ password }), startRgw()])
+  const viaTsx = process.env.AGENT_STATE_CLI_TSX === '1'
+  const [redis, rgw, cli] = await Promise.allSettled([
+    startRedisServer({ password }),
+    startRgw(),
+    viaTsx ? Promise.resolve(undefined) : buildCli(),
+  ])
   const started = [redis, rgw].flatMap((result) =>
     result.status === 'fulfilled' ? [result.value as RedisServer | RgwServer] : [],
   )
+  const bundle: CliBundle | undefined = cli.status === 'fulfilled' ? cli.value : undefined
   const stopAll = async (): Promise<void> => {
+    bundle?.remove()
     await Promise.all(started.map((server) => server.stop()))
   }
-  if (redis.status === 'rejected' || rgw.status === 'rejected') {
+  if (redis.status === 'rejected' || rgw.status === 'rejected' || cli.status === 'rejected') {
     await stopAll()
-    throw redis.status === 'rejected' ? redis.reason : (rgw as PromiseRejectedResult).reason
+    throw [redis, rgw, cli].find((r): r is PromiseRejectedResult => r.status === 'rejected')?.reason
   }
   const config: ServicesConfig = {
     redis: { host: redis.value.host, port: redis.value.port, password },
@@ -35,5 +45,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     },
   }
   project.provide('cliServices', config)
+  project.provide(
+    'cliBundle',
+    bundle === undefined ? null : { bin: bundle.bin, scripts: bundle.scripts },
+  )
   return stopAll
 }
