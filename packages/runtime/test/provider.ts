@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { childArgs } from '@agent-state/backend-targets'
 import { type EffectHandler, effectRejected, type JsonValue } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
 
@@ -17,14 +19,14 @@ export interface Provider {
   stop(): Promise<void>
 }
 
-/** Starts the provider as a separate process on a free port. */
-export function startProvider(): Promise<Provider> {
+/** Starts the provider as a separate process on a free port (from its bundle, like every child). */
+export async function startProvider(): Promise<Provider> {
+  const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/effect-provider.ts'))
   return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'test/fixtures/effect-provider.ts'],
-      { cwd: PACKAGE_DIR, stdio: ['ignore', 'pipe', 'inherit'] },
-    )
+    const child: ChildProcess = spawn(process.execPath, node, {
+      cwd: PACKAGE_DIR,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     let out = ''
     child.on('error', reject)
     child.on('exit', (code) => reject(new Error(`the provider exited with ${code}`)))

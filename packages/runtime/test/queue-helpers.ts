@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { childArgs, preparedChildArgs } from '@agent-state/backend-targets'
 import { isAgentStateError } from '@agent-state/core'
 import type { DaemonQueue, Delivery, DeliveryOptions } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
@@ -32,22 +34,26 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
+/** Builds the children {@link spawnChild} starts (files relative to the package): await it in `beforeAll`. */
+export async function prepareChildren(...files: readonly string[]): Promise<void> {
+  for (const file of files) await childArgs(join(PACKAGE_DIR, file))
+}
+
 /**
- * A TypeScript child process (sources via tsx) that the test can signal and talk to. Not from a
- * prebuilt bundle (`childArgs`) yet: with bundles, the SQLite kill -9 queue test failed once in
- * three runs on a box at load 40 (a consumer's open hit SQLITE_BUSY past its 5 s busy timeout,
- * and nothing restarts a consumer that dies by itself); until that is understood it keeps tsx.
+ * A TypeScript child process that the test can signal and talk to, started from the bundle
+ * built by {@link prepareChildren} (`AGENT_STATE_CHILD_TSX=1`: through tsx). Spawned
+ * synchronously, so a harness can start one from an `exit` handler.
  */
-export function spawnTs(
+export function spawnChild(
   file: string,
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): ChildProcess {
-  return spawn(
-    process.execPath,
-    ['--conditions=@agent-state/source', '--import', 'tsx', file, ...args],
-    { cwd: PACKAGE_DIR, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
-  )
+  return spawn(process.execPath, [...preparedChildArgs(join(PACKAGE_DIR, file)), ...args], {
+    cwd: PACKAGE_DIR,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
 }
 
 /** Resolves the first stdout line of `child` matching `pattern`; rejects if it exits first. */

@@ -14,13 +14,17 @@ import { type Provider, type ProviderLog, startProvider } from './provider.js'
  * cycle is one child process that resumes the previous cycle's run in a
  * fresh process and then starts a new run and is killed (SIGKILL) at one of
  * the four boundaries, round-robin, at one of its three effects.
- * `AGENT_STATE_CRASH_CHAINS` (default 2) chains of cycles run side by side.
+ * `AGENT_STATE_CRASH_CHAINS` (default 4) chains of cycles run side by side.
  */
 const CYCLES = Number(process.env.AGENT_STATE_CRASH_CYCLES ?? 50)
 const BOUNDARIES = ['before-dispatch', 'before-ack', 'before-record', 'during-write'] as const
 const EFFECT_IDS = ['e1', 'e2', 'e3'] as const
-/** Independent chains of cycles run side by side (the cycles are split among them). */
-const CHAINS = Math.max(1, Number(process.env.AGENT_STATE_CRASH_CHAINS ?? 2))
+/**
+ * Independent chains of cycles run side by side (the cycles are split among them, so the
+ * count stays CYCLES). Four, since a cycle mostly waits: for the dead owner's lease to lapse
+ * (LEASE_TTL_MS, twice that on S3's observer clock) before its resume can start.
+ */
+const CHAINS = Math.max(1, Number(process.env.AGENT_STATE_CRASH_CHAINS ?? 4))
 /** Lease of the runs that crash: the next cycle's resume waits it out. */
 const LEASE_TTL_MS = 2000
 

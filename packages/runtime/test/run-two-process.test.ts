@@ -12,8 +12,9 @@ import {
   runEffectKey,
   runHeadKey,
 } from '../src/index.js'
-import { PACKAGE_DIR, runTs } from './child-process.js'
+import { PACKAGE_DIR } from './child-process.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
+import { raceChildren } from './start-line.js'
 
 describe.each(MULTI_PROCESS_BACKENDS)('two processes and one run on $name', ({ target: make }) => {
   let dir: string
@@ -36,16 +37,17 @@ describe.each(MULTI_PROCESS_BACKENDS)('two processes and one run on $name', ({ t
         const runId = `race-${round}`
         const created = await openRun(backend, runId, { handlers: {}, holder: 'parent' })
         await created.close()
-        const startAt = String(Date.now() + 2500)
-        const outputs = await Promise.all(
-          ['child-a', 'child-b'].map((holder) =>
-            runTs(
-              'test/fixtures/run-race-child.ts',
-              ['race', target.url, namespace, runId, holder, provider.url, startAt],
-              60_000,
-              target.env,
-            ),
-          ),
+        const outputs = await raceChildren(
+          'test/fixtures/run-race-child.ts',
+          ['child-a', 'child-b'].map((holder) => [
+            'race',
+            target.url,
+            namespace,
+            runId,
+            holder,
+            provider.url,
+          ]),
+          target.env,
         )
         const results = outputs.map(
           (out) => JSON.parse(out.trim()) as { outcome: string; attempt?: string },
@@ -77,7 +79,7 @@ describe.each(MULTI_PROCESS_BACKENDS)('two processes and one run on $name', ({ t
     const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/run-race-child.ts'))
     const child = spawn(
       process.execPath,
-      [...node, 'stall', target.url, namespace, runId, 'sleeper', provider.url, '0'],
+      [...node, 'stall', target.url, namespace, runId, 'sleeper', provider.url],
       {
         cwd: PACKAGE_DIR,
         env: { ...process.env, ...target.env },
@@ -96,7 +98,9 @@ describe.each(MULTI_PROCESS_BACKENDS)('two processes and one run on $name', ({ t
           stdout += chunk.toString()
           if (stdout.includes('"ready"')) resolve()
         })
-        child.on('close', () => reject(new Error(`the child exited early: ${stderr}`)))
+        child.on('close', (code, signal) =>
+          reject(new Error(`the child exited early (${code ?? signal}): ${stdout} ${stderr}`)),
+        )
       })
       child.kill('SIGSTOP')
       await new Promise((resolve) => setTimeout(resolve, 1500))

@@ -5,6 +5,7 @@ import { MULTI_PROCESS_BACKENDS, type UrlTarget } from '@agent-state/backend-tar
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inspectWorker, openSession, startWorker } from '../src/index.js'
 import { runTs } from './child-process.js'
+import { raceChildren } from './start-line.js'
 
 describe.each(MULTI_PROCESS_BACKENDS)(
   'two processes race to resume one worker on $name',
@@ -26,19 +27,13 @@ describe.each(MULTI_PROCESS_BACKENDS)(
           const workerId = `race-${round}`
           const worker = await startWorker(backend, { workerId, holder: 'parent' })
           await worker.suspend({ reason: 'waiting for the race' })
-          const startAt = String(Date.now() + 2500)
-          const outputs = await Promise.all(
-            ['child-a', 'child-b'].map((holder) =>
-              runTs(
-                'test/fixtures/resume-race-child.ts',
-                [target.url, workerId, holder, startAt],
-                60_000,
-                target.env,
-              ),
-            ),
+          const outputs = await raceChildren(
+            'test/fixtures/resume-race-child.ts',
+            ['child-a', 'child-b'].map((holder) => [target.url, workerId, holder]),
+            target.env,
           )
           const results = outputs.map(
-            (out) => JSON.parse(out.trim()) as { outcome: string; token?: number; lateMs: number },
+            (out) => JSON.parse(out.trim()) as { outcome: string; token?: number },
           )
           const winners = results.filter((r) => r.outcome === 'won')
           expect(winners, JSON.stringify(results)).toHaveLength(1)
@@ -81,17 +76,11 @@ describe.each(MULTI_PROCESS_BACKENDS)(
     }, 60_000)
 
     it('three processes writing one key under the error policy: exactly one succeeds', async () => {
-      const startAt = String(Date.now() + 2500)
       const writers = ['proc-a', 'proc-b', 'proc-c']
-      const outputs = await Promise.all(
-        writers.map((writer) =>
-          runTs(
-            'test/fixtures/conflict-race-child.ts',
-            [target.url, 'shared', writer, 'plan.md', startAt],
-            60_000,
-            target.env,
-          ),
-        ),
+      const outputs = await raceChildren(
+        'test/fixtures/conflict-race-child.ts',
+        writers.map((writer) => [target.url, 'shared', writer, 'plan.md']),
+        target.env,
       )
       const outcomes = outputs.map((out) => (JSON.parse(out.trim()) as { outcome: string }).outcome)
       expect(
