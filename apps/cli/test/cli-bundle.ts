@@ -14,9 +14,9 @@
  * and `AGENT_STATE_FROM_SOURCE=1` (see {@link cliEnvironment}).
  */
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { build, type Plugin, thirdPartyExternal } from '@agent-state/child-bundles'
 
 /** What {@link buildCli} made. */
 export interface CliBundle {
@@ -28,77 +28,19 @@ export interface CliBundle {
   remove(): void
 }
 
-interface ResolveResult {
-  readonly path: string
-  readonly errors: readonly unknown[]
-}
-interface PluginBuild {
-  onResolve(
-    options: { filter: RegExp },
-    callback: (args: {
-      path: string
-      kind: string
-      importer: string
-      resolveDir: string
-      pluginData?: unknown
-    }) => Promise<object | undefined>,
-  ): void
-  onLoad(
-    options: { filter: RegExp },
-    callback: (args: { path: string }) => { contents: string; loader: string } | undefined,
-  ): void
-  resolve(path: string, options: object): Promise<ResolveResult>
-}
-interface Esbuild {
-  build(options: object): Promise<{ errors: ReadonlyArray<{ text: string }> }>
-}
-
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
 
 /** The scripts `runScript` starts (test/*.ts run as child processes). */
 const SCRIPTS = ['backend-ops', 'seed-readme-state', 'seed-runs', 'seed-state']
-
-/** esbuild as tsx (a dependency of this package) depends on it. */
-async function esbuild(): Promise<Esbuild> {
-  const require = createRequire(import.meta.url)
-  const fromTsx = createRequire(require.resolve('tsx'))
-  const loaded = (await import(pathToFileURL(fromTsx.resolve('esbuild')).href)) as {
-    default?: Esbuild
-  } & Esbuild
-  return loaded.default ?? loaded
-}
-
-/**
- * Third-party packages stay out of the bundle, imported by the absolute path of the file Node
- * would load (native addons keep their own files; one instance each), as the contract suite's
- * child bundles do. Workspace TypeScript (`@agent-state/*` and relative imports) is bundled.
- */
-const thirdPartyExternal = {
-  name: 'third-party-external',
-  setup(b: PluginBuild) {
-    b.onResolve({ filter: /^[^./]/ }, async (args) => {
-      if (args.path.startsWith('@agent-state/') || args.pluginData === 'inner') return undefined
-      if (args.path.startsWith('node:')) return { path: args.path, external: true }
-      const resolved = await b.resolve(args.path, {
-        kind: args.kind,
-        importer: args.importer,
-        resolveDir: args.resolveDir,
-        pluginData: 'inner',
-      })
-      if (resolved.errors.length > 0) return { errors: resolved.errors }
-      return { path: resolved.path, external: true }
-    })
-  },
-}
 
 /**
  * Each bundled workspace file keeps the `import.meta.url` of its source file: the CLI finds
  * the files it hands to other processes (the verify entry, the demo's agents, the contract's
  * child runner) next to its sources, as when it runs from them.
  */
-const sourceUrls = {
+const sourceUrls: Plugin = {
   name: 'source-import-meta-url',
-  setup(b: PluginBuild) {
+  setup(b) {
     b.onLoad({ filter: /\.ts$/ }, (args) => {
       if (args.path.includes('/node_modules/')) return undefined
       const source = readFileSync(args.path, 'utf8')
@@ -125,7 +67,6 @@ export async function buildCli(): Promise<CliBundle> {
     chmodSync(bin, 0o755)
     const entryPoints: Record<string, string> = { run: join(PACKAGE_DIR, 'src', 'run.ts') }
     for (const name of SCRIPTS) entryPoints[name] = join(PACKAGE_DIR, 'test', `${name}.ts`)
-    const { build } = await esbuild()
     const result = await build({
       entryPoints,
       outdir: join(root, 'dist'),

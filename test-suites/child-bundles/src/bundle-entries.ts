@@ -9,9 +9,10 @@ const bundles = new Map<string, Promise<string>>()
  * Leaves third-party packages out of the bundle, as the absolute path of the file Node itself
  * would load: they are plain JavaScript (native addons among them), and loading them unbundled
  * keeps their own relative files and their single instance. Only workspace TypeScript
- * (`@agent-state/*` and relative imports) is bundled.
+ * (`@agent-state/*` and relative imports) is bundled. Exported for bundles built elsewhere (the
+ * CLI's test build), so every test bundle treats dependencies the same way.
  */
-const thirdPartyExternal: Plugin = {
+export const thirdPartyExternal: Plugin = {
   name: 'third-party-external',
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, async (args) => {

@@ -1,4 +1,5 @@
-export { bundleEntries, childTsxRequested } from './bundle-entries.js'
+export { build, type Plugin } from 'esbuild'
+export { bundleEntries, childTsxRequested, thirdPartyExternal } from './bundle-entries.js'
 export {
   BUNDLE_DIR_PREFIX,
   processOutputRoot,
