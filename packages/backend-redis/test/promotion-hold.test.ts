@@ -1,7 +1,8 @@
-import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
+import type { Backend, Lease } from '@agent-state/core'
+import { type RedisServer, redisCli } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { failureOf, startReplicaPair, until } from './replica-pair.js'
 
 /**
  * The promotion hold on real servers: a primary and a replica, the replica
@@ -19,7 +20,6 @@ const KEPT_MS = 8000
 const NAMESPACE = 'hold'
 const layout = redisKeyLayout('as', NAMESPACE)
 const bytes = (text: string) => new TextEncoder().encode(text)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 let primary: RedisServer
 let replica: RedisServer
 const opened: Backend[] = []
@@ -65,32 +65,8 @@ async function replidOf(server: RedisServer): Promise<{ id: string; id2: string 
   }
 }
 
-async function failure(promise: Promise<unknown>): Promise<{ code: string; context: unknown }> {
-  try {
-    await promise
-    return { code: 'resolved', context: null }
-  } catch (error) {
-    if (!isAgentStateError(error)) return { code: `raw: ${String(error)}`, context: null }
-    return { code: error.code, context: error.context }
-  }
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(20)
-  }
-}
-
 beforeAll(async () => {
-  primary = await startRedisServer()
-  replica = await startRedisServer({
-    extraArgs: ['--replicaof', '127.0.0.1', String(primary.port)],
-  })
-  await until('the replica link', async () =>
-    (await redisCli(replica.port, ['INFO', 'replication'])).includes('master_link_status:up'),
-  )
+  ;({ primary, replica } = await startReplicaPair())
   // Outlives the hold tests below (renewed during the hold); the old primary's backend allows it.
   kept = await backend(primary, NAMESPACE, KEPT_MS).acquireLease('kept', {
     holder: 'keeper',
@@ -108,8 +84,13 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await Promise.all(opened.map((b) => b.close()))
+  // Their data is not needed any more, and the old primary (replica, then primary again in the
+  // failback test) sometimes ignored SIGTERM for over 30 s (2 runs in 4): kill both outright.
+  for (const server of [primary, replica]) {
+    if (server.pid !== undefined) process.kill(server.pid, 'SIGKILL')
+  }
   await Promise.all([primary.stop(), replica.stop()])
-})
+}, 60_000)
 
 describe('promotion hold (replication off)', () => {
   /** The hold's end, as the first refusal on the promoted node reported it. */
@@ -151,7 +132,7 @@ describe('promotion hold (replication off)', () => {
     const ids = await replidOf(replica)
     expect(ids.id2).not.toMatch(/^0+$/)
     const before = await serverNow(replica)
-    const refused = await failure(
+    const refused = await failureOf(
       backend(replica).acquireLease('free', { holder: 'new', ttlMs: 1000 }),
     )
     const after = await serverNow(replica)
@@ -169,7 +150,7 @@ describe('promotion hold (replication off)', () => {
   })
 
   it('a second backend instance on the promoted node is refused until the same end', async () => {
-    const refused = await failure(
+    const refused = await failureOf(
       backend(replica).acquireLease('other', { holder: 'second', ttlMs: 1000 }),
     )
     expect(refused).toMatchObject({
@@ -186,7 +167,7 @@ describe('promotion hold (replication off)', () => {
       promotionHoldMs: KEPT_MS + 1000,
     })
     opened.push(longer)
-    const refused = await failure(longer.acquireLease('other', { holder: 'longer', ttlMs: 1000 }))
+    const refused = await failureOf(longer.acquireLease('other', { holder: 'longer', ttlMs: 1000 }))
     expect(refused).toMatchObject({
       code: 'LEASE_HELD',
       context: { promotionHold: true, expiresAt: holdUntil + 1000 },
@@ -194,7 +175,7 @@ describe('promotion hold (replication off)', () => {
     holdUntil += 1000
     // Every instance now honours the longer end.
     expect(
-      await failure(backend(replica).acquireLease('other', { holder: 'x', ttlMs: 1000 })),
+      await failureOf(backend(replica).acquireLease('other', { holder: 'x', ttlMs: 1000 })),
     ).toMatchObject({
       context: { promotionHold: true, expiresAt: holdUntil },
     })
@@ -207,7 +188,7 @@ describe('promotion hold (replication off)', () => {
     expect(renewed.expiresAt).toBeGreaterThan(kept.expiresAt)
     await b.put('kept', bytes('fenced'), { lease: renewed })
     // Its key is held by its holder, not by the hold.
-    expect(await failure(b.acquireLease('kept', { holder: 'new', ttlMs: 1000 }))).toMatchObject({
+    expect(await failureOf(b.acquireLease('kept', { holder: 'new', ttlMs: 1000 }))).toMatchObject({
       code: 'LEASE_HELD',
       context: { holder: 'keeper', expiresAt: renewed.expiresAt },
     })
@@ -222,7 +203,7 @@ describe('promotion hold (replication off)', () => {
   it('with every option at its default, the hold lasts the longest TTL the namespace granted', async () => {
     const b = defaults(replica, 'recorded')
     const before = await serverNow(replica)
-    const refused = await failure(b.acquireLease('free', { holder: 'new', ttlMs: 100 }))
+    const refused = await failureOf(b.acquireLease('free', { holder: 'new', ttlMs: 100 }))
     const after = await serverNow(replica)
     expect(refused).toMatchObject({ code: 'LEASE_HELD', context: { promotionHold: true } })
     // The 3 s grant bounds it (not the 500 ms one, not a fixed default).
@@ -241,7 +222,7 @@ describe('promotion hold (replication off)', () => {
 
   it('an explicit maxLeaseTtlMs is the hold when the recorded TTL is shorter', async () => {
     const before = await serverNow(replica)
-    const refused = await failure(
+    const refused = await failureOf(
       backend(replica, 'bounded', 4000).acquireLease('free', { holder: 'new', ttlMs: 100 }),
     )
     const after = await serverNow(replica)
@@ -252,7 +233,7 @@ describe('promotion hold (replication off)', () => {
     // Above the bound is refused, as it is everywhere without replication.
     expect(
       (
-        await failure(
+        await failureOf(
           backend(replica, 'bounded', 4000).acquireLease('x', { holder: 'h', ttlMs: 4001 }),
         )
       ).code,
@@ -262,7 +243,7 @@ describe('promotion hold (replication off)', () => {
   it('a corrupt hold record is CORRUPT, never an empty one', async () => {
     const broken = redisKeyLayout('as', 'broken-hold').meta
     await redisCli(replica.port, ['HSET', broken, 'hr', (await replidOf(replica)).id, 'hf', 'x'])
-    const result = await failure(
+    const result = await failureOf(
       backend(replica, 'broken-hold').acquireLease('k', { holder: 'h', ttlMs: 1000 }),
     )
     expect(result.code).toBe('CORRUPT')
@@ -271,7 +252,7 @@ describe('promotion hold (replication off)', () => {
     await redisCli(primary.port, ['HSET', brokenTtl, 'mt', 'x'])
     expect(
       (
-        await failure(
+        await failureOf(
           defaults(primary, 'broken-ttl').acquireLease('k', { holder: 'h', ttlMs: 1000 }),
         )
       ).code,
@@ -299,7 +280,7 @@ describe('promotion hold (replication off)', () => {
     )
     await redisCli(primary.port, ['REPLICAOF', 'NO', 'ONE'])
     // ...but it belongs to the other node's id: this promotion holds grants again.
-    const refused = await failure(
+    const refused = await failureOf(
       backend(primary).acquireLease('after-failback', { holder: 'h', ttlMs: 1000 }),
     )
     expect(refused).toMatchObject({ code: 'LEASE_HELD', context: { promotionHold: true } })

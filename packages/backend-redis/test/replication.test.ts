@@ -1,12 +1,12 @@
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import type { Backend } from '@agent-state/core'
 import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { failureOf, sleep } from './replica-pair.js'
 
 /** Durable acknowledgement (`replication`) on a real primary and replica. */
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 let primary: RedisServer
 let replica: RedisServer
 const opened: Backend[] = []
@@ -44,20 +44,11 @@ beforeAll(async () => {
     await sleep(50)
   }
 }, 60_000)
+// On SIGTERM a Redis 7 primary waits up to `shutdown-timeout` (10 s) for lagging replicas.
 afterAll(async () => {
   await Promise.all(opened.map((b) => b.close()))
   await Promise.all([primary.stop(), replica.stop()])
-})
-
-async function failure(promise: Promise<unknown>): Promise<{ code: string; context: unknown }> {
-  try {
-    await promise
-    return { code: 'resolved', context: null }
-  } catch (error) {
-    if (!isAgentStateError(error)) return { code: `raw: ${String(error)}`, context: null }
-    return { code: error.code, context: error.context }
-  }
-}
+}, 60_000)
 
 describe('replication: WAIT after every mutating script', () => {
   it('a confirmed write is on the replica when it resolves', async () => {
@@ -77,7 +68,7 @@ describe('replication: WAIT after every mutating script', () => {
 
   it('fewer confirmations than required is INDETERMINATE, never success', async () => {
     const b = backend('too-few', 2)
-    const result = await failure(b.put('k', bytes('x')))
+    const result = await failureOf(b.put('k', bytes('x')))
     expect(result).toMatchObject({ code: 'INDETERMINATE', context: { acked: 1, required: 2 } })
   })
 
@@ -89,15 +80,15 @@ describe('replication: WAIT after every mutating script', () => {
     if (pid === undefined) throw new Error('replica not running')
     process.kill(pid, 'SIGSTOP')
     try {
-      expect((await failure(b.put('k', bytes('x')))).code).toBe('INDETERMINATE')
-      expect((await failure(b.delete('held'))).code).toBe('INDETERMINATE')
-      expect((await failure(b.acquireLease('other', { holder: 'h', ttlMs: 60_000 }))).code).toBe(
+      expect((await failureOf(b.put('k', bytes('x')))).code).toBe('INDETERMINATE')
+      expect((await failureOf(b.delete('held'))).code).toBe('INDETERMINATE')
+      expect((await failureOf(b.acquireLease('other', { holder: 'h', ttlMs: 60_000 }))).code).toBe(
         'INDETERMINATE',
       )
-      expect((await failure(b.renewLease(lease))).code).toBe('INDETERMINATE')
-      expect((await failure(b.releaseLease(lease))).code).toBe('INDETERMINATE')
+      expect((await failureOf(b.renewLease(lease))).code).toBe('INDETERMINATE')
+      expect((await failureOf(b.releaseLease(lease))).code).toBe('INDETERMINATE')
       // Nothing written: no confirmation is needed to report the refusal.
-      expect((await failure(b.put('k', bytes('y'), { ifNoneMatch: '*' }))).code).toBe(
+      expect((await failureOf(b.put('k', bytes('y'), { ifNoneMatch: '*' }))).code).toBe(
         'PRECONDITION_FAILED',
       )
     } finally {

@@ -5,10 +5,10 @@ import {
   type RedisServer,
   redisCli,
   startRedisSentinel,
-  startRedisServer,
 } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { sleep, startReplicaPair, until } from './replica-pair.js'
 
 /**
  * Sentinel on real processes: a primary, a replica and one Sentinel (quorum 1).
@@ -17,28 +17,13 @@ import { createRedisBackend, redisKeyLayout } from '../src/index.js'
  */
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 let primary: RedisServer
 let replica: RedisServer
 let sentinel: RedisSentinel
 const opened: Backend[] = []
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(50)
-  }
-}
-
 beforeAll(async () => {
-  primary = await startRedisServer()
-  replica = await startRedisServer({
-    extraArgs: ['--replicaof', '127.0.0.1', String(primary.port)],
-  })
-  await until('the replica link', async () =>
-    (await redisCli(replica.port, ['INFO', 'replication'])).includes('master_link_status:up'),
-  )
+  ;({ primary, replica } = await startReplicaPair())
   sentinel = await startRedisSentinel({ primaryPort: primary.port })
   // Sentinel learns the replica from the primary's INFO.
   await until('Sentinel to see the replica', async () =>
