@@ -189,10 +189,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     }
   }
 
-  /**
-   * `null` for a key the primary key does not find, unless the listing index
-   * says it is live: then the primary index is damaged (`CORRUPT`).
-   */
+  /** `null` for a key the primary key misses, or `CORRUPT` if the listing index says it is live. */
   function absent(key: string): null {
     if (statements.listedAsLive(key)) {
       throw new AgentStateError(
@@ -202,6 +199,22 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       )
     }
     return null
+  }
+
+  /**
+   * A miss confirmed in one read transaction, so the re-read and {@link absent}'s index check see one
+   * snapshot: as two autocommit statements, a row another process inserted between them looked corrupt.
+   */
+  const confirmMiss = db.transaction((key: string, read: () => unknown): unknown => {
+    const row = read()
+    if (row === undefined) absent(key)
+    return row
+  })
+
+  /** The row `read` finds for `key`, or `undefined`; a miss goes through {@link confirmMiss}. */
+  function rowOf<R>(key: string, read: () => R | undefined): R | undefined {
+    const row = read()
+    return row !== undefined ? row : (confirmMiss(key, read) as R | undefined)
   }
 
   /**
@@ -245,8 +258,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
           run('get', () => {
-            const row = statements.readValue(key)
-            return row === undefined ? absent(key) : decodeValueRow(namespace, key, row)
+            const row = rowOf(key, () => statements.readValue(key))
+            return row === undefined ? null : decodeValueRow(namespace, key, row)
           }),
       )
     },
@@ -256,8 +269,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
           run('head', () => {
-            const row = statements.readMeta(key)
-            return row === undefined ? absent(key) : decodeMetaRow(namespace, key, row)
+            const row = rowOf(key, () => statements.readMeta(key))
+            return row === undefined ? null : decodeMetaRow(namespace, key, row)
           }),
       )
     },
@@ -362,8 +375,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
           run('getLease', () => {
-            const row = statements.readMeta(key)
-            if (row === undefined) return absent(key)
+            const row = rowOf(key, () => statements.readMeta(key))
+            if (row === undefined) return null
             const lease = decodeLeaseRow(namespace, key, row)
             return lease === null ? null : liveLease(key, { ...ABSENT_STATE, lease }, clock())
           }),
