@@ -1,28 +1,10 @@
-import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { BIN, type CliResult, cliCommand, runCli } from './cli-process.js'
+import { BIN, type CliResult, cliCommand, runCli, runNode } from './cli-process.js'
 
 /** `node bin/agent-state.js …` as users start it (the sources through tsx in an unbuilt checkout). */
-function runRealBin(args: readonly string[]): Promise<CliResult> {
-  const started = performance.now()
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c
-    })
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c
-    })
-    child.on('error', reject)
-    child.on('close', (status) =>
-      resolve({ status, stdout, stderr, ms: Math.round(performance.now() - started) }),
-    )
-  })
-}
+const runRealBin = (args: readonly string[]): Promise<CliResult> => runNode([BIN, ...args])
 
 // The other tests start the command with runCli: the real bin wrapper on a bundle of the sources
 // (test/cli-bundle.ts). This file checks that what they run is that, and answers as users'

@@ -65,12 +65,27 @@ export interface RunOptions {
  * stdout and stderr pipes (not a TTY).
  */
 export function runCli(args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
-  const started = performance.now()
   const { bin, env } = cliCommand(options.env)
+  return runNode([bin, ...args], { ...options, env })
+}
+
+/**
+ * Runs `node <nodeArgs…>` with stdout and stderr pipes and collects what it left; killed with
+ * SIGKILL after `timeoutMs` (default 300 s; the test then fails on the status).
+ */
+export function runNode(
+  nodeArgs: readonly string[],
+  options: {
+    readonly cwd?: string
+    readonly env?: NodeJS.ProcessEnv
+    readonly timeoutMs?: number
+  } = {},
+): Promise<CliResult> {
+  const started = performance.now()
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
+    const child = spawn(process.execPath, [...nodeArgs], {
       cwd: options.cwd ?? process.cwd(),
-      env,
+      env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let stdout = ''
@@ -113,7 +128,6 @@ export function runScript(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): Promise<CliResult> {
-  const started = performance.now()
   const source = fileURLToPath(new URL(file, import.meta.url))
   const cli = provided()
   const bundled = cli?.scripts[/([^/]+)\.ts$/.exec(file)?.[1] ?? '']
@@ -122,22 +136,5 @@ export function runScript(
     bundled === undefined
       ? ['--conditions=@agent-state/source', '--import', 'tsx', source]
       : ['--conditions=@agent-state/source', bundled]
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...node, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c
-    })
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c
-    })
-    child.on('error', reject)
-    child.on('close', (status) =>
-      resolve({ status, stdout, stderr, ms: Math.round(performance.now() - started) }),
-    )
-  })
+  return runNode([...node, ...args], { env: { ...process.env, ...env } })
 }

@@ -1,6 +1,7 @@
 import { type Capabilities, redactUrl } from '@agent-state/core'
 import { afterAll, describe, it } from 'vitest'
 import { CATEGORIES, type ContractCheck, skipCauseOf } from './check.js'
+import { runThenCleanUp } from './check-run.js'
 import { CONTRACT_CHECKS } from './checks/all.js'
 import { createHarness, probeCapabilities } from './harness.js'
 import { resolveReportPath } from './knobs.js'
@@ -48,17 +49,10 @@ export async function runContractCheckOutcome(
 ): Promise<ContractCheckOutcome> {
   const caps = capabilities ?? (await probeCapabilities(options))
   const harness = createHarness(options, caps)
-  let failure: unknown
-  try {
-    await check.run(harness)
-  } catch (error) {
-    failure = error
-  }
-  try {
-    await harness.cleanup()
-  } catch (error) {
-    failure ??= error
-  }
+  const failure = await runThenCleanUp(
+    () => check.run(harness),
+    () => harness.cleanup(),
+  )
   const scale = { ...harness.reported }
   if (failure !== undefined) {
     if (typeof failure === 'object' && failure !== null && Object.keys(scale).length > 0) {

@@ -1,5 +1,6 @@
 import { redactUrl } from '@agent-state/core'
 import { describe, it } from 'vitest'
+import { runThenCleanUp } from './check-run.js'
 import { RECORD_STORE_CHECKS, type RecordStoreCheck } from './record-store-checks.js'
 import {
   createRecordStoreHarness,
@@ -17,17 +18,10 @@ export async function runRecordStoreCheck(
   options: RecordStoreContractOptions,
 ): Promise<void> {
   const harness = createRecordStoreHarness(options)
-  let failure: unknown
-  try {
-    await check.run(harness)
-  } catch (error) {
-    failure = error
-  }
-  try {
-    await harness.cleanup()
-  } catch (error) {
-    failure ??= error
-  }
+  const failure = await runThenCleanUp(
+    () => check.run(harness),
+    () => harness.cleanup(),
+  )
   if (failure !== undefined) throw failure
 }
 
