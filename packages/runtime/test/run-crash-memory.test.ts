@@ -10,6 +10,7 @@ import {
   readEffect,
   runEffectKey,
 } from '../src/index.js'
+import { LEDGER_CRASH_CYCLES } from './crash-cycles.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
 
 /**
@@ -20,7 +21,7 @@ import { type Provider, paymentHandler, startProvider } from './provider.js'
  * backends' shared clock, moved past the TTL).
  * Same cycle count knob as the multi-process crash test.
  */
-const CYCLES = Number(process.env.AGENT_STATE_CRASH_CYCLES ?? 50)
+const CYCLES = LEDGER_CRASH_CYCLES
 const BOUNDARIES = ['before-dispatch', 'before-ack', 'before-record', 'during-write'] as const
 const EFFECT_IDS = ['e1', 'e2', 'e3'] as const
 const TTL_MS = 150

@@ -7,16 +7,18 @@ import type { Backend } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type EffectRecord, idempotencyKeyOf, inspectRun, readEffect } from '../src/index.js'
 import { PACKAGE_DIR } from './child-process.js'
+import { LEDGER_CRASH_CYCLES } from './crash-cycles.js'
 import { type Provider, type ProviderLog, startProvider } from './provider.js'
 
 /**
- * Crash cycles per backend: `AGENT_STATE_CRASH_CYCLES` (default 50). Each
+ * Crash cycles per backend: `AGENT_STATE_CRASH_CYCLES` (default 50, floor 10:
+ * `crash-cycles.ts`). Each
  * cycle is one child process that resumes the previous cycle's run in a
  * fresh process and then starts a new run and is killed (SIGKILL) at one of
  * the four boundaries, round-robin, at one of its three effects.
  * `AGENT_STATE_CRASH_CHAINS` (default 4) chains of cycles run side by side.
  */
-const CYCLES = Number(process.env.AGENT_STATE_CRASH_CYCLES ?? 50)
+const CYCLES = LEDGER_CRASH_CYCLES
 const BOUNDARIES = ['before-dispatch', 'before-ack', 'before-record', 'during-write'] as const
 const EFFECT_IDS = ['e1', 'e2', 'e3'] as const
 /**
@@ -92,7 +94,6 @@ describe.each(MULTI_PROCESS_BACKENDS)(
     it(
       `${CYCLES} cycles: nothing confirmed applies twice, nothing required is skipped, every unknown is reconciled`,
       async () => {
-        expect(CYCLES).toBeGreaterThanOrEqual(1)
         const target = make(dir)
         const namespace = freshName('crash')
         const backend: Backend = await target.open(namespace)

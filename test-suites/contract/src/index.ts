@@ -10,6 +10,7 @@ export { CONTRACT_CHECKS } from './checks/all.js'
 export { MIN_CRASH_CYCLES } from './checks/crash.js'
 export { MIN_FROZEN_ROUNDS } from './checks/frozen-writer.js'
 export type { FrozenWoke } from './child-protocol.js'
+export { crashCyclesKnob } from './crash-cycle-knob.js'
 export {
   type ContractCheckOutcome,
   describeBackendContract,

@@ -1,0 +1,27 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+
+/** The ledger crash tests' cycle knob, imported fresh under a given `AGENT_STATE_CRASH_CYCLES`. */
+async function knobWith(value: string): Promise<number> {
+  vi.stubEnv('AGENT_STATE_CRASH_CYCLES', value)
+  vi.resetModules()
+  return (await import('./crash-cycles.js')).LEDGER_CRASH_CYCLES
+}
+
+afterEach(() => {
+  vi.unstubAllEnvs()
+})
+
+describe("the effect ledger crash tests' cycle knob has the contract's floor", () => {
+  it('a count below 10 fails the crash test files (they import this knob), it never passes', async () => {
+    await expect(knobWith('9')).rejects.toThrow(
+      'the effect ledger crash test is configured with 9 kill -9 cycles, below the floor of 10: it would prove nothing',
+    )
+    await expect(knobWith('0')).rejects.toThrow(/configured with 0 kill -9 cycles, below the floor/)
+    await expect(knobWith('ten')).rejects.toThrow('AGENT_STATE_CRASH_CYCLES must be a whole number')
+  })
+
+  it('the floor itself and the default of 50 are accepted', async () => {
+    expect(await knobWith('10')).toBe(10)
+    expect(await knobWith('')).toBe(50)
+  })
+})
