@@ -1,7 +1,9 @@
+import { execFileSync, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CopyCheckMode } from '../src/commands/copy.js'
 import type { CopyAction, CopyCheck } from '../src/commands/copy-key.js'
-import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
+import { cliCommand, removeTemps, runCli, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl, s3Env, s3Url } from './services.js'
 
 afterAll(removeTemps)
@@ -40,6 +42,7 @@ async function ops(url: string, list: unknown[], namespace?: string): Promise<un
 interface CopyJson {
   dryRun: boolean
   ok: boolean
+  checkMode: CopyCheckMode
   durationMs: number
   totals: { keys: number; actions: Record<CopyAction, number>; checks: Record<CopyCheck, number> }
   keys: { key: string; action: string; check: string; detail?: string }[]
@@ -57,6 +60,72 @@ async function copyJson(
     throw new Error(`copy printed no JSON (status ${result.status}): ${result.stderr}`)
   }
   return { status: result.status, report, ms: result.ms, stderr: result.stderr }
+}
+
+/**
+ * The process running the CLI under the `agent-state` wrapper `pid` (bin/agent-state.js starts it
+ * as its child, leading its own process group).
+ */
+function cliProcessOf(pid: number): number {
+  const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+    .trim()
+    .split(/\s+/)
+    .filter((text) => text !== '')
+  if (children.length !== 1)
+    throw new Error(`agent-state ${pid} runs ${children.length} CLI processes`)
+  return Number(children[0])
+}
+
+/**
+ * Starts `agent-state copy <args…> --jsonl` and, once it has reported `killAfter` keys (each
+ * reported key was written and checked), kills the process doing the copy with SIGKILL (its whole
+ * group: a SIGKILL to the wrapper alone would leave the copy running); resolves with the keys it
+ * reported. The wrapper then ends as `stopped by SIGKILL`.
+ */
+function copyKilledAfter(args: readonly string[], killAfter: number): Promise<string[]> {
+  const { bin, env } = cliCommand()
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'copy', ...args, '--jsonl'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const reported: string[] = []
+    let killed = false
+    let pending = ''
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+    })
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk
+      const lines = pending.split('\n')
+      pending = lines.pop() ?? ''
+      for (const line of lines) {
+        const parsed = JSON.parse(line) as { type: string; key?: string }
+        if (parsed.type === 'key') reported.push(parsed.key as string)
+      }
+      if (reported.length >= killAfter && !killed) {
+        killed = true
+        process.kill(-cliProcessOf(child.pid as number), 'SIGKILL')
+      }
+    })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 600_000)
+    child.on('error', reject)
+    child.on('close', (status, signal) => {
+      clearTimeout(timer)
+      if (
+        status !== 137 ||
+        !stderr.includes('agent-state: stopped by SIGKILL') ||
+        reported.length < killAfter
+      ) {
+        reject(
+          new Error(
+            `the copy was to be killed after ${killAfter} keys; it ended with ${status ?? signal} after ${reported.length}: ${stderr}`,
+          ),
+        )
+      } else resolve(reported)
+    })
+  })
 }
 
 describe('copy many keys from the filesystem to each backend (real servers)', () => {
@@ -118,6 +187,50 @@ describe('copy many keys from the filesystem to each backend (real servers)', ()
       expect(JSON.parse(stat.stdout).value.writer).toEqual({ writerId: 'worker-7', workerId: 'w7' })
     }, 1_800_000)
   }
+
+  it(`fs → sqlite: a copy killed with SIGKILL halfway through ${MANY} keys resumes: the rerun copies only what is missing, and every key checks, by bytes too`, async () => {
+    const source = sources.get(MANY) as string
+    const url = `sqlite:${join(tempDir('agent-state-copy-resume-'), 'state.db')}`
+    const reported = await copyKilledAfter([source, url], MANY / 2)
+    // What the killed copy left: every key it reported, and the writes in flight at the kill.
+    const listed = await runCli(['ls', '-r', '--json', '--url', url])
+    expect(listed.status, listed.stderr).toBe(0)
+    const present = new Set(
+      (JSON.parse(listed.stdout) as { keys: { key: string }[] }).keys.map((k) => k.key),
+    )
+    for (const key of reported) expect(present.has(key), `${key} was reported copied`).toBe(true)
+    expect(present.size).toBeLessThan(MANY)
+    console.log(
+      `copy fs → sqlite killed after ${reported.length} reported keys: ${present.size} of ${MANY} at the destination`,
+    )
+    const rerun = await copyJson([source, url])
+    expect(rerun.report.totals.keys).toBe(MANY)
+    console.log(`resumed copy fs → sqlite: ${rerun.report.durationMs} ms`)
+    // Only what is missing is written: created exactly the keys absent after the kill.
+    const created = rerun.report.keys.filter((k) => k.action === 'created').map((k) => k.key)
+    expect(created.length).toBe(MANY - present.size)
+    for (const key of created) expect(present.has(key), `${key} was there already`).toBe(false)
+    expect(rerun.report.totals.actions).toEqual({
+      created: MANY - present.size,
+      updated: 0,
+      same: present.size,
+      'skipped-leased': 0,
+      'skipped-newer': 0,
+      conflict: 0,
+      vanished: 0,
+      error: 0,
+    })
+    expect(rerun.report.totals.checks).toEqual({ same: MANY, differs: 0, missing: 0, error: 0 })
+    expect(rerun.report.checkMode).toBe('size-and-writer')
+    expect(rerun.status).toBe(0)
+    // The exact check: every value's bytes at the destination hash as the source's.
+    const exact = await copyJson([source, url, '--checksum', '--dry-run'])
+    expect(exact.report.checkMode).toBe('sha256')
+    console.log(`--checksum --dry-run fs → sqlite, ${MANY} keys: ${exact.report.durationMs} ms`)
+    expect(exact.report.totals.checks).toEqual({ same: MANY, differs: 0, missing: 0, error: 0 })
+    expect(exact.report.totals.actions.same).toBe(MANY)
+    expect(exact.status).toBe(0)
+  }, 600_000)
 })
 
 describe('copy: what it refuses, reports and resumes', () => {
@@ -154,12 +267,23 @@ describe('copy: what it refuses, reports and resumes', () => {
     const dst = `file:${join(tempDir('agent-state-copy-'), 'dst')}`
     await ops(src, [{ put: 'k', value: 'source', writer: 'w' }])
     await ops(dst, [{ put: 'k', value: 'newer!', writer: 'w' }])
-    // Same size and writer, written later: the fast check cannot tell them apart...
+    // Same size and writer, written later: the fast check cannot tell them apart, and says what
+    // its `same` rests on...
     const fast = await copyJson([src, dst])
     expect(fast.report.keys).toEqual([{ key: 'k', action: 'same', check: 'same' }])
+    expect(fast.report.checkMode).toBe('size-and-writer')
     expect(fast.status).toBe(0)
+    const fastText = await runCli(['copy', src, dst])
+    expect(fastText.stdout).toContain(
+      'check by size and writer, not bytes (--checksum compares bytes): same 1, differs 0, missing 0, error 0',
+    )
     // ...the byte check can, and keeps the newer destination value.
+    const plan = await runCli(['copy', src, dst, '--checksum', '--dry-run'])
+    expect(plan.stdout).toContain(
+      'before the copy by SHA-256 of the bytes: same 0, differs 1, missing 0, error 0',
+    )
     const checked = await copyJson([src, dst, '--checksum'])
+    expect(checked.report.checkMode).toBe('sha256')
     expect(checked.report.keys[0]).toMatchObject({
       key: 'k',
       action: 'skipped-newer',

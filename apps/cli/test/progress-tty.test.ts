@@ -51,7 +51,9 @@ describe('copy in a real terminal (tmux)', () => {
     expect(bars, text).toHaveLength(1)
     expect(bars[0]).toMatch(new RegExp(`^copy \\[=+\\] 100% \\| ${keys}/${keys} keys`))
     expect(text).toMatch(new RegExp(`^${keys} keys in [\\d.]+ s: created ${keys}, `, 'm'))
-    expect(text).toContain(`check: same ${keys}, differs 0, missing 0, error 0`)
+    expect(text).toContain(
+      `check by size and writer, not bytes (--checksum compares bytes): same ${keys}, differs 0, missing 0, error 0`,
+    )
     // Some frame caught it part-way, so the bar really moved (reported, not timed).
     const partial = frames.some((f) =>
       f.some((line) => /^copy \[[=-]*-[=-]*\] \d+% \| \d+\//.test(line)),

@@ -72,6 +72,7 @@ export async function runCopy(fromUrl: string, toUrl: string, flags: CopyFlags):
             type: 'totals',
             dryRun,
             ok,
+            checkMode: result.checkMode,
             ...result.totals,
             durationMs: result.durationMs,
           }),

@@ -28,8 +28,18 @@ export interface CopyTotals {
   readonly checks: Readonly<Record<CopyCheck, number>>
 }
 
+/**
+ * What a check verdict rests on: `size-and-writer` (the default fast check: size and writer
+ * identity, and for a key not written by this copy a destination no older than the source; the
+ * bytes are not compared, so a value of the same size and writer with other bytes is `same`), or
+ * `sha256` (`--checksum`: the bytes of both sides, read and hashed).
+ */
+export type CopyCheckMode = 'size-and-writer' | 'sha256'
+
 /** Everything a copy did. */
 export interface CopyResult {
+  /** What each key's `check` rests on. */
+  readonly checkMode: CopyCheckMode
   readonly totals: CopyTotals
   /** Reports of every key, in byte order. */
   readonly keys: readonly KeyReport[]
@@ -119,6 +129,7 @@ export async function copyAll(
     checks[report.check]++
   }
   return {
+    checkMode: options.checksum ? 'sha256' : 'size-and-writer',
     totals: { keys: keys.length, actions, checks },
     keys: reports,
     durationMs: Math.round(performance.now() - started),
@@ -131,14 +142,20 @@ export function copySucceeded(result: CopyResult, dryRun: boolean): boolean {
   return result.totals.checks.same === result.totals.keys
 }
 
-/** The closing text lines: what was done, and the check by state. */
+/** How the text report names what a check verdict rests on. */
+const CHECK_LABELS: Record<CopyCheckMode, string> = {
+  'size-and-writer': 'size and writer, not bytes (--checksum compares bytes)',
+  sha256: 'SHA-256 of the bytes',
+}
+
+/** The closing text lines: what was done, and the check by state (labelled with what it compared). */
 export function copySummaryLines(result: CopyResult, dryRun: boolean): string[] {
   const a = result.totals.actions
   const c = result.totals.checks
   const verb = dryRun ? 'would create' : 'created'
   const lines = [
     `${result.totals.keys} keys in ${(result.durationMs / 1000).toFixed(1)} s: ${verb} ${a.created}, ${dryRun ? 'would update' : 'updated'} ${a.updated}, already same ${a.same}, skipped leased ${a['skipped-leased']}, skipped newer at destination ${a['skipped-newer']}, conflicts ${a.conflict}, vanished ${a.vanished}, errors ${a.error}`,
-    `${dryRun ? 'before the copy' : 'check'}: same ${c.same}, differs ${c.differs}, missing ${c.missing}, error ${c.error}`,
+    `${dryRun ? 'before the copy' : 'check'} by ${CHECK_LABELS[result.checkMode]}: same ${c.same}, differs ${c.differs}, missing ${c.missing}, error ${c.error}`,
   ]
   if (a['skipped-leased'] > 0) {
     lines.push(
