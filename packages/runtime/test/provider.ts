@@ -10,12 +10,16 @@ export interface ProviderLog {
   readonly results: Record<string, JsonValue>
   readonly duplicates: Record<string, number>
   readonly kills: readonly string[]
+  /** Idempotency keys of requests taken in with `x-hold-apply: 1` and not applied yet. */
+  readonly held: readonly string[]
 }
 
 /** The provider process (test/fixtures/effect-provider.ts) and how to reach it. */
 export interface Provider {
   readonly url: string
   log(): Promise<ProviderLog>
+  /** Applies every request held with `x-hold-apply: 1` (a call in flight lands); how many. */
+  releaseHeld(): Promise<number>
   stop(): Promise<void>
 }
 
@@ -39,6 +43,12 @@ export async function startProvider(): Promise<Provider> {
         resolve({
           url,
           log: async () => (await (await fetch(`${url}/log`)).json()) as ProviderLog,
+          releaseHeld: async () =>
+            (
+              (await (await fetch(`${url}/release-held`, { method: 'POST' })).json()) as {
+                released: number
+              }
+            ).released,
           stop: () =>
             new Promise<void>((done) => {
               child.removeAllListeners('exit')
