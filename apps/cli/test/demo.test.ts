@@ -7,7 +7,13 @@ import { ensureDebianPackages } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { connect } from '../src/connect.js'
 import { type AgentProcess, startAgent, startDemoProcess } from '../src/demo/agent-process.js'
-import { DEMO_STEPS, type DemoContext, DemoFailure, runDemo } from '../src/demo/demo.js'
+import {
+  DEMO_STEPS,
+  type DemoContext,
+  DemoFailure,
+  type DemoStep,
+  runDemo,
+} from '../src/demo/demo.js'
 import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
 import { DEMO_STORY } from './demo-story.js'
 
@@ -189,21 +195,41 @@ describe("the demo's lease story holds whatever the machine's load", () => {
   const key = workerSnapshotKey('researcher')
   if (expiry === undefined) throw new Error('no expiry step')
 
-  it("passes when the killed owner's lease ran out before the step looked (a loaded machine)", async () => {
-    const { ctx, backend, notes } = await stepContext('expired')
+  /** Runs `step` when the killed owner's lease ran out before it looked; the notes it left. */
+  async function afterTheLeaseRanOut(step: DemoStep, namespace: string): Promise<string[]> {
+    const { ctx, backend, notes } = await stepContext(namespace)
     try {
       const lease = await backend.acquireLease(key, { holder: 'work:1', ttlMs: 1 })
       ctx.facts.set('holder', 'work:1')
       ctx.facts.set('token', lease.token)
       await waitForNoLease(backend, key)
-      await expiry.run(ctx)
-      expect(notes).toEqual([
-        'worker lease of work:1 (token 1) already ran out (run and delivery leases alike)',
-        'the lease expired: nobody owns the worker now',
-      ])
+      await step.run(ctx)
+      return notes
     } finally {
       await backend.close()
     }
+  }
+
+  it("passes when the killed owner's lease ran out before the step looked (a loaded machine)", async () => {
+    expect(await afterTheLeaseRanOut(expiry, 'expired')).toEqual([
+      'worker lease of work:1 (token 1) already ran out (run and delivery leases alike)',
+      'the lease expired: nobody owns the worker now',
+    ])
+  })
+
+  it("fails on commit c10d414's mutant: the step as it was, requiring the dead owner's lease to be live", async () => {
+    // The mutant: the expiry step before c10d414, which failed the demo on a loaded machine.
+    const mutant: DemoStep = {
+      title: expiry.title,
+      async run(ctx) {
+        const lease = await ctx.backend.getLease(workerSnapshotKey(ctx.workerId))
+        if (lease === null) throw new DemoFailure('the killed owner still holds the lease')
+        ctx.note('demo', `worker lease held by ${lease.holder}`)
+      },
+    }
+    await expect(afterTheLeaseRanOut(mutant, 'expired-mutant')).rejects.toThrow(
+      new DemoFailure('the killed owner still holds the lease'),
+    )
   })
 
   it('shows a live lease of the killed owner with its expiry, then waits it out', async () => {
