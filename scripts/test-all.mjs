@@ -54,6 +54,8 @@ function ensureDebianPackages() {
     ['/usr/bin/ceph-mon', 'ceph-mon'],
     ['/usr/bin/ceph-osd', 'ceph-osd'],
     ['/usr/bin/ceph', 'ceph-common'],
+    // libfaketime: the Redis failover test runs a replica whose clock lags the primary's.
+    ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', 'libfaketime'],
   ].filter(([binary]) => !existsSync(binary))
   if (needed.length === 0) return Promise.resolve(true)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }

@@ -136,8 +136,9 @@ return {'OK', '1'}
  * The token is max(counter + 1, server time in microseconds). The time floor
  * is what keeps tokens increasing across a failover to a replica that missed
  * the last grants: the promoted node's clock is past the old primary's last
- * grant (assumption: the hosts' clocks differ by less than the failover
- * takes, and no clock steps back by more). Microseconds since the epoch stay
+ * grant (assumption, README "Clocks": the promoted node's clock lags the old
+ * primary's by less than the promotion hold plus the time from that lost
+ * grant to its first acquire). Microseconds since the epoch stay
  * below 2^53 (a JS safe integer) until the year 2255, and one key cannot be
  * granted twice in a microsecond, so the counter never runs ahead of the clock
  * in practice. Counters written by 0.1/0.2 (small numbers) are below the floor.

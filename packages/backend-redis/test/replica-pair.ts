@@ -1,5 +1,10 @@
 import { isAgentStateError } from '@agent-state/core'
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
+import {
+  type RedisServer,
+  type RedisServerOptions,
+  redisCli,
+  startRedisServer,
+} from '@agent-state/test-services'
 
 /** Waits `ms` milliseconds. */
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -17,10 +22,16 @@ export async function until(
   }
 }
 
-/** A primary and a replica of it, on free ports, once the replica's link is up. */
-export async function startReplicaPair(): Promise<{ primary: RedisServer; replica: RedisServer }> {
+/**
+ * A primary and a replica of it, on free ports, once the replica's link is up. `replicaOptions`
+ * (e.g. `clockOffsetSeconds`) apply to the replica only.
+ */
+export async function startReplicaPair(
+  replicaOptions: Omit<RedisServerOptions, 'extraArgs'> = {},
+): Promise<{ primary: RedisServer; replica: RedisServer }> {
   const primary = await startRedisServer()
   const replica = await startRedisServer({
+    ...replicaOptions,
     extraArgs: ['--replicaof', '127.0.0.1', String(primary.port)],
   })
   await until('the replica link', async () =>

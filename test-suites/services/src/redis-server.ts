@@ -20,6 +20,13 @@ export interface RedisServerOptions {
   readonly extraArgs?: readonly string[]
   /** Milliseconds to wait for PING to answer. Default 15 000. */
   readonly startTimeoutMs?: number
+  /**
+   * Whole seconds the server's wall clock (`TIME`, and so every script's
+   * clock) runs ahead of the host's (negative: behind), through libfaketime
+   * (Debian `libfaketime`, installed when missing). Its monotonic clock is
+   * left alone (timers, replication timeouts). Default: the host's clock.
+   */
+  readonly clockOffsetSeconds?: number
 }
 
 /** How {@link RedisServer.restart} stops the process. */
@@ -118,6 +125,29 @@ function waitForExit(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()))
 }
 
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'
+/**
+ * glibc's malloc, as a preloadable library. Debian's redis-server allocates with jemalloc, whose
+ * start-up calls clock_gettime before libfaketime can answer it (libfaketime issue 130: the
+ * server never starts); preloaded first, glibc's allocator serves malloc instead.
+ */
+const GLIBC_MALLOC = '/lib/x86_64-linux-gnu/libc_malloc_debug.so.0'
+
+/** The server's environment: the host's, or libfaketime's with the clock offset. */
+function clockEnvironment(offsetSeconds: number | undefined): NodeJS.ProcessEnv {
+  if (offsetSeconds === undefined) return process.env
+  if (!Number.isSafeInteger(offsetSeconds)) {
+    throw new Error(`clockOffsetSeconds must be whole seconds (got ${offsetSeconds})`)
+  }
+  ensureDebianPackages([LIBFAKETIME], ['libfaketime'])
+  return {
+    ...process.env,
+    LD_PRELOAD: `${GLIBC_MALLOC}:${LIBFAKETIME}`,
+    FAKETIME: `${offsetSeconds >= 0 ? '+' : ''}${offsetSeconds}`,
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  }
+}
+
 /**
  * Starts a private `redis-server` (Debian's, installed on demand) on
  * 127.0.0.1 and a free port, in a fresh temp directory, in the foreground as
@@ -163,8 +193,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     return [...list, ...(options.extraArgs ?? [])]
   }
 
+  const env = clockEnvironment(options.clockOffsetSeconds)
   const launch = async (): Promise<void> => {
-    const proc = spawn(REDIS_SERVER, args(), { cwd: dir, stdio: 'ignore' })
+    const proc = spawn(REDIS_SERVER, args(), { cwd: dir, stdio: 'ignore', env })
     running.add(proc)
     proc.once('exit', () => running.delete(proc))
     child = proc
