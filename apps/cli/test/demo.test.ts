@@ -1,12 +1,13 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { Backend } from '@agent-state/core'
 import { openDaemonQueue, runHeadKey, workerSnapshotKey } from '@agent-state/runtime'
 import { ensureDebianPackages } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { connect } from '../src/connect.js'
-import { type AgentProcess, startAgent, startDemoProcess } from '../src/demo/agent-process.js'
+import { type AgentProcess, startDemoProcess } from '../src/demo/agent-process.js'
 import {
   DEMO_STEPS,
   type DemoContext,
@@ -263,9 +264,13 @@ describe("the demo's lease story holds whatever the machine's load", () => {
     }
   })
 
-  it('the working agent keeps its leases while the provider holds its call; they run out after SIGKILL', async () => {
+  /**
+   * Runs the working agent (`script`, one of src/demo's) until the provider holds its call, waits
+   * four of its lease TTLs, checks it still holds its worker and run leases, then SIGKILLs it and
+   * waits for them to run out.
+   */
+  async function keepsItsLeases(script: string, namespace: string): Promise<void> {
     const url = `file:${join(tempDir('agent-state-demo-keep-'), 'state')}`
-    const namespace = 'keep-alive'
     const backend = await connect(url, { namespace })
     const processes: AgentProcess[] = []
     try {
@@ -273,7 +278,7 @@ describe("the demo's lease story holds whatever the machine's load", () => {
       processes.push(provider)
       const listening = await provider.waitFor((e) => e.event === 'listening', 30_000)
       const providerUrl = `http://127.0.0.1:${String(listening.port)}`
-      const agent = startAgent([
+      const agent = startDemoProcess(script, [
         url,
         namespace,
         'work',
@@ -311,6 +316,30 @@ describe("the demo's lease story holds whatever the machine's load", () => {
     } finally {
       for (const child of processes) if (child.child.exitCode === null) child.child.kill('SIGKILL')
       await backend.close()
+    }
+  }
+
+  it('the working agent keeps its leases while the provider holds its call; they run out after SIGKILL', async () => {
+    await keepsItsLeases('demo-agent', 'keep-alive')
+  }, 120_000)
+
+  it("fails on commit c10d414's mutant: the working agent without its renewals while it waits", async () => {
+    // The mutant: src/demo/demo-agent.ts with the working agent's keepAlive removed, written next
+    // to it (so its imports resolve the same) for this test only.
+    const source = fileURLToPath(new URL('../src/demo/demo-agent.ts', import.meta.url))
+    const renewal =
+      /const stopRenewing = keepAlive\(async \(\) => \{\n\s+await daemon\.heartbeat\(\)\n\s+if \(callOut\) await run\?\.heartbeat\(\)\n\s+\}, DEMO_RENEW_MS\)/g
+    const text = readFileSync(source, 'utf8')
+    expect(text.match(renewal)).toHaveLength(1)
+    const name = `demo-agent-${process.pid}.mutant`
+    const mutant = join(dirname(source), `${name}.ts`)
+    writeFileSync(mutant, text.replace(renewal, 'const stopRenewing = async () => undefined'))
+    try {
+      await expect(keepsItsLeases(name, 'keep-alive-mutant')).rejects.toThrow(
+        /expected null to match object/,
+      )
+    } finally {
+      rmSync(mutant, { force: true })
     }
   }, 120_000)
 })
