@@ -1,11 +1,11 @@
-export { AUDIT_EVENTS, type AuditEntry, auditEntrySchema, MAX_AUDIT_ENTRIES } from './audit.js'
-export { canonicalJson, checksumOf, type JsonValue, jsonValueSchema } from './canonical-json.js'
+export { AUDIT_EVENTS, type AuditEntry, auditEntrySchema, MAX_AUDIT_ENTRIES } from './worker/audit.js'
+export { canonicalJson, checksumOf, type JsonValue, jsonValueSchema } from './shared/canonical-json.js'
 export {
   type ConflictListener,
   type ConflictPolicy,
   type ConflictWarning,
   processWarningListener,
-} from './conflict-policy.js'
+} from './session/conflict-policy.js'
 export {
   Daemon,
   type DaemonFields,
@@ -13,7 +13,7 @@ export {
   resumeDaemon,
   type SpawnDaemonOptions,
   spawnDaemon,
-} from './daemon.js'
+} from './daemon/daemon.js'
 // --- Daemon queues (issue 14) ---
 export {
   assertDaemonId,
@@ -21,7 +21,7 @@ export {
   DaemonQueue,
   openDaemonQueue,
   type QueueCounts,
-} from './daemon-queue.js'
+} from './daemon/daemon-queue.js'
 export {
   DAEMON_STATES,
   type DaemonSnapshot,
@@ -29,13 +29,13 @@ export {
   type DaemonState,
   daemonSnapshot,
   type InflightEvent,
-} from './daemon-snapshot.js'
+} from './daemon/daemon-snapshot.js'
 export {
   DEFAULT_VISIBILITY_TIMEOUT_MS,
   Delivery,
   type DeliveryOptions,
   deliveryOptionsSchema,
-} from './delivery.js'
+} from './daemon/delivery.js'
 // --- Runs and the effect ledger (seed 002) ---
 export {
   type EffectCall,
@@ -43,13 +43,13 @@ export {
   effectRejected,
   idempotencyKeyOf,
   type ReconcileAnswer,
-} from './effect.js'
+} from './run/effect.js'
 export {
   DAEMON_ERROR_CODES,
   type DaemonErrorCode,
   RUNTIME_ERROR_CODES,
   type RuntimeErrorCode,
-} from './errors.js'
+} from './shared/errors.js'
 export {
   HANDOFF_KEY,
   HANDOFF_VERSION,
@@ -57,15 +57,15 @@ export {
   type HandoffEnvelope,
   handoffArtifactSchema,
   handoffEnvelopeSchema,
-} from './handoff.js'
+} from './session/handoff.js'
 export type {
   HookDecision,
   LifecycleHookEvent,
   LifecycleHooks,
   PostHook,
   PreHook,
-} from './hooks.js'
-export { assertSessionId, assertWorkerId, ID_PATTERN, isValidId, uuidv7 } from './ids.js'
+} from './worker/hooks.js'
+export { assertSessionId, assertWorkerId, ID_PATTERN, isValidId, uuidv7 } from './shared/ids.js'
 export {
   DAEMONS_PREFIX,
   daemonConfigKey,
@@ -87,7 +87,7 @@ export {
   WORKERS_PREFIX,
   workerSnapshotKey,
   workerSuspendRequestKey,
-} from './layout.js'
+} from './shared/layout.js'
 export {
   listQuarantined,
   type QuarantineEntry,
@@ -96,7 +96,7 @@ export {
   quarantineRecord,
   quarantineReportSchema,
   quarantineWorkerSnapshot,
-} from './quarantine.js'
+} from './worker/quarantine.js'
 export {
   type DaemonQueueOptions,
   DEFAULT_MAX_EVENT_BYTES,
@@ -107,8 +107,8 @@ export {
   MAX_EVENT_BYTES_LIMIT,
   MAX_QUEUE_CAPACITY,
   type QueueConfig,
-} from './queue-records.js'
-export { RECOVERY_OUTCOMES, type RecoveryDecision } from './reconcile.js'
+} from './daemon/queue-records.js'
+export { RECOVERY_OUTCOMES, type RecoveryDecision } from './run/reconcile.js'
 // --- seeds 000/004 conformance (runtime-seeds) ---
 export {
   type CloudSession,
@@ -124,37 +124,37 @@ export {
   ResumeByPresets,
   type ResumeRegistration,
   type TriggerDispatcher,
-} from './resume-by.js'
+} from './worker/resume-by.js'
 export {
   parseResumeConditions,
   type ResumeConditions,
   type ResumeConditionsInput,
   resumeConditionsSchema,
   TIMEOUT_ACTIONS,
-} from './resume-conditions.js'
-export { type ResumeWorkerOptions, resumeWorker } from './resume-worker.js'
-export { type CommitStepOptions, type EffectHandlers, Run } from './run.js'
-export { DEFAULT_RUN_LEASE_TTL_MS, type RunOwnerOptions } from './run-attempt.js'
+} from './worker/resume-conditions.js'
+export { type ResumeWorkerOptions, resumeWorker } from './worker/resume-worker.js'
+export { type CommitStepOptions, type EffectHandlers, Run } from './run/run.js'
+export { DEFAULT_RUN_LEASE_TTL_MS, type RunOwnerOptions } from './run/run-attempt.js'
 export {
   RUN_RECORD_FORMAT,
   RUN_RECORD_KINDS,
   RUN_RECORD_SCHEMA_VERSION,
   type RunRecordKind,
-} from './run-codec.js'
+} from './run/run-codec.js'
 export {
   type OpenRunOptions,
   openRun,
   type RevalidationCheck,
   type RevalidationContext,
   resumeRun,
-} from './run-open.js'
+} from './run/run-open.js'
 export {
   type EffectResolution,
   inspectRun,
   type RunView,
   readEffect,
   resolveEffect,
-} from './run-operator.js'
+} from './run/run-operator.js'
 export {
   type Attempt,
   type ContextRef,
@@ -166,16 +166,16 @@ export {
   type RunAuditEntry,
   type RunHead,
   type StepRecord,
-} from './run-records.js'
-export { openSession, resumeSession, type Session, type SessionOptions } from './session.js'
+} from './run/run-records.js'
+export { openSession, resumeSession, type Session, type SessionOptions } from './session/session.js'
 export {
   handoffKeyName,
   redactLocation,
   type StateHandle,
   stateHandleSchema,
-} from './session-handle.js'
-export { type ListSessionsOptions, listSessions, type SessionPage } from './session-list.js'
-export { inspectSession, type PolicyOverride, type SessionInfo } from './session-marker.js'
+} from './session/session-handle.js'
+export { type ListSessionsOptions, listSessions, type SessionPage } from './session/session-list.js'
+export { inspectSession, type PolicyOverride, type SessionInfo } from './session/session-marker.js'
 export {
   decodeSnapshot,
   encodeSnapshot,
@@ -187,13 +187,13 @@ export {
   snapshotBodySchema,
   WORKER_STATUSES,
   type WorkerStatus,
-} from './snapshot-codec.js'
+} from './worker/snapshot-codec.js'
 export {
   type PendingSuspend,
   type SuspendOutcome,
   type SuspendWorkerOptions,
   suspendWorker,
-} from './suspend-request.js'
+} from './worker/suspend-request.js'
 export {
   type ConditionFlags,
   conditionFlagsSchema,
@@ -202,9 +202,9 @@ export {
   type SuspendRequest,
   type Suspension,
   suspensionSchema,
-} from './suspension.js'
-export { type WaitForIdleOptions, waitForIdle, waitForIdleOptionsSchema } from './wait-idle.js'
-export { Worker, type WorkerUpdate } from './worker.js'
+} from './worker/suspension.js'
+export { type WaitForIdleOptions, waitForIdle, waitForIdleOptionsSchema } from './daemon/wait-idle.js'
+export { Worker, type WorkerUpdate } from './worker/worker.js'
 export {
   createWorkerEvents,
   type WorkerCompletedEvent,
@@ -212,11 +212,11 @@ export {
   type WorkerEventListener,
   type WorkerEvents,
   type WorkerSuspendedEvent,
-} from './worker-events.js'
+} from './worker/worker-events.js'
 export {
   closeWorker,
   inspectWorker,
   type StartWorkerOptions,
   startWorker,
-} from './worker-lifecycle.js'
-export { DEFAULT_WORKER_LEASE_TTL_MS, type WorkerOwnerOptions } from './worker-ownership.js'
+} from './worker/worker-lifecycle.js'
+export { DEFAULT_WORKER_LEASE_TTL_MS, type WorkerOwnerOptions } from './worker/worker-ownership.js'
