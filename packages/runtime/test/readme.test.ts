@@ -9,7 +9,8 @@ import {
   typecheckBlocks,
 } from '@agent-state/readme-blocks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { handoffEnvelopeSchema, RUNTIME_ERROR_CODES, stateHandleSchema } from '../src/index.js'
+import { RUNTIME_ERROR_CODES, stateHandleSchema } from '../src/index.js'
+import { handoffEnvelopeSchema } from '../src/internal.js'
 import { PACKAGE_DIR } from './child-process.js'
 
 // The pnpm shim that starts vitest sets NODE_PATH to every hoisted workspace package; a user's

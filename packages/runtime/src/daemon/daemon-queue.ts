@@ -1,14 +1,22 @@
 import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
 import {
   AgentStateError,
   type Backend,
   isAgentStateError,
+  type Lease,
   type StoredValue,
 } from '@agent-state/core'
-import { claimHead, type Delivery, type DeliveryOptions } from './delivery.js'
 import { daemonError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../shared/layout.js'
+import { releaseQuietly } from '../shared/owned-lease.js'
+import {
+  Delivery,
+  type DeliveryOptions,
+  deliveryOptionsSchema,
+  removeLeftover,
+} from './delivery.js'
 import { encodeEvent } from './queue-event.js'
 import {
   type DaemonQueueOptions,
@@ -379,6 +387,89 @@ export class DaemonQueue {
 
   #decode<T>(schema: Parameters<typeof decodeRecord<T>>[0], found: StoredValue): T {
     return decodeRecord(schema, found.value, { daemonId: this.daemonId, key: found.meta.key })
+  }
+}
+
+/**
+ * The claim protocol: cheap emptiness check, take the head record's lease,
+ * re-read the head under it, read the head event, and record the attempt
+ * with a fenced write. Internal to `DaemonQueue.claim`.
+ */
+async function claimHead(
+  queue: DaemonQueue,
+  backend: Backend,
+  input: DeliveryOptions,
+  clock: () => number,
+): Promise<Delivery | null> {
+  const daemonId = queue.daemonId
+  const parsed = deliveryOptionsSchema.safeParse(input)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw daemonError(
+      'INVALID_QUEUE_OPTIONS',
+      `Invalid claim option ${issue?.path.join('.') ?? ''}`,
+      {
+        daemonId,
+        path: issue?.path.join('.') ?? '',
+      },
+    )
+  }
+  const holder =
+    parsed.data.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
+  const [before, tailBefore] = await Promise.all([queue.readHead(), queue.readTail()])
+  if (before.record.head >= tailBefore.next) return null
+  const key = daemonHeadKey(daemonId)
+  let lease: Lease
+  try {
+    lease = await backend.acquireLease(key, { holder, ttlMs: parsed.data.visibilityTimeoutMs })
+  } catch (error) {
+    if (isAgentStateError(error, 'LEASE_HELD')) {
+      throw daemonError(
+        'DELIVERY_IN_FLIGHT',
+        `Daemon ${daemonId} has a delivery in flight`,
+        { daemonId, holder: error.context.holder ?? null },
+        error,
+      )
+    }
+    throw error
+  }
+  try {
+    // Under the lease nobody else can move the head.
+    const head = await queue.readHead()
+    const seq = head.record.head
+    const tail = seq < tailBefore.next ? tailBefore : await queue.readTail()
+    if (seq >= tail.next) {
+      await releaseQuietly(backend, lease)
+      return null
+    }
+    const [record] = await Promise.all([
+      queue.readEventIfPresent(seq, tail),
+      // Leftover of an ack that crashed between its head write and its cleanup. A read
+      // first: on local backends it is far cheaper than a (durable) delete of nothing.
+      seq > 0 ? removeLeftover(backend, daemonEventKey(daemonId, seq - 1)) : false,
+    ])
+    if (record === null) {
+      throw daemonError('QUEUE_CORRUPT', `Head event ${seq} of ${daemonId} is missing`, {
+        daemonId,
+        seq,
+      })
+    }
+    const claimed: HeadRecord = {
+      ...head.record,
+      attempts: head.record.attempts + 1,
+      claim: { seq, holder, token: lease.token, claimedAt: new Date(clock()).toISOString() },
+    }
+    const meta = await backend.put(key, encodeRecord(claimed), { lease, ifMatch: head.version })
+    return new Delivery(
+      backend,
+      daemonId,
+      record,
+      { record: claimed, version: meta.version },
+      lease,
+    )
+  } catch (error) {
+    await releaseQuietly(backend, lease)
+    throw error
   }
 }
 

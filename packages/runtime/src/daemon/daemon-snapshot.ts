@@ -1,10 +1,10 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
-import { type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
 import { daemonHeadKey } from '../shared/layout.js'
-import type { EventRecord, HeadRecord, TailRecord } from './queue-records.js'
 import type { SnapshotBody } from '../worker/snapshot-codec.js'
 import { inspectWorker } from '../worker/worker-lifecycle.js'
+import { type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
+import type { EventRecord, HeadRecord, TailRecord } from './queue-records.js'
 
 /** The daemon states of the seed: working on an event, waiting for one, stopped (or finished). */
 export const DAEMON_STATES = ['active', 'idle', 'stopped', 'done', 'closed'] as const

@@ -1,15 +1,15 @@
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
-import { createDaemonQueue, type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
-import type { Delivery, DeliveryOptions } from './delivery.js'
 import { daemonError, runtimeError } from '../shared/errors.js'
 import { uuidv7 } from '../shared/ids.js'
-import type { DaemonQueueOptions } from './queue-records.js'
-import { signalQueueChange } from './queue-signals.js'
 import { type ResumeWorkerOptions, resumeWorker } from '../worker/resume-worker.js'
 import type { Suspension } from '../worker/suspension.js'
 import type { Worker, WorkerUpdate } from '../worker/worker.js'
 import { type StartWorkerOptions, startWorker } from '../worker/worker-lifecycle.js'
+import { createDaemonQueue, type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
+import type { Delivery, DeliveryOptions } from './delivery.js'
+import type { DaemonQueueOptions } from './queue-records.js'
+import { signalQueueChange } from './queue-signals.js'
 
 /**
  * The seed-000 daemon fields, kept in the worker snapshot's free-form state

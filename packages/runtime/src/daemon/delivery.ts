@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto'
-import { hostname } from 'node:os'
 import {
   AgentStateError,
   type Backend,
@@ -9,12 +7,10 @@ import {
 } from '@agent-state/core'
 import { z } from 'zod'
 import type { JsonValue } from '../shared/canonical-json.js'
-import type { DaemonQueue } from './daemon-queue.js'
-import { daemonError } from '../shared/errors.js'
 import { daemonEventKey, daemonHeadKey } from '../shared/layout.js'
+import { releaseQuietly } from '../shared/owned-lease.js'
 import { type EventRecord, encodeRecord, type HeadRecord, RECORD_FORMATS } from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
-import { releaseQuietly } from '../worker/snapshot-store.js'
 
 /** Default visibility timeout of a delivery (its lease TTL): 30 seconds. */
 export const DEFAULT_VISIBILITY_TIMEOUT_MS = 30_000
@@ -154,93 +150,10 @@ export class Delivery {
 }
 
 /**
- * The claim protocol: cheap emptiness check, take the head record's lease,
- * re-read the head under it, read the head event, and record the attempt
- * with a fenced write. Internal to `DaemonQueue.claim`.
- */
-export async function claimHead(
-  queue: DaemonQueue,
-  backend: Backend,
-  input: DeliveryOptions,
-  clock: () => number,
-): Promise<Delivery | null> {
-  const daemonId = queue.daemonId
-  const parsed = deliveryOptionsSchema.safeParse(input)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw daemonError(
-      'INVALID_QUEUE_OPTIONS',
-      `Invalid claim option ${issue?.path.join('.') ?? ''}`,
-      {
-        daemonId,
-        path: issue?.path.join('.') ?? '',
-      },
-    )
-  }
-  const holder =
-    parsed.data.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
-  const [before, tailBefore] = await Promise.all([queue.readHead(), queue.readTail()])
-  if (before.record.head >= tailBefore.next) return null
-  const key = daemonHeadKey(daemonId)
-  let lease: Lease
-  try {
-    lease = await backend.acquireLease(key, { holder, ttlMs: parsed.data.visibilityTimeoutMs })
-  } catch (error) {
-    if (isAgentStateError(error, 'LEASE_HELD')) {
-      throw daemonError(
-        'DELIVERY_IN_FLIGHT',
-        `Daemon ${daemonId} has a delivery in flight`,
-        { daemonId, holder: error.context.holder ?? null },
-        error,
-      )
-    }
-    throw error
-  }
-  try {
-    // Under the lease nobody else can move the head.
-    const head = await queue.readHead()
-    const seq = head.record.head
-    const tail = seq < tailBefore.next ? tailBefore : await queue.readTail()
-    if (seq >= tail.next) {
-      await releaseQuietly(backend, lease)
-      return null
-    }
-    const [record] = await Promise.all([
-      queue.readEventIfPresent(seq, tail),
-      // Leftover of an ack that crashed between its head write and its cleanup. A read
-      // first: on local backends it is far cheaper than a (durable) delete of nothing.
-      seq > 0 ? removeLeftover(backend, daemonEventKey(daemonId, seq - 1)) : false,
-    ])
-    if (record === null) {
-      throw daemonError('QUEUE_CORRUPT', `Head event ${seq} of ${daemonId} is missing`, {
-        daemonId,
-        seq,
-      })
-    }
-    const claimed: HeadRecord = {
-      ...head.record,
-      attempts: head.record.attempts + 1,
-      claim: { seq, holder, token: lease.token, claimedAt: new Date(clock()).toISOString() },
-    }
-    const meta = await backend.put(key, encodeRecord(claimed), { lease, ifMatch: head.version })
-    return new Delivery(
-      backend,
-      daemonId,
-      record,
-      { record: claimed, version: meta.version },
-      lease,
-    )
-  } catch (error) {
-    await releaseQuietly(backend, lease)
-    throw error
-  }
-}
-
-/**
  * Deletes a record below the head if one is there (the newest event usually has none: it
  * lives in the tail record). Failures only leave it for the next claim.
  */
-async function removeLeftover(backend: Backend, key: string): Promise<boolean> {
+export async function removeLeftover(backend: Backend, key: string): Promise<boolean> {
   try {
     return (await backend.head(key)) !== null && (await backend.delete(key))
   } catch {

@@ -1,5 +1,6 @@
 import type { Backend } from '@agent-state/core'
 import { z } from 'zod'
+import { daemonError } from '../shared/errors.js'
 import { openDaemonQueue } from './daemon-queue.js'
 import {
   type DaemonSnapshot,
@@ -8,7 +9,6 @@ import {
   snapshotFrom,
   stateOf,
 } from './daemon-snapshot.js'
-import { daemonError } from '../shared/errors.js'
 import { onQueueChange } from './queue-signals.js'
 
 /** Options of {@link waitForIdle}; the single source of their types. */

@@ -1,8 +1,8 @@
 import { type Backend, type Clock, isAgentStateError } from '@agent-state/core'
 import { checksumOf, type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
-import { type EffectCall, type EffectHandler, idempotencyKeyOf, isRejection } from './effect.js'
 import { runtimeError } from '../shared/errors.js'
 import { runEffectKey, runOpenMarkerKey } from '../shared/layout.js'
+import { type EffectCall, type EffectHandler, idempotencyKeyOf, isRejection } from './effect.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import type { RunOwnership } from './run-ownership.js'
 import {

@@ -1,5 +1,7 @@
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
+import { runtimeError } from '../shared/errors.js'
+import { runOpenMarkerKey, runOpenPrefix } from '../shared/layout.js'
 import type { EffectHandler, ReconcileAnswer } from './effect.js'
 import {
   effectCall,
@@ -10,8 +12,6 @@ import {
   storeEffect,
   transition,
 } from './effect-ledger.js'
-import { runtimeError } from '../shared/errors.js'
-import { runOpenMarkerKey, runOpenPrefix } from '../shared/layout.js'
 import type { EffectState } from './run-records.js'
 
 /** How recovery classified one incomplete effect. */

@@ -9,10 +9,10 @@ import {
   systemClock,
 } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
-import type { LedgerContext } from './effect-ledger.js'
 import { runtimeError } from '../shared/errors.js'
 import { isValidId, uuidv7 } from '../shared/ids.js'
 import { runHeadKey } from '../shared/layout.js'
+import type { LedgerContext } from './effect-ledger.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import { RunOwnership } from './run-ownership.js'
 import {

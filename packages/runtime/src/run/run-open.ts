@@ -1,8 +1,8 @@
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
-import { dispatchEffect, type LedgerContext } from './effect-ledger.js'
 import { runtimeError } from '../shared/errors.js'
 import { sessionDataPrefix } from '../shared/layout.js'
+import { dispatchEffect, type LedgerContext } from './effect-ledger.js'
 import {
   dropStaleMarker,
   listIncomplete,

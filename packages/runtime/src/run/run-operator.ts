@@ -1,7 +1,7 @@
 import type { Backend } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
-import { type LoadedEffect, loadEffect, storeEffect, transition } from './effect-ledger.js'
 import { runtimeError } from '../shared/errors.js'
+import { type LoadedEffect, loadEffect, storeEffect, transition } from './effect-ledger.js'
 import { listIncomplete } from './reconcile.js'
 import {
   assertRunId,

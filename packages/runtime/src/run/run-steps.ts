@@ -1,7 +1,7 @@
 import type { Backend } from '@agent-state/core'
-import type { LedgerContext } from './effect-ledger.js'
 import { runtimeError } from '../shared/errors.js'
 import { runStepKey, runStepsPrefix } from '../shared/layout.js'
+import type { LedgerContext } from './effect-ledger.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import { type StepRecord, stepRecordSchema } from './run-records.js'
 

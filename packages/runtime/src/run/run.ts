@@ -1,5 +1,7 @@
 import { AgentStateError } from '@agent-state/core'
 import { checksumOf, type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
+import { runtimeError } from '../shared/errors.js'
+import { isValidId } from '../shared/ids.js'
 import type { EffectHandler } from './effect.js'
 import {
   dispatchEffect,
@@ -8,8 +10,6 @@ import {
   plannedEffect,
   storeEffect,
 } from './effect-ledger.js'
-import { runtimeError } from '../shared/errors.js'
-import { isValidId } from '../shared/ids.js'
 import { recoverEffect } from './reconcile.js'
 import { auditEntry, type OpenedAttempt, storeHead, withAudit } from './run-attempt.js'
 import {

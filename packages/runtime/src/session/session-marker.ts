@@ -5,10 +5,10 @@ import {
   type WriterIdentity,
 } from '@agent-state/core'
 import { z } from 'zod'
-import type { ConflictPolicy } from './conflict-policy.js'
 import { runtimeError } from '../shared/errors.js'
 import { assertSessionId } from '../shared/ids.js'
 import { sessionMarkerKey } from '../shared/layout.js'
+import type { ConflictPolicy } from './conflict-policy.js'
 
 /** The policies from weakest to strongest. */
 const STRENGTH: Readonly<Record<ConflictPolicy, number>> = { ignore: 0, warn: 1, error: 2 }

@@ -9,6 +9,8 @@ import {
   type WriterIdentity,
 } from '@agent-state/core'
 import { z } from 'zod'
+import { assertSessionId, uuidv7 } from '../shared/ids.js'
+import { handoffKey, sessionDataPrefix } from '../shared/layout.js'
 import {
   type ConflictListener,
   type ConflictPolicy,
@@ -22,8 +24,6 @@ import {
   HANDOFF_KEY,
   type HandoffEnvelope,
 } from './handoff.js'
-import { assertSessionId, uuidv7 } from '../shared/ids.js'
-import { handoffKey, sessionDataPrefix } from '../shared/layout.js'
 import { redactLocation, type StateHandle } from './session-handle.js'
 import {
   createMarker,

@@ -49,3 +49,12 @@ export function renewalDue(owned: OwnedLease): 'none' | 'renew' | 'expired' {
   if (age >= owned.lease.ttlMs) return 'expired'
   return age >= owned.lease.ttlMs / 2 ? 'renew' : 'none'
 }
+
+/** Releases a lease, ignoring failures: an unreleased lease only delays the next owner until it expires. */
+export async function releaseQuietly(backend: Backend, lease: Lease): Promise<void> {
+  try {
+    await backend.releaseLease(lease)
+  } catch {
+    // The lease expires on its own; the state written before this call is what counts.
+  }
+}

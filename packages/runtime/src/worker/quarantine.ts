@@ -11,7 +11,8 @@ import { z } from 'zod'
 import { runtimeError } from '../shared/errors.js'
 import { assertWorkerId, uuidv7 } from '../shared/ids.js'
 import { QUARANTINE_PREFIX, workerSnapshotKey } from '../shared/layout.js'
-import { loadSnapshot, releaseQuietly } from './snapshot-store.js'
+import { releaseQuietly } from '../shared/owned-lease.js'
+import { loadSnapshot } from './snapshot-store.js'
 
 /** Options of {@link quarantineRecord} and {@link quarantineWorkerSnapshot}. */
 export interface QuarantineOptions {

@@ -2,16 +2,12 @@ import type { AgentStateError, Backend, Clock, Lease } from '@agent-state/core'
 import type { z } from 'zod'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
-import { type LifecycleHookEvent, runPostHook, runPreHook } from './hooks.js'
 import { assertWorkerId } from '../shared/ids.js'
 import { workerSnapshotKey } from '../shared/layout.js'
+import { releaseQuietly } from '../shared/owned-lease.js'
+import { type LifecycleHookEvent, runPostHook, runPreHook } from './hooks.js'
 import type { ResumeReminder, SnapshotBody } from './snapshot-codec.js'
-import {
-  type LoadedSnapshot,
-  loadSnapshot,
-  releaseQuietly,
-  storeSnapshot,
-} from './snapshot-store.js'
+import { type LoadedSnapshot, loadSnapshot, storeSnapshot } from './snapshot-store.js'
 import { clearSuspendRequest } from './suspend-request.js'
 import { Worker } from './worker.js'
 import {

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { auditEntrySchema } from './audit.js'
 import { canonicalJson, checksumOf, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { workerSnapshotKey } from '../shared/layout.js'
+import { auditEntrySchema } from './audit.js'
 import { resumeConditionsSchema } from './resume-conditions.js'
 import { conditionFlags, suspensionSchema } from './suspension.js'
 

@@ -41,12 +41,3 @@ export async function storeSnapshot(
     writer: { writerId: lease.holder, workerId: body.workerId },
   })
 }
-
-/** Releases a lease, ignoring failures: an unreleased lease only delays the next owner until it expires. */
-export async function releaseQuietly(backend: Backend, lease: Lease): Promise<void> {
-  try {
-    await backend.releaseLease(lease)
-  } catch {
-    // The lease expires on its own; the state written before this call is what counts.
-  }
-}

@@ -9,6 +9,7 @@ import { z } from 'zod'
 import { runtimeError } from '../shared/errors.js'
 import { assertWorkerId } from '../shared/ids.js'
 import { workerSuspendRequestKey } from '../shared/layout.js'
+import type { ResumeBy } from './resume-by.js'
 import {
   parseResumeConditions,
   type ResumeConditions,
@@ -16,12 +17,24 @@ import {
 } from './resume-conditions.js'
 import type { SnapshotBody } from './snapshot-codec.js'
 import { loadSnapshot } from './snapshot-store.js'
-import {
-  SUSPEND_INITIATORS,
-  type SuspendInitiator,
-  type SuspendRequest,
-  type Suspension,
-} from './suspension.js'
+import { SUSPEND_INITIATORS, type SuspendInitiator, type Suspension } from './suspension.js'
+
+/** What `worker.suspend` takes. */
+export interface SuspendRequest {
+  /** Why the worker parks; trimmed, must not be empty. */
+  readonly reason: string
+  /** Default `self` (`operator` for `suspendWorker`); anything else is `INVALID_INITIATOR`. */
+  readonly initiator?: SuspendInitiator
+  /** What may wake it; validated (`INVALID_RESUME_CONDITIONS`, `UNSUPPORTED_TIMEOUT_ACTION`). */
+  readonly conditions?: unknown
+  /** The loop turn index, when known. */
+  readonly suspendedAtTurn?: number
+  /**
+   * Who owns the resume (seed 000's `resume_by`); default
+   * `defaultResumeBy`. Overrides the handle's `resumeBy` option.
+   */
+  readonly resumeBy?: ResumeBy
+}
 
 /** A validated suspend request. */
 export interface CheckedSuspendRequest {

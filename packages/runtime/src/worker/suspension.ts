@@ -1,5 +1,4 @@
 import { z } from 'zod'
-import type { ResumeBy } from './resume-by.js'
 import type { ResumeConditions } from './resume-conditions.js'
 
 /** Who asked a worker to park (seed 000). */
@@ -64,20 +63,3 @@ export const suspensionSchema = z.strictObject({
 
 /** The Suspension envelope; see {@link suspensionSchema}. */
 export type Suspension = z.infer<typeof suspensionSchema>
-
-/** What `worker.suspend` takes. */
-export interface SuspendRequest {
-  /** Why the worker parks; trimmed, must not be empty. */
-  readonly reason: string
-  /** Default `self` (`operator` for `suspendWorker`); anything else is `INVALID_INITIATOR`. */
-  readonly initiator?: SuspendInitiator
-  /** What may wake it; validated (`INVALID_RESUME_CONDITIONS`, `UNSUPPORTED_TIMEOUT_ACTION`). */
-  readonly conditions?: unknown
-  /** The loop turn index, when known. */
-  readonly suspendedAtTurn?: number
-  /**
-   * Who owns the resume (seed 000's `resume_by`); default
-   * `defaultResumeBy`. Overrides the handle's `resumeBy` option.
-   */
-  readonly resumeBy?: ResumeBy
-}

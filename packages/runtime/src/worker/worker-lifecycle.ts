@@ -2,8 +2,9 @@ import { AgentStateError, type Backend, isAgentStateError } from '@agent-state/c
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { assertWorkerId, uuidv7 } from '../shared/ids.js'
+import { releaseQuietly } from '../shared/owned-lease.js'
 import type { SnapshotBody } from './snapshot-codec.js'
-import { loadSnapshot, releaseQuietly, storeSnapshot } from './snapshot-store.js'
+import { loadSnapshot, storeSnapshot } from './snapshot-store.js'
 import { Worker } from './worker.js'
 import {
   auditBy,

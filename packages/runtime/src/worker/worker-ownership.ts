@@ -8,13 +8,13 @@ import {
   MAX_LEASE_TTL_MS,
   systemClock,
 } from '@agent-state/core'
-import { type AuditEntry, appendAudit } from './audit.js'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
-import type { LifecycleHooks } from './hooks.js'
 import { uuidv7 } from '../shared/ids.js'
 import { workerSnapshotKey } from '../shared/layout.js'
 import { acquireOwned, type OwnedLease } from '../shared/owned-lease.js'
+import { type AuditEntry, appendAudit } from './audit.js'
+import type { LifecycleHooks } from './hooks.js'
 import type { CloudSession, ResumeBy, TriggerDispatcher } from './resume-by.js'
 import type { WorkerSettings } from './worker.js'
 import type { WorkerEvents } from './worker-events.js'

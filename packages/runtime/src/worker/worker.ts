@@ -1,10 +1,10 @@
 import { AgentStateError, type Backend, type Clock } from '@agent-state/core'
-import { type AuditEntry, appendAudit } from './audit.js'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
-import { type LifecycleHookEvent, type LifecycleHooks, runPostHook, runPreHook } from './hooks.js'
 import { workerSnapshotKey } from '../shared/layout.js'
-import { type OwnedLease, renewalDue, renewOwned } from '../shared/owned-lease.js'
+import { type OwnedLease, releaseQuietly, renewalDue, renewOwned } from '../shared/owned-lease.js'
+import { type AuditEntry, appendAudit } from './audit.js'
+import { type LifecycleHookEvent, type LifecycleHooks, runPostHook, runPreHook } from './hooks.js'
 import {
   type CloudSession,
   defaultResumeBy,
@@ -14,15 +14,16 @@ import {
 } from './resume-by.js'
 import type { ResumeConditions } from './resume-conditions.js'
 import type { ResumeReminder, SnapshotBody, WorkerStatus } from './snapshot-codec.js'
-import { loadSnapshot, releaseQuietly, storeSnapshot } from './snapshot-store.js'
+import { loadSnapshot, storeSnapshot } from './snapshot-store.js'
 import {
   checkSuspendRequest,
   clearSuspendRequest,
   type PendingSuspend,
   readSuspendRequest,
+  type SuspendRequest,
   settledSuspension,
 } from './suspend-request.js'
-import { conditionFlags, type SuspendRequest, type Suspension } from './suspension.js'
+import { conditionFlags, type Suspension } from './suspension.js'
 import type { WorkerEvents } from './worker-events.js'
 
 /** What `checkpoint` and `complete` may change. */
