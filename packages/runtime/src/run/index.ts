@@ -8,7 +8,7 @@ export {
 export {
   RECOVERY_OUTCOMES,
   type RecoveryDecision,
-} from './reconcile.js'
+} from './effect-state-machine.js'
 export {
   type CommitStepOptions,
   type EffectHandlers,

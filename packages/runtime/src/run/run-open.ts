@@ -1,15 +1,16 @@
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import type { Backend } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { sessionDataPrefix } from '../shared/layout.js'
-import { dispatchEffect, type LedgerContext } from './effect-ledger.js'
+import { dropStaleMarker, listIncomplete } from './effect-ledger.js'
 import {
-  dropStaleMarker,
-  listIncomplete,
+  needsAttention,
+  type Recovered,
   type RecoveryDecision,
   recoverEffect,
-} from './reconcile.js'
-import { type EffectHandlers, needsAttention, Run } from './run.js'
+  redispatchEffect,
+} from './effect-state-machine.js'
+import { type EffectHandlers, Run } from './run.js'
 import {
   auditEntry,
   beginAttempt,
@@ -78,7 +79,7 @@ async function recover(attempt: OpenedAttempt, options: OpenRunOptions): Promise
   const steps = await loadSteps(ctx.backend, ctx.runId, ctx.token)
   const audit: RunAuditEntry[] = []
   const attention: { effectId: string; kind: string; state: string; rule: string }[] = []
-  const redispatch: Awaited<ReturnType<typeof recoverEffect>>[] = []
+  const redispatch: Recovered[] = []
   for (const loaded of await listIncomplete(ctx.backend, ctx.runId, ctx.token)) {
     const handler = Object.hasOwn(options.handlers, loaded.record.kind)
       ? options.handlers[loaded.record.kind]
@@ -144,7 +145,7 @@ async function recover(attempt: OpenedAttempt, options: OpenRunOptions): Promise
   for (const { loaded, decision } of redispatch) {
     const handler = options.handlers[loaded.record.kind]
     if (handler === undefined) continue
-    const outcome = await redispatchOne(ctx, loaded, handler, decision.rule)
+    const outcome = await redispatchEffect(ctx, loaded, handler, decision.rule)
     audit.push(
       auditEntry(ctx, 'effect_redispatched', decisionDetail(decision, { result: outcome })),
     )
@@ -159,22 +160,6 @@ async function recover(attempt: OpenedAttempt, options: OpenRunOptions): Promise
     await storeHead(attempt, withAudit(attempt.head, audit, new Date(ctx.clock()).toISOString()))
   }
   return new Run(attempt, options.handlers, steps)
-}
-
-async function redispatchOne(
-  ctx: LedgerContext,
-  loaded: Parameters<typeof dispatchEffect>[1],
-  handler: Parameters<typeof dispatchEffect>[2],
-  rule: string,
-): Promise<'confirmed' | 'failed' | 'unknown'> {
-  try {
-    await dispatchEffect(ctx, loaded, handler, `redispatch:${rule}`)
-    return 'confirmed'
-  } catch (error) {
-    if (isAgentStateError(error, 'EFFECT_FAILED')) return 'failed'
-    if (isAgentStateError(error, 'EFFECT_UNKNOWN')) return 'unknown'
-    throw error
-  }
 }
 
 /**

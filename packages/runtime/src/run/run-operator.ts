@@ -1,8 +1,8 @@
 import type { Backend } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
-import { type LoadedEffect, loadEffect, storeEffect, transition } from './effect-ledger.js'
-import { listIncomplete } from './reconcile.js'
+import { type LoadedEffect, listIncomplete, loadEffect } from './effect-ledger.js'
+import { storeEffect, transition } from './effect-state-machine.js'
 import {
   assertRunId,
   auditEntry,

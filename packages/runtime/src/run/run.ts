@@ -1,16 +1,9 @@
 import { AgentStateError } from '@agent-state/core'
-import { checksumOf, type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
+import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import type { EffectHandler } from './effect.js'
-import {
-  dispatchEffect,
-  failedError,
-  loadEffect,
-  plannedEffect,
-  storeEffect,
-} from './effect-ledger.js'
-import { recoverEffect } from './reconcile.js'
+import { performEffect } from './effect-state-machine.js'
 import { auditEntry, type OpenedAttempt, storeHead, withAudit } from './run-attempt.js'
 import {
   type Attempt,
@@ -30,18 +23,6 @@ export interface CommitStepOptions {
   readonly next?: string | null
   /** What the next step needs (session keys, artifacts); resume fails when one is missing. */
   readonly contextRefs?: readonly ContextRef[]
-}
-
-/** `RUN_NEEDS_ATTENTION` listing effects an operator must resolve. */
-export function needsAttention(
-  runId: string,
-  effects: readonly { effectId: string; kind: string; state: string; rule: string }[],
-): AgentStateError {
-  return runtimeError(
-    'RUN_NEEDS_ATTENTION',
-    `Run ${runId} needs attention: the outcome of ${effects.map((e) => e.effectId).join(', ')} cannot be reconciled; resolve each with resolveEffect()`,
-    { runId, effects: effects.map((e) => ({ ...e })) },
-  )
 }
 
 /**
@@ -139,32 +120,7 @@ export class Run {
     const parsed = jsonValueSchema.safeParse(request)
     if (!parsed.success)
       throw new AgentStateError('INVALID_ARGUMENT', 'An effect request must be plain JSON')
-    const { ctx } = this.#attempt
-    const loaded = await loadEffect(ctx.backend, ctx.runId, effectId, ctx.token)
-    if (loaded === null) {
-      const planned = await storeEffect(ctx, plannedEffect(ctx, kind, effectId, parsed.data), null)
-      return dispatchEffect(ctx, planned, handler, 'dispatch')
-    }
-    const { record } = loaded
-    if (record.kind !== kind || record.requestChecksum !== checksumOf(parsed.data)) {
-      throw runtimeError(
-        'EFFECT_CONFLICT',
-        `Effect ${effectId} is recorded with another kind or request; effect ids must be unique in the run`,
-        { runId: this.runId, effectId, recordedKind: record.kind, kind },
-      )
-    }
-    if (record.state === 'confirmed') return record.result
-    if (record.state === 'failed')
-      throw failedError(record, record.error ?? { message: 'failed', code: null })
-    if (record.state === 'planned') return dispatchEffect(ctx, loaded, handler, 'dispatch')
-    const recovered = await recoverEffect(ctx, loaded, handler)
-    const { decision } = recovered
-    if (decision.outcome === 'confirmed') return recovered.loaded.record.result
-    if (decision.outcome === 'redispatch')
-      return dispatchEffect(ctx, recovered.loaded, handler, `redispatch:${decision.rule}`)
-    throw needsAttention(this.runId, [
-      { effectId, kind, state: recovered.loaded.record.state, rule: decision.rule },
-    ])
+    return performEffect(this.#attempt.ctx, handler, kind, effectId, parsed.data)
   }
 
   /**
