@@ -6,7 +6,7 @@ import { inspectWorker } from '../worker/worker-lifecycle.js'
 import { type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
 import type { EventRecord, HeadRecord, TailRecord } from './queue-records.js'
 
-/** The daemon states of the seed: working on an event, waiting for one, stopped (or finished). */
+/** The daemon states (docs/runtime/daemons.md): working on an event, waiting for one, stopped (or finished). */
 export const DAEMON_STATES = ['active', 'idle', 'stopped', 'done', 'closed'] as const
 /** See {@link DAEMON_STATES}. */
 export type DaemonState = (typeof DAEMON_STATES)[number]
@@ -25,7 +25,7 @@ export interface InflightEvent {
 }
 
 /**
- * The seed's `managed_daemon_snapshot`: the persisted worker snapshot plus
+ * The daemon snapshot (docs/runtime/daemons.md): the persisted worker snapshot plus
  * live queue metadata. Each record is read once, in parallel, so fields may
  * straddle a concurrent trigger or ack (never a torn record).
  */

@@ -12,7 +12,7 @@ import type { DaemonQueueOptions } from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
 
 /**
- * The seed-000 daemon fields, kept in the worker snapshot's free-form state
+ * The daemon fields, kept in the worker snapshot's free-form state
  * (`state.daemon`, beside the application's `state.app`) and refreshed on
  * spawn, on every `ack` that carries an update, and on `stop`.
  */
@@ -153,7 +153,7 @@ export class Daemon {
   /**
    * Stops the daemon and keeps its state (the worker is suspended). An event
    * in flight is put back at the head of the queue first, so `resumeDaemon`
-   * replays it before anything else (at-least-once). The seed-000 daemon
+   * replays it before anything else (at-least-once). The daemon
    * fields are persisted in the snapshot.
    */
   async stop(reason = 'daemon stopped', update: WorkerUpdate = {}): Promise<Suspension> {
@@ -203,7 +203,7 @@ function isWrapped(value: JsonValue): value is { app: JsonValue; daemon: JsonVal
 
 /**
  * Spawns a daemon: creates its queue (create-only) and starts its worker
- * under the same id. The backend plus the id is the seed's `persist_path`.
+ * under the same id. The backend plus the id is where the daemon persists.
  *
  * @throws `INVALID_DAEMON_ID`, `INVALID_QUEUE_OPTIONS`, `DAEMON_EXISTS`, `WORKER_EXISTS`.
  */

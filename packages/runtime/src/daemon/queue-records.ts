@@ -15,7 +15,7 @@ import { daemonError } from '../shared/errors.js'
  *   copied out of the tail record by the next producer before it replaces it.
  */
 
-/** Default `capacity`: the seed's `event_queue_capacity`. */
+/** Default `capacity` (docs/runtime/daemons.md). */
 export const DEFAULT_QUEUE_CAPACITY = 1024
 /** Largest capacity accepted; more is a configuration mistake, not a queue. */
 export const MAX_QUEUE_CAPACITY = 1_000_000
@@ -26,13 +26,13 @@ export const MAX_EVENT_BYTES_LIMIT = 1024 * 1024
 
 /** Options of a new daemon queue; the single source of their types. */
 export const daemonQueueOptionsSchema = z.strictObject({
-  /** Events the queue may hold, pending plus in flight (seed `event_queue_capacity`). Default 1024. */
+  /** Events the queue may hold, pending plus in flight. Default 1024. */
   capacity: z.int().min(1).max(MAX_QUEUE_CAPACITY).default(DEFAULT_QUEUE_CAPACITY),
   /** Largest event as JSON bytes. Default 64 KiB, at most 1 MiB. */
   maxEventBytes: z.int().min(16).max(MAX_EVENT_BYTES_LIMIT).default(DEFAULT_MAX_EVENT_BYTES),
-  /** Seed `wake_interval_ms`: stored and reported; the daemon loop owns the timer. */
+  /** The wake-up interval in ms: stored and reported; the daemon loop owns the timer. */
   wakeIntervalMs: z.int().positive().nullable().default(null),
-  /** Seed `watch_paths`: stored and reported; the daemon loop owns the watching. */
+  /** Paths the daemon watches: stored and reported; the daemon loop owns the watching. */
   watchPaths: z.array(z.string().min(1).max(4096)).max(256).default([]),
 })
 

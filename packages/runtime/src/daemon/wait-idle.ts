@@ -15,7 +15,7 @@ import { onQueueChange } from './queue-signals.js'
 export const waitForIdleOptionsSchema = z.strictObject({
   /** The daemon's total iterations (acknowledged events) must reach this. Default 0. */
   minIterations: z.int().nonnegative().default(0),
-  /** Give up with `WAIT_TIMEOUT` after this long. Default 5000 ms (the seed's). */
+  /** Give up with `WAIT_TIMEOUT` after this long. Default 5000 ms. */
   timeoutMs: z
     .int()
     .min(0)
@@ -34,8 +34,8 @@ export type WaitForIdleOptions = z.input<typeof waitForIdleOptionsSchema>
 
 /**
  * Resolves the daemon's snapshot once it is idle (no live delivery), its
- * queue is empty and its total iterations reach `minIterations` (the seed's
- * `managed_daemon_wait`). The caller writes no sleep loop: the wait polls
+ * queue is empty and its total iterations reach `minIterations`
+ * (docs/runtime/daemons.md). The caller writes no sleep loop: the wait polls
  * the queue's records with a doubling interval (`pollMinMs` to `pollMaxMs`),
  * and a change made in this process through the same backend instance wakes
  * it at once. The Backend contract has no change notifications, so a change

@@ -70,7 +70,7 @@ async function stop(
 }
 
 /**
- * Recovery before anything continues (seed 002): verify the records, reconcile
+ * Recovery before anything continues (docs/runtime/runs-and-effects.md): verify the records, reconcile
  * incomplete effects, check the context references, revalidate, then
  * re-dispatch what is absent and retry-safe. Each decision is audited.
  */

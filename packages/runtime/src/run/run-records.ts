@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { jsonValueSchema } from '../shared/canonical-json.js'
 
-/** The states of an effect (seed 002). */
+/** The states of an effect (docs/runtime/runs-and-effects.md). */
 export const EFFECT_STATES = ['planned', 'submitted', 'confirmed', 'failed', 'unknown'] as const
 /** A state of an effect. */
 export type EffectState = (typeof EFFECT_STATES)[number]

@@ -8,7 +8,7 @@ import { runtimeError } from '../shared/errors.js'
 
 /**
  * What a session does when the key it writes was last written by another
- * writer (seed 004's two-writer discipline):
+ * writer (the two-writer discipline, docs/runtime/sessions.md):
  * - `ignore`: write silently;
  * - `warn`: write, then report a {@link ConflictWarning};
  * - `error`: refuse with `WRITER_CONFLICT` and write nothing.

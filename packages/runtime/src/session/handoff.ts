@@ -10,7 +10,7 @@ export const HANDOFF_VERSION = 1
 export const HANDOFF_KEY = 'handoff.json'
 
 /**
- * The typed handoff payload (seed 004): who hands off to whom, what and why,
+ * The typed handoff payload (docs/runtime/sessions.md): who hands off to whom, what and why,
  * plus optional structured context. Unknown extra fields are kept.
  */
 export const handoffArtifactSchema = z.looseObject({

@@ -2,8 +2,8 @@ import { z } from 'zod'
 import { HANDOFF_KEY } from './handoff.js'
 
 /**
- * The stable, serializable description of a session handle (seed 004's
- * `state_handle`): which backend, where (without credentials), which
+ * The stable, serializable description of a session handle (docs/runtime/sessions.md):
+ * which backend, where (without credentials), which
  * session, the handoff key, the policy in force and the writer. The fields
  * are stable on purpose, so other tools can build on them.
  */
@@ -28,7 +28,7 @@ export const stateHandleSchema = z.strictObject({
 /** See {@link stateHandleSchema}. */
 export type StateHandle = z.infer<typeof stateHandleSchema>
 
-/** The reserved name the handoff document is stored under (seed 004's `agent_state_handoff_key()`). */
+/** The reserved name the handoff document is stored under (docs/runtime/sessions.md). */
 export function handoffKeyName(): typeof HANDOFF_KEY {
   return HANDOFF_KEY
 }

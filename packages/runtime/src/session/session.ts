@@ -81,7 +81,7 @@ export interface Session {
   readonly sessionConflictPolicy: ConflictPolicy
   /** Set when this handle chose a weaker policy than the session's; recorded in the marker. */
   readonly policyOverride: PolicyOverride | null
-  /** The stable handle shape (seed 004): backend, root, session id, handoff key, policy, writer. */
+  /** The stable handle shape (docs/runtime/sessions.md): backend, root, session id, handoff key, policy, writer. */
   readonly handle: StateHandle
   /** The backend underneath (shared, not owned: closing the session does not close it). */
   readonly backend: Backend
@@ -105,8 +105,8 @@ export interface Session {
 }
 
 /**
- * Creates the session, or reopens it when it exists (seed 004's
- * `agent_state_init`). A new session stores its conflict policy.
+ * Creates the session, or reopens it when it exists (docs/runtime/sessions.md).
+ * A new session stores its conflict policy.
  *
  * @throws `INVALID_SESSION_ID`, `INVALID_ARGUMENT`, `CORRUPT` (marker), or a backend error.
  */
@@ -129,7 +129,7 @@ export async function openSession(backend: Backend, options: SessionOptions): Pr
 }
 
 /**
- * Reopens an existing session (seed 004's `agent_state_resume`), with the
+ * Reopens an existing session (docs/runtime/sessions.md), with the
  * session's stored conflict policy unless `conflictPolicy` is given.
  *
  * @throws `SESSION_NOT_FOUND` when it was never opened.
@@ -187,7 +187,7 @@ function settle(options: SessionOptions | Omit<SessionOptions, 'sessionId'>): Se
   const given = normalizeWriter(
     typeof options.writer === 'string' ? { writerId: options.writer } : options.writer,
   )
-  // Seed 004's handle: a writer that names no stage or worker is its own stage and worker.
+  // The handle's writer (docs/runtime/sessions.md): a writer that names no stage or worker is its own stage and worker.
   const writer = {
     writerId: given.writerId,
     stageId: given.stageId ?? given.writerId,

@@ -19,13 +19,13 @@ export const RUNTIME_ERROR_CODES = [
   'HANDOFF_CORRUPT',
   /** The stored handoff envelope has a newer schema version than this runtime reads. */
   'HANDOFF_INCOMPATIBLE',
-  /** Suspend or complete of a worker that is done or closed (seed HARN-SUS-001). */
+  /** Suspend or complete of a worker that is done or closed (HARN-SUS-001, docs/runtime/errors.md). */
   'WORKER_NOT_RUNNING',
-  /** Resume or close of a worker that is running or done (seed HARN-SUS-003). */
+  /** Resume or close of a worker that is running or done (HARN-SUS-003, docs/runtime/errors.md). */
   'WORKER_NOT_SUSPENDED',
-  /** Another owner holds the worker's snapshot lease (seed HARN-SUS-006). */
+  /** Another owner holds the worker's snapshot lease (HARN-SUS-006, docs/runtime/errors.md). */
   'CONCURRENT_RESUME',
-  /** Resume of a closed worker (seed HARN-SUS-010). */
+  /** Resume of a closed worker (HARN-SUS-010, docs/runtime/errors.md). */
   'WORKER_CLOSED',
   /** `startWorker` with an id that already has a snapshot. */
   'WORKER_EXISTS',
@@ -45,10 +45,10 @@ export const RUNTIME_ERROR_CODES = [
   'SNAPSHOT_CORRUPT',
   /** The stored snapshot has a schema version this runtime cannot read. */
   'SNAPSHOT_INCOMPATIBLE',
-  // --- seeds 000/004 conformance (runtime-seeds) ---
-  /** A resume-condition trigger could not be registered (seed HARN-SUS-007). */
+  // --- Resume owners and conditions (docs/runtime/workers.md) ---
+  /** A resume-condition trigger could not be registered (HARN-SUS-007, docs/runtime/errors.md). */
   'TRIGGER_REGISTRATION_FAILED',
-  /** `timeout.onTimeout` is not a supported timeout action (seed HARN-SUS-008). */
+  /** `timeout.onTimeout` is not a supported timeout action (HARN-SUS-008, docs/runtime/errors.md). */
   'UNSUPPORTED_TIMEOUT_ACTION',
   /** A suspend initiator other than `self`, `parent`, `operator` or `triggered`. */
   'INVALID_INITIATOR',
@@ -56,7 +56,7 @@ export const RUNTIME_ERROR_CODES = [
   'INVALID_WORKER_RESULT',
   /** `quarantineWorkerSnapshot` of a snapshot that verifies: retire it with `closeWorker`. */
   'SNAPSHOT_NOT_CORRUPT',
-  // --- Runs and the effect ledger (seed 002) ---
+  // --- Runs and the effect ledger (docs/runtime/runs-and-effects.md) ---
   /** A run or effect id that could escape its prefix or collide with another. */
   'INVALID_RUN_ID',
   'INVALID_EFFECT_ID',
@@ -112,7 +112,7 @@ export function runtimeError(
 // --- Daemon queues (issue 14) ---
 
 /**
- * The daemon queues' error codes (seed 003). Kept in their own list beside
+ * The daemon queues' error codes (docs/runtime/daemons.md). Kept in their own list beside
  * {@link RUNTIME_ERROR_CODES}; every one is an `AgentStateError` code.
  */
 export const DAEMON_ERROR_CODES = [

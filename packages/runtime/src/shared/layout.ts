@@ -32,7 +32,7 @@ export function workerSnapshotKey(workerId: string): string {
   return `${WORKERS_PREFIX}${workerId}/snapshot.json`
 }
 
-// --- seeds 000/004 conformance (runtime-seeds) ---
+// --- Resume owners and conditions (docs/runtime/workers.md) ---
 
 /** A pending by-id suspend request (`suspendWorker` of a running worker); sibling of the snapshot. */
 export function workerSuspendRequestKey(workerId: string): string {

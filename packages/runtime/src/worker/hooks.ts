@@ -33,7 +33,7 @@ export type PreHook = (
 export type PostHook = (event: LifecycleHookEvent) => void | Promise<void>
 
 /**
- * Hooks around suspend and resume (seed 000). `preSuspend` / `preResume` can
+ * Hooks around suspend and resume (docs/runtime/workers.md). `preSuspend` / `preResume` can
  * deny (`SUSPEND_DENIED` / `RESUME_DENIED`, recorded in the audit trail).
  * Post-hooks cannot undo anything: an error they throw goes to `onHookError`.
  */

@@ -5,7 +5,7 @@ import type { ResumeConditions } from './resume-conditions.js'
 import type { Suspension } from './suspension.js'
 
 /**
- * What a resume owner answers (seed 000's `{handled, mechanism, reason?}`).
+ * What a resume owner answers (`{ handled, mechanism, reason? }`, docs/runtime/workers.md).
  * A handled decision names the mechanism that now owns the resume; a
  * decline says why.
  */
@@ -48,7 +48,7 @@ export interface CloudSession {
   register(registration: ResumeRegistration): string | Promise<string>
 }
 
-/** What a resume owner sees besides the Suspension (seed 000's `harness`). */
+/** What a resume owner sees besides the Suspension (docs/runtime/workers.md). */
 export interface ResumeByHarness {
   readonly workerId: string
   /** The conditions with their payloads, or `null` when parked open. */
@@ -57,7 +57,7 @@ export interface ResumeByHarness {
   readonly cloudSession?: CloudSession
 }
 
-/** A resume owner: seed 000's `(harness, Suspension) -> {handled, mechanism, reason?}`. */
+/** A resume owner: `(harness, suspension) => { handled, mechanism, reason? }` (docs/runtime/workers.md). */
 export type ResumeBy = (
   harness: ResumeByHarness,
   suspension: Suspension,
@@ -99,7 +99,7 @@ async function register(
   return id
 }
 
-/** The four presets of seed 000's `std/agent/resume_by`. */
+/** The four resume-owner presets (docs/runtime/workers.md). */
 export const ResumeByPresets: {
   /** Always handled: the parent agent's LLM owns the resume. */
   readonly parentLlm: ResumeBy
@@ -153,10 +153,10 @@ function failureReason(error: unknown): string {
 }
 
 /**
- * Composes resume owners (seed 000's `first_handled`): the first that
+ * Composes resume owners (docs/runtime/workers.md): the first that
  * handles wins; the declines before it are kept for the audit. An entry that
  * throws counts as a decline, except a `TRIGGER_REGISTRATION_FAILED`, which
- * fails the suspend as the seed's HARN-SUS-007.
+ * fails the suspend as HARN-SUS-007 (docs/runtime/errors.md).
  */
 export function firstHandled(...owners: readonly ResumeBy[]): ResumeBy {
   return async (harness, suspension) => {
@@ -182,7 +182,7 @@ export function firstHandled(...owners: readonly ResumeBy[]): ResumeBy {
 }
 
 /**
- * Seed 000's `default_resume_by`: no conditions → the parent LLM; conditions
+ * The default resume owner (docs/runtime/workers.md): no conditions → the parent LLM; conditions
  * and no cloud session → the local runtime; conditions and a cloud session →
  * `firstHandled(cloudHarness, localRuntime)`.
  */

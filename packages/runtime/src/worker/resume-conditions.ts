@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 
-/** What happens when a suspended worker's timeout passes (seed 000's `TimeoutAction`). */
+/** What happens when a suspended worker's timeout passes (docs/runtime/workers.md, resume conditions). */
 export const TIMEOUT_ACTIONS = ['resume_with_summary', 'fail', 'resume_with_input'] as const
 
 /** Schema of {@link ResumeConditions}; unknown fields are rejected. */
@@ -47,7 +47,7 @@ export function parseResumeConditions(input: unknown): ResumeConditions | null {
   const issue = parsed.error.issues[0]
   const keys = issue?.code === 'unrecognized_keys' ? issue.keys : []
   const path = [...(issue?.path ?? []), ...keys.slice(0, 1)].join('.')
-  // The seed gives an unsupported timeout action its own diagnostic (HARN-SUS-008).
+  // An unsupported timeout action has its own diagnostic (HARN-SUS-008, docs/runtime/errors.md).
   const unsupportedAction = parsed.error.issues.find(
     (i) => i.path.join('.') === 'timeout.onTimeout',
   )

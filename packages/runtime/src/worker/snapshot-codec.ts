@@ -14,7 +14,7 @@ export const SNAPSHOT_FORMAT = 'agent-state/worker-snapshot'
  */
 export const SNAPSHOT_SCHEMA_VERSION = 2
 
-/** The lifecycle states (seed 000). */
+/** The lifecycle states (docs/runtime/workers.md). */
 export const WORKER_STATUSES = ['running', 'suspended', 'done', 'closed'] as const
 /** A lifecycle state. */
 export type WorkerStatus = (typeof WORKER_STATUSES)[number]

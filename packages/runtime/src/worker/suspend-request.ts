@@ -30,7 +30,7 @@ export interface SuspendRequest {
   /** The loop turn index, when known. */
   readonly suspendedAtTurn?: number
   /**
-   * Who owns the resume (seed 000's `resume_by`); default
+   * Who owns the resume (docs/runtime/workers.md, resume responsibility); default
    * `defaultResumeBy`. Overrides the handle's `resumeBy` option.
    */
   readonly resumeBy?: ResumeBy
@@ -45,7 +45,7 @@ export interface CheckedSuspendRequest {
 }
 
 /**
- * Validates a suspend request (the seed's diagnostics, each its own code).
+ * Validates a suspend request (each diagnostic its own code, docs/runtime/errors.md).
  *
  * @throws `INVALID_SUSPEND_REASON`, `INVALID_INITIATOR`,
  *   `INVALID_RESUME_CONDITIONS`, `UNSUPPORTED_TIMEOUT_ACTION`, `INVALID_ARGUMENT`.
@@ -90,7 +90,7 @@ export function checkSuspendRequest(
 /**
  * What the stored state says about a suspend of a worker nobody here owns:
  * its current Suspension when suspended, `null` when running,
- * `WORKER_NOT_RUNNING` (seed HARN-SUS-001) when done or closed.
+ * `WORKER_NOT_RUNNING` (HARN-SUS-001, docs/runtime/errors.md) when done or closed.
  */
 export function settledSuspension(body: SnapshotBody, operation: string): Suspension | null {
   if (body.status === 'suspended' && body.suspension !== null) return body.suspension
@@ -186,8 +186,8 @@ export interface SuspendWorkerOptions {
 }
 
 /**
- * Suspends a worker by id, as a parent or an operator (seed 000's
- * `suspend_agent`), whoever owns it. The stored state decides:
+ * Suspends a worker by id, as a parent or an operator (docs/runtime/workers.md),
+ * whoever owns it. The stored state decides:
  * - suspended: resolves its current Suspension unchanged; nothing is written,
  *   no hook runs, no event is emitted (idempotent for every caller);
  * - done or closed: `WORKER_NOT_RUNNING` (HARN-SUS-001);

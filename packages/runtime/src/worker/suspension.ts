@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { ResumeConditions } from './resume-conditions.js'
 
-/** Who asked a worker to park (seed 000). */
+/** Who asked a worker to park (docs/runtime/workers.md). */
 export const SUSPEND_INITIATORS = ['self', 'parent', 'operator', 'triggered'] as const
 /** Who asked a worker to park. */
 export type SuspendInitiator = (typeof SUSPEND_INITIATORS)[number]
@@ -34,7 +34,7 @@ export function conditionFlags(conditions: ResumeConditions | null): ConditionFl
 }
 
 /**
- * The Suspension envelope (seed 000): what a parked worker returns to its
+ * The Suspension envelope (docs/runtime/workers.md): what a parked worker returns to its
  * caller. It is strict on purpose: it carries the suspend metadata and never
  * transcript text, resume input or condition payloads, which stay in the
  * worker snapshot.

@@ -16,7 +16,7 @@ export interface WorkerCompletedEvent {
   readonly completedAt: string
 }
 
-/** A lifecycle event (seed 000); it carries no transcript text, input or result. */
+/** A lifecycle event (docs/runtime/workers.md); it carries no transcript text, input or result. */
 export type WorkerEvent = WorkerSuspendedEvent | WorkerCompletedEvent
 
 /** Receives worker events. */

@@ -84,7 +84,7 @@ export function auditBy(
 }
 
 /**
- * The one `CONCURRENT_RESUME` (seed HARN-SUS-006): another owner holds the
+ * The one `CONCURRENT_RESUME` (HARN-SUS-006, docs/runtime/errors.md): another owner holds the
  * worker. Retryable: once that owner parks the worker again, a resume can win.
  */
 export function concurrentResumeError(workerId: string, holder: unknown): AgentStateError {
