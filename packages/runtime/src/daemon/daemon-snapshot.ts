@@ -1,8 +1,8 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonHeadKey } from '../shared/layout.js'
-import type { SnapshotBody } from '../worker/snapshot-codec.js'
-import { inspectWorker } from '../worker/worker-lifecycle.js'
+import type { SnapshotBody } from '../worker/index.js'
+import { inspectWorker } from '../worker/index.js'
 import { type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
 import type { EventRecord, HeadRecord, TailRecord } from './queue-records.js'
 

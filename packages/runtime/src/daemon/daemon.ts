@@ -2,10 +2,13 @@ import { type Backend, isAgentStateError } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonError, runtimeError } from '../shared/errors.js'
 import { uuidv7 } from '../shared/ids.js'
-import { type ResumeWorkerOptions, resumeWorker } from '../worker/resume-worker.js'
-import type { Suspension } from '../worker/suspension.js'
-import type { Worker, WorkerUpdate } from '../worker/worker.js'
-import { type StartWorkerOptions, startWorker } from '../worker/worker-lifecycle.js'
+import type { Suspension, Worker, WorkerUpdate } from '../worker/index.js'
+import {
+  type ResumeWorkerOptions,
+  resumeWorker,
+  type StartWorkerOptions,
+  startWorker,
+} from '../worker/index.js'
 import { createDaemonQueue, type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
 import type { Delivery, DeliveryOptions } from './delivery.js'
 import type { DaemonQueueOptions } from './queue-records.js'
