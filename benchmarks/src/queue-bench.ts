@@ -29,16 +29,11 @@ import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { createRedisBackend } from '@agent-state/redis'
+import { createDaemonQueue, type EventRecord } from '@agent-state/runtime'
+import { daemonEventKey, daemonTailKey, encodeRecord } from '@agent-state/runtime/internal'
 import { createS3Backend } from '@agent-state/s3'
 import { createSqliteBackend } from '@agent-state/sqlite'
 import { startRedisServer, startRgw } from '@agent-state/test-services'
-// The runtime is not a dependency of this package; its sources are imported directly.
-import {
-  createDaemonQueue,
-  daemonEventKey,
-  daemonTailKey,
-} from '../../packages/runtime/src/index.js'
-import { type EventRecord, encodeRecord } from '../../packages/runtime/src/queue-records.js'
 import {
   measureBullmq,
   measurePlainjob,

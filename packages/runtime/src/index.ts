@@ -1,120 +1,139 @@
-export { AUDIT_EVENTS, type AuditEntry, auditEntrySchema, MAX_AUDIT_ENTRIES } from './audit.js'
-export { canonicalJson, checksumOf, type JsonValue, jsonValueSchema } from './canonical-json.js'
+/**
+ * `@agent-state/runtime`: what an application calls. The storage layout keys and record codecs
+ * that tools need (the CLI, the benchmarks) are in `@agent-state/runtime/internal`.
+ *
+ * @packageDocumentation
+ */
+// Sessions: a writer-conflict policy over a session's keys, and the handoff between writers.
+
+// Daemons: a worker fed by a durable queue of trigger events.
 export {
-  type ConflictListener,
-  type ConflictPolicy,
-  type ConflictWarning,
-  processWarningListener,
-} from './conflict-policy.js'
-export {
+  createDaemonQueue,
+  DAEMON_STATES,
   Daemon,
   type DaemonFields,
+  DaemonQueue,
+  type DaemonQueueOptions,
+  type DaemonSnapshot,
+  type DaemonSnapshotOptions,
+  type DaemonState,
+  DEFAULT_MAX_EVENT_BYTES,
+  DEFAULT_QUEUE_CAPACITY,
+  DEFAULT_VISIBILITY_TIMEOUT_MS,
+  Delivery,
+  type DeliveryOptions,
+  daemonQueueOptionsSchema,
+  daemonSnapshot,
+  deliveryOptionsSchema,
+  type EventRecord,
+  type InflightEvent,
+  MAX_EVENT_BYTES_LIMIT,
+  MAX_QUEUE_CAPACITY,
+  openDaemonQueue,
+  type QueueConfig,
+  type QueueCounts,
   type ResumeDaemonOptions,
   resumeDaemon,
   type SpawnDaemonOptions,
   spawnDaemon,
-} from './daemon.js'
-// --- Daemon queues (issue 14) ---
+  type WaitForIdleOptions,
+  waitForIdle,
+  waitForIdleOptionsSchema,
+} from './daemon/index.js'
+// Runs: a workflow position and an effect ledger that performs each effect at most once to completion.
 export {
-  assertDaemonId,
-  createDaemonQueue,
-  DaemonQueue,
-  openDaemonQueue,
-  type QueueCounts,
-} from './daemon-queue.js'
-export {
-  DAEMON_STATES,
-  type DaemonSnapshot,
-  type DaemonSnapshotOptions,
-  type DaemonState,
-  daemonSnapshot,
-  type InflightEvent,
-} from './daemon-snapshot.js'
-export {
-  DEFAULT_VISIBILITY_TIMEOUT_MS,
-  Delivery,
-  type DeliveryOptions,
-  deliveryOptionsSchema,
-} from './delivery.js'
-// --- Runs and the effect ledger (seed 002) ---
-export {
+  type Attempt,
+  type CommitStepOptions,
+  type ContextRef,
+  DEFAULT_RUN_LEASE_TTL_MS,
+  EFFECT_STATES,
   type EffectCall,
+  type EffectError,
   type EffectHandler,
+  type EffectHandlers,
+  type EffectRecord,
+  type EffectResolution,
+  type EffectState,
   effectRejected,
   idempotencyKeyOf,
+  inspectRun,
+  type OpenRunOptions,
+  openRun,
+  RECOVERY_OUTCOMES,
   type ReconcileAnswer,
-} from './effect.js'
+  type RecoveryDecision,
+  type RevalidationCheck,
+  type RevalidationContext,
+  RUN_AUDIT_EVENTS,
+  Run,
+  type RunAuditEntry,
+  type RunHead,
+  type RunOwnerOptions,
+  type RunView,
+  readEffect,
+  resolveEffect,
+  resumeRun,
+  type StepRecord,
+} from './run/index.js'
 export {
-  DAEMON_ERROR_CODES,
-  type DaemonErrorCode,
-  RUNTIME_ERROR_CODES,
-  type RuntimeErrorCode,
-} from './errors.js'
-export {
-  HANDOFF_KEY,
-  HANDOFF_VERSION,
+  type ConflictListener,
+  type ConflictPolicy,
+  type ConflictWarning,
   type HandoffArtifact,
   type HandoffEnvelope,
   handoffArtifactSchema,
-  handoffEnvelopeSchema,
-} from './handoff.js'
-export type {
-  HookDecision,
-  LifecycleHookEvent,
-  LifecycleHooks,
-  PostHook,
-  PreHook,
-} from './hooks.js'
-export { assertSessionId, assertWorkerId, ID_PATTERN, isValidId, uuidv7 } from './ids.js'
+  handoffKeyName,
+  inspectSession,
+  type ListSessionsOptions,
+  listSessions,
+  openSession,
+  type PolicyOverride,
+  processWarningListener,
+  redactLocation,
+  resumeSession,
+  type Session,
+  type SessionInfo,
+  type SessionOptions,
+  type SessionPage,
+  type StateHandle,
+  stateHandleSchema,
+} from './session/index.js'
+// What every concept shares: JSON values, ids, error codes.
 export {
-  DAEMONS_PREFIX,
-  daemonConfigKey,
-  daemonEventKey,
-  daemonHeadKey,
-  daemonTailKey,
-  handoffKey,
-  QUARANTINE_PREFIX,
-  RUNS_PREFIX,
-  runEffectKey,
-  runHeadKey,
-  runOpenMarkerKey,
-  runOpenPrefix,
-  runStepKey,
-  runStepsPrefix,
-  SESSIONS_PREFIX,
-  sessionDataPrefix,
-  sessionMarkerKey,
-  WORKERS_PREFIX,
-  workerSnapshotKey,
-  workerSuspendRequestKey,
-} from './layout.js'
+  DAEMON_ERROR_CODES,
+  type DaemonErrorCode,
+  ID_PATTERN,
+  isValidId,
+  type JsonValue,
+  RUNTIME_ERROR_CODES,
+  type RuntimeErrorCode,
+} from './shared/index.js'
+// Workers: a loop whose state is a snapshot, suspended and resumed on any process.
 export {
+  type AuditEntry,
+  type CloudSession,
+  type ConditionFlags,
+  closeWorker,
+  conditionFlagsSchema,
+  createWorkerEvents,
+  DEFAULT_WORKER_LEASE_TTL_MS,
+  defaultResumeBy,
+  firstHandled,
+  type HookDecision,
+  inspectWorker,
+  type LifecycleHookEvent,
+  type LifecycleHooks,
   listQuarantined,
+  type PendingSuspend,
+  type PostHook,
+  type PreHook,
+  parseResumeConditions,
   type QuarantineEntry,
   type QuarantineOptions,
   type QuarantineReport,
   quarantineRecord,
   quarantineReportSchema,
   quarantineWorkerSnapshot,
-} from './quarantine.js'
-export {
-  type DaemonQueueOptions,
-  DEFAULT_MAX_EVENT_BYTES,
-  DEFAULT_QUEUE_CAPACITY,
-  daemonQueueOptionsSchema,
-  type EventRecord,
-  eventRecordSchema,
-  MAX_EVENT_BYTES_LIMIT,
-  MAX_QUEUE_CAPACITY,
-  type QueueConfig,
-} from './queue-records.js'
-export { RECOVERY_OUTCOMES, type RecoveryDecision } from './reconcile.js'
-// --- seeds 000/004 conformance (runtime-seeds) ---
-export {
-  type CloudSession,
-  defaultResumeBy,
-  dispatchResumeBy,
-  firstHandled,
   RESUME_BY_MECHANISMS,
   type ResumeBy,
   type ResumeByDecision,
@@ -122,101 +141,34 @@ export {
   type ResumeByDispatch,
   type ResumeByHarness,
   ResumeByPresets,
-  type ResumeRegistration,
-  type TriggerDispatcher,
-} from './resume-by.js'
-export {
-  parseResumeConditions,
   type ResumeConditions,
   type ResumeConditionsInput,
-  resumeConditionsSchema,
-  TIMEOUT_ACTIONS,
-} from './resume-conditions.js'
-export { type ResumeWorkerOptions, resumeWorker } from './resume-worker.js'
-export { type CommitStepOptions, type EffectHandlers, Run } from './run.js'
-export { DEFAULT_RUN_LEASE_TTL_MS, type RunOwnerOptions } from './run-attempt.js'
-export {
-  RUN_RECORD_FORMAT,
-  RUN_RECORD_KINDS,
-  RUN_RECORD_SCHEMA_VERSION,
-  type RunRecordKind,
-} from './run-codec.js'
-export {
-  type OpenRunOptions,
-  openRun,
-  type RevalidationCheck,
-  type RevalidationContext,
-  resumeRun,
-} from './run-open.js'
-export {
-  type EffectResolution,
-  inspectRun,
-  type RunView,
-  readEffect,
-  resolveEffect,
-} from './run-operator.js'
-export {
-  type Attempt,
-  type ContextRef,
-  EFFECT_STATES,
-  type EffectError,
-  type EffectRecord,
-  type EffectState,
-  RUN_AUDIT_EVENTS,
-  type RunAuditEntry,
-  type RunHead,
-  type StepRecord,
-} from './run-records.js'
-export { openSession, resumeSession, type Session, type SessionOptions } from './session.js'
-export {
-  handoffKeyName,
-  redactLocation,
-  type StateHandle,
-  stateHandleSchema,
-} from './session-handle.js'
-export { type ListSessionsOptions, listSessions, type SessionPage } from './session-list.js'
-export { inspectSession, type PolicyOverride, type SessionInfo } from './session-marker.js'
-export {
-  decodeSnapshot,
-  encodeSnapshot,
+  type ResumeRegistration,
   type ResumeReminder,
-  resumeReminderSchema,
-  SNAPSHOT_FORMAT,
-  SNAPSHOT_SCHEMA_VERSION,
+  type ResumeWorkerOptions,
+  resumeConditionsSchema,
+  resumeWorker,
   type SnapshotBody,
-  snapshotBodySchema,
-  WORKER_STATUSES,
-  type WorkerStatus,
-} from './snapshot-codec.js'
-export {
-  type PendingSuspend,
-  type SuspendOutcome,
-  type SuspendWorkerOptions,
-  suspendWorker,
-} from './suspend-request.js'
-export {
-  type ConditionFlags,
-  conditionFlagsSchema,
+  type StartWorkerOptions,
   SUSPEND_INITIATORS,
   type SuspendInitiator,
+  type SuspendOutcome,
   type SuspendRequest,
+  type SuspendWorkerOptions,
   type Suspension,
+  startWorker,
+  suspendWorker,
   suspensionSchema,
-} from './suspension.js'
-export { type WaitForIdleOptions, waitForIdle, waitForIdleOptionsSchema } from './wait-idle.js'
-export { Worker, type WorkerUpdate } from './worker.js'
-export {
-  createWorkerEvents,
+  TIMEOUT_ACTIONS,
+  type TriggerDispatcher,
+  WORKER_STATUSES,
+  Worker,
   type WorkerCompletedEvent,
   type WorkerEvent,
   type WorkerEventListener,
   type WorkerEvents,
+  type WorkerOwnerOptions,
+  type WorkerStatus,
   type WorkerSuspendedEvent,
-} from './worker-events.js'
-export {
-  closeWorker,
-  inspectWorker,
-  type StartWorkerOptions,
-  startWorker,
-} from './worker-lifecycle.js'
-export { DEFAULT_WORKER_LEASE_TTL_MS, type WorkerOwnerOptions } from './worker-ownership.js'
+  type WorkerUpdate,
+} from './worker/index.js'

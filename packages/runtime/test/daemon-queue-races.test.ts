@@ -1,6 +1,7 @@
 import type { Backend } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createDaemonQueue, daemonEventKey, openDaemonQueue } from '../src/index.js'
+import { createDaemonQueue, openDaemonQueue } from '../src/index.js'
+import { daemonEventKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 
 /** Wraps `inner` so that puts of keys matching `pattern` wait until `open()` is called. */

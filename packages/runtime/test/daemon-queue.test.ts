@@ -1,13 +1,7 @@
 import { isAgentStateError } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import {
-  createDaemonQueue,
-  daemonConfigKey,
-  daemonEventKey,
-  daemonHeadKey,
-  daemonTailKey,
-  openDaemonQueue,
-} from '../src/index.js'
+import { createDaemonQueue, openDaemonQueue } from '../src/index.js'
+import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { claimEventually, sleep } from './queue-helpers.js'

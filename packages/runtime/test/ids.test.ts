@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { canonicalJson, checksumOf, isValidId, uuidv7 } from '../src/index.js'
+import { isValidId } from '../src/index.js'
+import { canonicalJson, checksumOf } from '../src/internal.js'
+import { uuidv7 } from '../src/shared/ids.js'
 
 describe('uuidv7', () => {
   it('has the RFC 9562 layout and embeds the timestamp', () => {

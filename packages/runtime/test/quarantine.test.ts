@@ -2,15 +2,14 @@ import { createHash } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   closeWorker,
-  handoffKey,
   inspectWorker,
   listQuarantined,
   openSession,
   quarantineRecord,
   quarantineWorkerSnapshot,
   startWorker,
-  workerSnapshotKey,
 } from '../src/index.js'
+import { handoffKey, workerSnapshotKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 

@@ -8,8 +8,8 @@ import {
   openRun,
   type Run,
   readEffect,
-  runEffectKey,
 } from '../src/index.js'
+import { runEffectKey } from '../src/internal.js'
 import { LEDGER_CRASH_CYCLES } from './crash-cycles.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
 

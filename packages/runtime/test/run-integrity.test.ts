@@ -1,16 +1,7 @@
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import {
-  canonicalJson,
-  checksumOf,
-  inspectRun,
-  openRun,
-  readEffect,
-  resumeRun,
-  runEffectKey,
-  runHeadKey,
-  runStepKey,
-} from '../src/index.js'
+import { inspectRun, openRun, readEffect, resumeRun } from '../src/index.js'
+import { canonicalJson, checksumOf, runEffectKey, runHeadKey, runStepKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'

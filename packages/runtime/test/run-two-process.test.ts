@@ -4,14 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  idempotencyKeyOf,
-  inspectRun,
-  openRun,
-  readEffect,
-  runEffectKey,
-  runHeadKey,
-} from '../src/index.js'
+import { idempotencyKeyOf, inspectRun, openRun, readEffect } from '../src/index.js'
+import { runEffectKey, runHeadKey } from '../src/internal.js'
 import { PACKAGE_DIR } from './child-process.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
 import { raceChildren } from './start-line.js'

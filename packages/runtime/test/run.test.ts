@@ -6,10 +6,9 @@ import {
   readEffect,
   resolveEffect,
   resumeRun,
-  runEffectKey,
-  runHeadKey,
   startWorker,
 } from '../src/index.js'
+import { runEffectKey, runHeadKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'

@@ -1,14 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   type ConflictWarning,
-  HANDOFF_KEY,
   handoffKeyName,
   inspectSession,
   openSession,
   resumeSession,
-  sessionDataPrefix,
   stateHandleSchema,
 } from '../src/index.js'
+import { HANDOFF_KEY, sessionDataPrefix } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 

@@ -1,12 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import {
-  type ConflictWarning,
-  handoffKey,
-  listSessions,
-  openSession,
-  resumeSession,
-  sessionMarkerKey,
-} from '../src/index.js'
+import { type ConflictWarning, listSessions, openSession, resumeSession } from '../src/index.js'
+import { handoffKey, sessionMarkerKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 

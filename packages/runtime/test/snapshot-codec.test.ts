@@ -1,6 +1,7 @@
 import { isAgentStateError } from '@agent-state/core'
 import { describe, expect, it } from 'vitest'
-import { checksumOf, decodeSnapshot, encodeSnapshot, type SnapshotBody } from '../src/index.js'
+import type { SnapshotBody } from '../src/index.js'
+import { checksumOf, decodeSnapshot, encodeSnapshot } from '../src/internal.js'
 
 const body: SnapshotBody = {
   workerId: 'w1',

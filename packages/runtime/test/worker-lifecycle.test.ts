@@ -8,8 +8,8 @@ import {
   resumeWorker,
   startWorker,
   suspensionSchema,
-  workerSnapshotKey,
 } from '../src/index.js'
+import { workerSnapshotKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { withFailingPuts } from './failing-backend.js'

@@ -11,9 +11,8 @@ import {
   suspendWorker,
   suspensionSchema,
   type WorkerEvent,
-  workerSnapshotKey,
-  workerSuspendRequestKey,
 } from '../src/index.js'
+import { workerSnapshotKey, workerSuspendRequestKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 

@@ -1,15 +1,15 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import { daemonSnapshot, inspectRun, inspectWorker, listSessions } from '@agent-state/runtime'
 import {
+  DAEMONS_PREFIX,
   handoffEnvelopeSchema,
   handoffKey,
-  inspectWorker,
-  listSessions,
+  RUNS_PREFIX,
   sessionMarkerKey,
   WORKERS_PREFIX,
   workerSnapshotKey,
-} from '@agent-state/runtime'
+} from '@agent-state/runtime/internal'
 import { isoTime, printable } from '../output.js'
-import { daemonsView, runsView } from './daemon-run-views.js'
 import { relative } from './inspect.js'
 
 /**
@@ -42,6 +42,25 @@ export interface RowError {
 function rowError(error: unknown): RowError {
   if (isAgentStateError(error)) return { code: error.code, message: error.message }
   throw error
+}
+
+/** The ids grouped under `prefix` (`daemons/<id>/...`), by a delimited listing: no values read. */
+async function* idsUnder(backend: Backend, prefix: string, limit?: number): AsyncGenerator<string> {
+  let cursor: string | undefined
+  let left = limit ?? Number.POSITIVE_INFINITY
+  do {
+    const page = await backend.list({
+      prefix,
+      delimiter: '/',
+      limit: Math.min(1000, left),
+      ...(cursor === undefined ? {} : { cursor }),
+    })
+    for (const group of page.prefixes ?? []) {
+      if (left-- <= 0) return
+      yield group.slice(prefix.length, -1)
+    }
+    cursor = page.cursor
+  } while (cursor !== undefined && left > 0)
 }
 
 /** A session row. */
@@ -172,21 +191,8 @@ export const workersView: AgentView<WorkerRow> = {
   name: 'workers',
   summary: 'list workers with their state, lease holder and expiry',
   async *rows(backend, limit) {
-    let cursor: string | undefined
-    let left = limit ?? Number.POSITIVE_INFINITY
-    do {
-      const page = await backend.list({
-        prefix: WORKERS_PREFIX,
-        delimiter: '/',
-        limit: Math.min(1000, left),
-        ...(cursor === undefined ? {} : { cursor }),
-      })
-      for (const group of page.prefixes ?? []) {
-        if (left-- <= 0) return
-        yield await workerRow(backend, group.slice(WORKERS_PREFIX.length, -1))
-      }
-      cursor = page.cursor
-    } while (cursor !== undefined && left > 0)
+    for await (const id of idsUnder(backend, WORKERS_PREFIX, limit))
+      yield await workerRow(backend, id)
   },
   headers: ['WORKER', 'STATE', 'TURNS', 'UPDATED', 'LEASE HOLDER', 'TOKEN', 'EXPIRES'],
   cells: (row, now) => [
@@ -197,6 +203,226 @@ export const workersView: AgentView<WorkerRow> = {
     row.lease === null ? '-' : printable(row.lease.holder),
     row.lease === null ? '-' : String(row.lease.token),
     row.lease === null ? '-' : relative(row.lease.expiresAt - now),
+  ],
+  broken: (row) => row.error !== null,
+}
+
+/** A daemon row: its queue's live counters and the delivery in flight. */
+export interface DaemonRow {
+  readonly daemonId: string
+  /** `idle`, `active`, `stopped`, `done`, `closed`; `null` when it cannot be read. */
+  readonly state: string | null
+  /** Events waiting, not counting the one in flight. */
+  readonly pending: number | null
+  /** The delivery in flight (live lease), or `null`. */
+  readonly inflight: {
+    readonly seq: number
+    readonly attempt: number
+    readonly holder: string
+    readonly expiresAt: number
+  } | null
+  /** Pending plus in flight: what `capacity` bounds. */
+  readonly queued: number | null
+  readonly capacity: number | null
+  /** Acknowledged events. */
+  readonly iterations: number | null
+  readonly error: RowError | null
+}
+
+async function daemonRow(backend: Backend, daemonId: string): Promise<DaemonRow> {
+  try {
+    // pageSize 0: the counters and the in-flight event only, no pending event bodies.
+    const snapshot = await daemonSnapshot(backend, daemonId, { pageSize: 0 })
+    const inflight = snapshot.inflightEvent
+    return {
+      daemonId,
+      state: snapshot.daemonState,
+      pending: snapshot.pendingEventCount,
+      inflight:
+        inflight === null
+          ? null
+          : {
+              seq: inflight.seq,
+              attempt: inflight.attempt,
+              holder: inflight.holder,
+              expiresAt: inflight.expiresAt,
+            },
+      queued: snapshot.queuedEventCount,
+      capacity: snapshot.eventQueueCapacity,
+      iterations: snapshot.totalIterations,
+      error: null,
+    }
+  } catch (error) {
+    return {
+      daemonId,
+      state: null,
+      pending: null,
+      inflight: null,
+      queued: null,
+      capacity: null,
+      iterations: null,
+      error: rowError(error),
+    }
+  }
+}
+
+/** Daemons (runtime `spawnDaemon`): pending, in flight, capacity. */
+export const daemonsView: AgentView<DaemonRow> = {
+  name: 'daemons',
+  summary: 'list daemons with their queue: pending, in flight, capacity',
+  async *rows(backend, limit) {
+    for await (const id of idsUnder(backend, DAEMONS_PREFIX, limit))
+      yield await daemonRow(backend, id)
+  },
+  headers: [
+    'DAEMON',
+    'STATE',
+    'PENDING',
+    'IN FLIGHT',
+    'ATTEMPT',
+    'HOLDER',
+    'EXPIRES',
+    'QUEUED',
+    'CAPACITY',
+    'ACKED',
+  ],
+  cells: (row, now) => [
+    printable(row.daemonId),
+    row.state ?? row.error?.code ?? '-',
+    row.pending === null ? '-' : String(row.pending),
+    row.inflight === null ? '-' : `seq ${row.inflight.seq}`,
+    row.inflight === null ? '-' : String(row.inflight.attempt),
+    row.inflight === null ? '-' : printable(row.inflight.holder),
+    row.inflight === null ? '-' : relative(row.inflight.expiresAt - now),
+    row.queued === null ? '-' : String(row.queued),
+    row.capacity === null ? '-' : String(row.capacity),
+    row.iterations === null ? '-' : String(row.iterations),
+  ],
+  broken: (row) => row.error !== null,
+}
+
+/** Incomplete effect states, the ones needing attention first. */
+const INCOMPLETE_ORDER = ['unknown', 'submitted', 'planned'] as const
+
+/** A run row: attempt, position, and its effects by state. */
+export interface RunRow {
+  readonly runId: string
+  /** `open` or `completed`; `null` when it cannot be read. */
+  readonly status: string | null
+  /** The current attempt's id (`<runId>@<token>`) and how many attempts there were. */
+  readonly attempt: {
+    readonly attemptId: string
+    readonly holder: string
+    readonly count: number
+  } | null
+  /** Committed steps, and the step the run is at (`null`: at the end, or not started). */
+  readonly position: { readonly seq: number; readonly next: string | null } | null
+  /**
+   * Effects by state, unknown first. Incomplete effects are read (they are
+   * listed by their markers); `settled` (confirmed or failed) is counted from
+   * the key listing, so a run with many settled effects reads none of them.
+   */
+  readonly effects: {
+    readonly unknown: number
+    readonly submitted: number
+    readonly planned: number
+    readonly settled: number
+    /** The incomplete ones, unknown first: id, kind, state. */
+    readonly incomplete: readonly { effectId: string; kind: string; state: string }[]
+  } | null
+  readonly error: RowError | null
+}
+
+async function countKeys(backend: Backend, prefix: string): Promise<number> {
+  let count = 0
+  let cursor: string | undefined
+  do {
+    const page = await backend.list({
+      prefix,
+      limit: 1000,
+      ...(cursor === undefined ? {} : { cursor }),
+    })
+    count += page.entries.length
+    cursor = page.cursor
+  } while (cursor !== undefined)
+  return count
+}
+
+async function runRow(backend: Backend, runId: string): Promise<RunRow> {
+  try {
+    const [view, total] = await Promise.all([
+      inspectRun(backend, runId),
+      countKeys(backend, `${RUNS_PREFIX}${runId}/effects/`),
+    ])
+    const incomplete = [...view.incomplete]
+      .map((record) => ({ effectId: record.effectId, kind: record.kind, state: record.state }))
+      .sort(
+        (a, b) =>
+          INCOMPLETE_ORDER.indexOf(a.state as (typeof INCOMPLETE_ORDER)[number]) -
+            INCOMPLETE_ORDER.indexOf(b.state as (typeof INCOMPLETE_ORDER)[number]) ||
+          (a.effectId < b.effectId ? -1 : 1),
+      )
+    const count = (state: string): number => incomplete.filter((e) => e.state === state).length
+    return {
+      runId,
+      status: view.head.status,
+      attempt: {
+        attemptId: view.head.attempt.attemptId,
+        holder: view.head.attempt.holder,
+        count: view.head.attemptCount,
+      },
+      position: { seq: view.steps, next: view.lastStep?.next ?? null },
+      effects: {
+        unknown: count('unknown'),
+        submitted: count('submitted'),
+        planned: count('planned'),
+        settled: Math.max(0, total - incomplete.length),
+        incomplete,
+      },
+      error: null,
+    }
+  } catch (error) {
+    return {
+      runId,
+      status: null,
+      attempt: null,
+      position: null,
+      effects: null,
+      error: rowError(error),
+    }
+  }
+}
+
+/** Effect-ledger runs (runtime `openRun`): attempt, position, effects by state (unknown first). */
+export const runsView: AgentView<RunRow> = {
+  name: 'runs',
+  summary: 'list runs with their attempt, position and effects by state (unknown first)',
+  async *rows(backend, limit) {
+    for await (const id of idsUnder(backend, RUNS_PREFIX, limit)) yield await runRow(backend, id)
+  },
+  headers: [
+    'RUN',
+    'STATUS',
+    'ATTEMPT',
+    'ATTEMPTS',
+    'STEPS',
+    'NEXT',
+    'UNKNOWN',
+    'SUBMITTED',
+    'PLANNED',
+    'SETTLED',
+  ],
+  cells: (row) => [
+    printable(row.runId),
+    row.status ?? row.error?.code ?? '-',
+    row.attempt === null ? '-' : printable(row.attempt.attemptId),
+    row.attempt === null ? '-' : String(row.attempt.count),
+    row.position === null ? '-' : String(row.position.seq),
+    row.position === null ? '-' : printable(row.position.next ?? '-'),
+    row.effects === null ? '-' : String(row.effects.unknown),
+    row.effects === null ? '-' : String(row.effects.submitted),
+    row.effects === null ? '-' : String(row.effects.planned),
+    row.effects === null ? '-' : String(row.effects.settled),
   ],
   broken: (row) => row.error !== null,
 }

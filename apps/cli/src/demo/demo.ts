@@ -8,9 +8,8 @@ import {
   openSession,
   readEffect,
   resumeSession,
-  runHeadKey,
-  workerSnapshotKey,
 } from '@agent-state/runtime'
+import { runHeadKey, workerSnapshotKey } from '@agent-state/runtime/internal'
 import { connect } from '../connect.js'
 import { CliError, EXIT } from '../exit-codes.js'
 import { type AgentProcess, DEMO_EFFECT_ID, startAgent, startDemoProcess } from './agent-process.js'

@@ -1,0 +1,162 @@
+import {
+  AgentStateError,
+  type Backend,
+  isAgentStateError,
+  type Lease,
+  MAX_LEASE_TTL_MS,
+} from '@agent-state/core'
+import { z } from 'zod'
+import type { JsonValue } from '../shared/canonical-json.js'
+import { daemonEventKey, daemonHeadKey } from '../shared/layout.js'
+import { releaseQuietly } from '../shared/owned-lease.js'
+import { type EventRecord, encodeRecord, type HeadRecord, RECORD_FORMATS } from './queue-records.js'
+import { signalQueueChange } from './queue-signals.js'
+
+/** Default visibility timeout of a delivery (its lease TTL): 30 seconds. */
+export const DEFAULT_VISIBILITY_TIMEOUT_MS = 30_000
+
+/** Options of `claim`; the single source of their types. */
+export const deliveryOptionsSchema = z.strictObject({
+  /** Who claims; default `<hostname>:<pid>:<random>`. 1 to 256 characters. */
+  holder: z.string().min(1).max(256).optional(),
+  /**
+   * How long the delivery stays invisible to other consumers without a
+   * `heartbeat` (the lease TTL). After it, another consumer gets the same
+   * event and this delivery can no longer be acknowledged. Default 30 s.
+   */
+  visibilityTimeoutMs: z.int().min(1).max(MAX_LEASE_TTL_MS).default(DEFAULT_VISIBILITY_TIMEOUT_MS),
+})
+
+/** What `claim` accepts. */
+export type DeliveryOptions = z.input<typeof deliveryOptionsSchema>
+
+/**
+ * One hand-out of the head event to one consumer. It is current while its
+ * lease on the queue's head record is: `ack`, `release` and `heartbeat` are
+ * fenced by that lease, so once the delivery expired and another consumer
+ * claimed the event they fail with `LEASE_LOST` and change nothing.
+ */
+export class Delivery {
+  readonly daemonId: string
+  readonly seq: number
+  /** The producer-side id of this trigger call (the same on every re-delivery). */
+  readonly eventId: string
+  readonly event: JsonValue
+  readonly triggeredAt: string
+  /** 1 on the first hand-out of this event, then 2, 3, ... (durable across crashes). */
+  readonly attempt: number
+  readonly #backend: Backend
+  readonly #head: HeadRecord
+  readonly #headVersion: string
+  #lease: Lease
+  #settled = false
+
+  /** Use `DaemonQueue.claim`. */
+  constructor(
+    backend: Backend,
+    daemonId: string,
+    record: EventRecord,
+    head: { readonly record: HeadRecord; readonly version: string },
+    lease: Lease,
+  ) {
+    this.daemonId = daemonId
+    this.seq = record.seq
+    this.eventId = record.eventId
+    this.event = record.event
+    this.triggeredAt = record.triggeredAt
+    this.attempt = head.record.attempts
+    this.#backend = backend
+    this.#head = head.record
+    this.#headVersion = head.version
+    this.#lease = lease
+  }
+
+  /** The delivery's fencing token (strictly increasing per queue, across every claim). */
+  get token(): number {
+    return this.#lease.token
+  }
+  get holder(): string {
+    return this.#lease.holder
+  }
+  /** When the delivery expires unless renewed, on the backend's lease clock. */
+  get expiresAt(): number {
+    return this.#lease.expiresAt
+  }
+
+  /**
+   * Removes the event from the queue: one fenced write of the head record,
+   * then the event's own record is deleted and the lease released.
+   *
+   * @throws `LEASE_LOST` when the delivery is stale (expired, taken over,
+   *   already acknowledged or released); nothing changes then.
+   */
+  async ack(): Promise<void> {
+    this.#requireOpen('ack')
+    const next: HeadRecord = {
+      format: RECORD_FORMATS.head,
+      head: this.seq + 1,
+      attempts: 0,
+      iterations: this.#head.iterations + 1,
+      claim: null,
+    }
+    try {
+      await this.#backend.put(daemonHeadKey(this.daemonId), encodeRecord(next), {
+        lease: this.#lease,
+        ifMatch: this.#headVersion,
+      })
+    } catch (error) {
+      // Only lease holders write the head record, so a moved version means a newer holder.
+      if (isAgentStateError(error, 'PRECONDITION_FAILED')) throw this.#lost('ack', error)
+      throw error
+    }
+    this.#settled = true
+    // Cleanup: an event record left behind by a crash here is below the head, never
+    // delivered again, and removed by the next claim.
+    await removeLeftover(this.#backend, daemonEventKey(this.daemonId, this.seq))
+    await releaseQuietly(this.#backend, this.#lease)
+    signalQueueChange(this.#backend, this.daemonId)
+  }
+
+  /**
+   * Gives the event back: it stays at the head and is the next one claimed
+   * (its attempt count is kept). Used by `stop`.
+   *
+   * @throws `LEASE_LOST` when the delivery is stale.
+   */
+  async release(): Promise<void> {
+    this.#requireOpen('release')
+    const released = await this.#backend.releaseLease(this.#lease)
+    this.#settled = true
+    signalQueueChange(this.#backend, this.daemonId)
+    if (!released) throw this.#lost('release')
+  }
+
+  /** Extends the visibility timeout by the delivery's TTL. @throws `LEASE_LOST` when stale. */
+  async heartbeat(): Promise<void> {
+    this.#requireOpen('heartbeat')
+    this.#lease = await this.#backend.renewLease(this.#lease)
+  }
+
+  #requireOpen(operation: string): void {
+    if (this.#settled) throw this.#lost(operation)
+  }
+
+  #lost(operation: string, cause?: unknown): AgentStateError {
+    return new AgentStateError('LEASE_LOST', `Delivery ${this.seq} of ${this.daemonId} is stale`, {
+      context: { daemonId: this.daemonId, seq: this.seq, token: this.token, operation },
+      ...(cause === undefined ? {} : { cause }),
+    })
+  }
+}
+
+/**
+ * Deletes a record below the head if one is there (the newest event usually has none: it
+ * lives in the tail record). Failures only leave it for the next claim.
+ */
+export async function removeLeftover(backend: Backend, key: string): Promise<boolean> {
+  try {
+    return (await backend.head(key)) !== null && (await backend.delete(key))
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * `@agent-state/runtime/internal`: the runtime's storage layout and record codecs, for tools
+ * that read or write the runtime's records directly instead of through its API: the
+ * `agent-state` CLI's views and demo, and the benchmarks.
+ *
+ * What is here is the storage format, not an application API: the key of every record
+ * (`sessions/<id>/...`, `workers/<id>/snapshot.json`, `daemons/<id>/...`, `runs/<id>/...`), the
+ * canonical JSON and checksum every record is sealed with, and the format names, schema
+ * versions and schemas of the records. It changes only with the storage format itself (a new
+ * schema version), and then in the same release; an application that writes these records by
+ * hand bypasses the runtime's leases and checks. See `docs/runtime/` for what each record holds.
+ *
+ * @packageDocumentation
+ */
+export {
+  encodeRecord,
+  eventRecordSchema,
+} from './daemon/queue-records.js'
+export {
+  RUN_RECORD_FORMAT,
+  RUN_RECORD_KINDS,
+  RUN_RECORD_SCHEMA_VERSION,
+  type RunRecordKind,
+} from './run/run-codec.js'
+export {
+  HANDOFF_KEY,
+  HANDOFF_VERSION,
+  handoffEnvelopeSchema,
+} from './session/handoff.js'
+export {
+  canonicalJson,
+  checksumOf,
+  jsonValueSchema,
+} from './shared/canonical-json.js'
+export {
+  DAEMONS_PREFIX,
+  daemonConfigKey,
+  daemonEventKey,
+  daemonHeadKey,
+  daemonTailKey,
+  handoffKey,
+  QUARANTINE_PREFIX,
+  RUNS_PREFIX,
+  runEffectKey,
+  runHeadKey,
+  runOpenMarkerKey,
+  runOpenPrefix,
+  runStepKey,
+  runStepsPrefix,
+  SESSIONS_PREFIX,
+  sessionDataPrefix,
+  sessionMarkerKey,
+  WORKERS_PREFIX,
+  workerSnapshotKey,
+  workerSuspendRequestKey,
+} from './shared/layout.js'
+export {
+  AUDIT_EVENTS,
+  auditEntrySchema,
+  MAX_AUDIT_ENTRIES,
+} from './worker/audit.js'
+export {
+  decodeSnapshot,
+  encodeSnapshot,
+  resumeReminderSchema,
+  SNAPSHOT_FORMAT,
+  SNAPSHOT_SCHEMA_VERSION,
+  snapshotBodySchema,
+} from './worker/snapshot-codec.js'

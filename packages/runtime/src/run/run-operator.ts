@@ -1,0 +1,135 @@
+import type { Backend } from '@agent-state/core'
+import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
+import { runtimeError } from '../shared/errors.js'
+import { type LoadedEffect, listIncomplete, loadEffect } from './effect-ledger.js'
+import { storeEffect, transition } from './effect-state-machine.js'
+import {
+  assertRunId,
+  auditEntry,
+  beginAttempt,
+  loadHead,
+  type RunOwnerOptions,
+  storeHead,
+  withAudit,
+} from './run-attempt.js'
+import type { EffectRecord, RunHead, StepRecord } from './run-records.js'
+import { loadSteps } from './run-steps.js'
+
+/** An operator's explicit decision about an effect that needs attention. */
+export type EffectResolution =
+  /** The operator verified the effect happened: record it `confirmed` with this result. */
+  | { readonly action: 'confirm'; readonly result: JsonValue; readonly reason: string }
+  /** The operator verified it did not and must not happen: record it `failed`. */
+  | { readonly action: 'fail'; readonly message: string; readonly reason: string }
+  /** The operator allows one more dispatch with the same idempotency key at the next open. */
+  | { readonly action: 'retry'; readonly reason: string }
+
+/**
+ * Records an operator's resolution of an effect in `submitted` or `unknown`
+ * state. It owns the run while it does (a new attempt, audited as
+ * `operator_resolved` with the reason), so it fails with `RUN_OWNED` while
+ * the run is open elsewhere.
+ *
+ * @throws `INVALID_RESOLUTION` for an effect that is not submitted or unknown,
+ *   `RUN_RECORD_MISSING` for an effect that does not exist, `RUN_OWNED`, `RUN_NOT_FOUND`.
+ */
+export async function resolveEffect(
+  backend: Backend,
+  runId: string,
+  effectId: string,
+  resolution: EffectResolution,
+  options: RunOwnerOptions = {},
+): Promise<EffectRecord> {
+  const attempt = await beginAttempt(backend, runId, options, false)
+  const { ctx } = attempt
+  try {
+    const loaded = await loadEffect(backend, runId, effectId, ctx.token)
+    if (loaded === null) {
+      throw runtimeError('RUN_RECORD_MISSING', `Run ${runId} has no effect ${effectId}`, {
+        runId,
+        effectId,
+      })
+    }
+    const { state } = loaded.record
+    if (state !== 'submitted' && state !== 'unknown') {
+      throw runtimeError(
+        'INVALID_RESOLUTION',
+        `Effect ${effectId} is ${state}; only submitted or unknown effects are resolved`,
+        {
+          runId,
+          effectId,
+          state,
+        },
+      )
+    }
+    const reason = `operator:${resolution.action}`
+    let next: EffectRecord
+    if (resolution.action === 'confirm') {
+      const result = jsonValueSchema.parse(resolution.result)
+      next = transition(ctx, loaded.record, 'confirmed', reason, { result })
+    } else if (resolution.action === 'fail') {
+      next = transition(ctx, loaded.record, 'failed', reason, {
+        error: { message: resolution.message, code: 'operator' },
+      })
+    } else {
+      next = transition(ctx, loaded.record, 'unknown', reason, { retryAllowed: true })
+    }
+    const stored = await storeEffect(ctx, next, loaded.version)
+    const now = new Date(ctx.clock()).toISOString()
+    await storeHead(
+      attempt,
+      withAudit(
+        attempt.head,
+        [
+          auditEntry(ctx, 'operator_resolved', {
+            effectId,
+            action: resolution.action,
+            reason: resolution.reason,
+            from: state,
+          }),
+        ],
+        now,
+      ),
+    )
+    return stored.record
+  } finally {
+    await ctx.ownership.release()
+  }
+}
+
+/** A read-only view of a run. */
+export interface RunView {
+  readonly head: RunHead
+  readonly steps: number
+  readonly lastStep: StepRecord | null
+  /** Effects not yet confirmed or failed. */
+  readonly incomplete: readonly EffectRecord[]
+}
+
+/**
+ * Reads and verifies a run without owning it (no lease, no write): for
+ * operators and dashboards. `RUN_NOT_FOUND` when it does not exist.
+ */
+export async function inspectRun(backend: Backend, runId: string): Promise<RunView> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  const token = stored.head.attempt.token
+  const steps = await loadSteps(backend, runId, token)
+  const incomplete = (await listIncomplete(backend, runId, token))
+    .map((loaded: LoadedEffect) => loaded.record)
+    .filter((record) => record.state !== 'confirmed' && record.state !== 'failed')
+  return { head: stored.head, steps: steps.count, lastStep: steps.last, incomplete }
+}
+
+/** One effect's verified record, or `null`; read-only. */
+export async function readEffect(
+  backend: Backend,
+  runId: string,
+  effectId: string,
+): Promise<EffectRecord | null> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  return (await loadEffect(backend, runId, effectId, stored.head.attempt.token))?.record ?? null
+}

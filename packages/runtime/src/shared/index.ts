@@ -1,0 +1,11 @@
+export type { JsonValue } from './canonical-json.js'
+export {
+  DAEMON_ERROR_CODES,
+  type DaemonErrorCode,
+  RUNTIME_ERROR_CODES,
+  type RuntimeErrorCode,
+} from './errors.js'
+export {
+  ID_PATTERN,
+  isValidId,
+} from './ids.js'
