@@ -1,5 +1,9 @@
-import { MAX_KEY_BYTES, type RecordStore, type ScannedRecord } from '@agent-state/core'
-import { recordChanged } from './errors.js'
+import {
+  MAX_KEY_BYTES,
+  type RecordStore,
+  recordChanged,
+  type ScannedRecord,
+} from '@agent-state/core'
 import { indexAfter } from './memory-store.js'
 
 /** Options of {@link createMemoryRecordStore}. */

@@ -29,6 +29,11 @@ export {
   type WriterIdentity,
 } from './backend.js'
 export {
+  type BackendFailureOptions,
+  backendFailure,
+  type FailedOperation,
+} from './backend-failure.js'
+export {
   type BackendOptionIssue,
   invalidBackendUrl,
   parseBackendOptions,
@@ -94,6 +99,7 @@ export {
   type RecordCondition,
   type RecordScanOptions,
   type RecordStore,
+  recordChanged,
   type ScannedRecord,
   type VersionedRecord,
 } from './record-store.js'
