@@ -1,4 +1,5 @@
 import {
+  DEFAULT_MAX_VALUE_BYTES,
   MAX_KEY_BYTES,
   type RecordStore,
   recordChanged,
@@ -45,7 +46,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       multiProcess: false,
       multiHost: false,
       maxKeyBytes: MAX_KEY_BYTES,
-      maxValueBytes: 64 * 1024 * 1024,
+      maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
     },
     versionChangesWithBytes: options.versionChangesWithBytes === true,
     async read(key) {

@@ -4,6 +4,7 @@ import {
   backendFailure,
   type Capabilities,
   compareUtf8,
+  mapLimited,
   quoteForMessage,
   type RecordCondition,
   type RecordScanOptions,
@@ -29,7 +30,6 @@ import {
   toAgentStateError,
 } from './errors.js'
 import { isInternal, type ObjectNaming } from './key-layout.js'
-import { mapLimit } from './map-limit.js'
 import { bareEtag, type ProbeResult } from './probe.js'
 import { type ReadPolicy, runRead } from './read-requests.js'
 import { readBody, withinDeadline } from './request-deadline.js'
@@ -324,7 +324,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       const wanted = objects.filter(
         (object) => naming.isShortened(object.name) || !isInternal(object.name),
       )
-      const fetched = await mapLimit(wanted, config.listConcurrency, async (object) => {
+      const fetched = await mapLimited(wanted, config.listConcurrency, async (object) => {
         const cached = recordByEtag.get(object.etag)
         if (cached !== undefined) return cached
         const expected = naming.isShortened(object.name) ? undefined : object.name

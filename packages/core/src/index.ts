@@ -17,6 +17,7 @@ export {
   type Backend,
   type Capabilities,
   CONTRACT_VERSION,
+  DEFAULT_MAX_VALUE_BYTES,
   type DeleteOptions,
   type Lease,
   type LeaseClock,
