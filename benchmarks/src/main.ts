@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runBenchmarks } from './bench.js'
 import { readConfig } from './config.js'
+import { serializeSummary, summarizeRun } from './report/summary.js'
 import { writeReports } from './report/write.js'
 import { Services } from './services.js'
 
@@ -35,8 +36,9 @@ async function main(): Promise<void> {
   try {
     const result = await runBenchmarks(config, services, log)
     mkdirSync(config.outDir, { recursive: true })
-    writeFileSync(join(config.outDir, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`)
-    const written = writeReports(result, config, resolve(here, '..', 'FINDINGS.md'))
+    const summary = summarizeRun(result)
+    writeFileSync(join(config.outDir, 'latest.json'), serializeSummary(summary))
+    const written = writeReports(summary, config)
     log(
       `wrote ${[join(config.outDir, 'latest.json'), ...written].join(', ')} (${result.durationS} s)`,
     )

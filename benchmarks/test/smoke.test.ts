@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { combineRuns } from '../src/aggregate.js'
-import { type RunResult, runBenchmarks } from '../src/bench.js'
+import { runBenchmarks } from '../src/bench.js'
 import { readConfig } from '../src/config.js'
 import { runTimed } from '../src/measure.js'
 import { renderMarkdown } from '../src/report/markdown.js'
 import { readmeHeadlineOf, renderReadmeHeadline } from '../src/report/readme.js'
+import { type RunSummary, serializeSummary, summarizeRun } from '../src/report/summary.js'
 import { renderRatioSvg } from '../src/report/svg.js'
 import type { CaseResult, SubjectResult } from '../src/runner.js'
 import { openSubjects, Services } from '../src/services.js'
@@ -179,6 +180,14 @@ describe.each(BACKENDS)('benchmark paths on %s', (backend) => {
     const headline = renderReadmeHeadline(result)
     expect(headline).toContain(`| ${backend} | put 1 KiB |`)
     expect(headline).toContain('the median of 2 full runs')
+    // What is committed as results/latest.json: the summaries, which render exactly what the
+    // full result (with every repetition and full run) renders.
+    const summary = JSON.parse(serializeSummary(summarizeRun(result))) as RunSummary
+    expect(summary.cases[0]?.subjects[0]).not.toHaveProperty('reps')
+    expect(summary.cases[0]?.subjects[0]).not.toHaveProperty('runs')
+    expect(renderMarkdown(summary)).toBe(renderMarkdown(result))
+    expect(renderReadmeHeadline(summary)).toBe(headline)
+    expect(renderRatioSvg(summary)).toBe(renderRatioSvg(result))
   })
 })
 
@@ -295,10 +304,16 @@ describe('the README headline table', () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8')
   const result = JSON.parse(
     readFileSync(join(root, 'benchmarks', 'results', 'latest.json'), 'utf8'),
-  ) as RunResult
+  ) as RunSummary
 
   it('is exactly what the committed results/latest.json renders (regenerate: pnpm bench or pnpm report)', () => {
     expect(readmeHeadlineOf(readme)).toBe(renderReadmeHeadline(result))
+  })
+
+  it('BENCHMARKS.md is too, and results/latest.json is the summaries, one case per line', () => {
+    expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toBe(renderMarkdown(result))
+    const committed = readFileSync(join(root, 'benchmarks', 'results', 'latest.json'), 'utf8')
+    expect(committed).toBe(serializeSummary(summarizeRun(result)))
   })
 
   it('covers every backend with put, CAS and get from several full runs, with the c=64 raw throughput', () => {

@@ -1,7 +1,3 @@
-import { defineConfig } from 'vitest/config'
+import { packageConfig } from '../../vitest.shared.js'
 
-export default defineConfig({
-  resolve: { conditions: ['@agent-state/source'] },
-  ssr: { resolve: { conditions: ['@agent-state/source'] } },
-  test: { include: ['test/**/*.test.ts'], testTimeout: 30_000 },
-})
+export default packageConfig()

@@ -1,13 +1,7 @@
-import { defineConfig } from 'vitest/config'
+import { packageConfig } from '../../vitest.shared.js'
 
-export default defineConfig({
-  resolve: { conditions: ['@agent-state/source'] },
-  ssr: { resolve: { conditions: ['@agent-state/source'] } },
-  // The global setup runs in vitest's own `__vitest__` environment: it needs the
-  // source condition too, to import the workspace's test packages by name unbuilt.
-  environments: { __vitest__: { resolve: { conditions: ['@agent-state/source'] } } },
+export default packageConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // @langchain/langgraph-checkpoint-validation's specs use vitest's globals
     // (describe, it, expect, ...), as its own CLI runs them (`globals: true`).
     globals: true,

@@ -1,9 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs'
-import type { RunResult } from '../bench.js'
-import type { CaseResult, Ratio, SubjectResult } from '../runner.js'
 import type { BackendKind, PathKind } from '../subject.js'
 import { countLabel } from '../workloads.js'
 import { escapeCell, formatMicros, formatRate, formatRatio, formatSpread } from './format.js'
+import type { CaseSummary, RatioSummary, RunSummary, SubjectSummary } from './summary.js'
 
 /** The latency target: agent-state p50 at most this multiple of the raw client's (put, CAS, get). */
 export const LATENCY_TARGET = 1.15
@@ -11,21 +9,23 @@ export const LATENCY_TARGET = 1.15
 export const THROUGHPUT_TARGET = 1.0
 
 const BACKEND_ORDER: readonly BackendKind[] = ['memory', 'fs', 'sqlite', 'redis', 's3']
+/** The peer libraries, compared in the Target 2 table. */
+const PEERS: readonly PathKind[] = ['keyv', 'unstorage']
 
-function subjectOf(result: CaseResult, path: PathKind): SubjectResult | undefined {
+function subjectOf(result: CaseSummary, path: PathKind): SubjectSummary | undefined {
   return result.subjects.find((subject) => subject.path === path)
 }
 
-function ratioOf(result: CaseResult, path: PathKind): Ratio | undefined {
+function ratioOf(result: CaseSummary, path: PathKind): RatioSummary | undefined {
   return result.ratios.find((ratio) => ratio.versus === path)
 }
 
 function find(
-  cases: readonly CaseResult[],
+  cases: readonly CaseSummary[],
   backend: BackendKind,
   workload: string,
   concurrency: number,
-): CaseResult | undefined {
+): CaseSummary | undefined {
   return cases.find(
     (result) =>
       result.backend === backend &&
@@ -39,21 +39,37 @@ function verdict(ok: boolean | undefined): string {
   return ok ? 'met' : '**missed**'
 }
 
-function latencyTargetTable(result: RunResult): string[] {
+/** The workloads of the headline table: every figure of these cases is there, and only there. */
+const HEADLINE_WORKLOADS = ['put-1KiB', 'cas', 'get-1KiB']
+
+function isHeadline(row: CaseSummary): boolean {
+  return HEADLINE_WORKLOADS.includes(row.workload) && row.population === undefined
+}
+
+/**
+ * Target 1 and the headline figures in one table: per backend, operation and
+ * concurrency, agent-state's and the raw client's ops/s, p50 and p99, the
+ * ratios, and the verdict against {@link LATENCY_TARGET}.
+ */
+function headlineTable(result: RunSummary): string[] {
   const lines = [
-    `| backend | operation | conc | runs | agent-state p50 | raw p50 | ratio (p50) | target ≤ ${LATENCY_TARGET}× |`,
-    '|---|---|---:|---:|---:|---:|---:|---|',
+    `| backend | operation | conc | runs | agent-state ops/s · p50 · p99 | raw ops/s · p50 · p99 | ratio p50 | ratio ops/s | p50 target ≤ ${LATENCY_TARGET}× |`,
+    '|---|---|---:|---:|---:|---:|---:|---:|---|',
   ]
+  const figures = (subject: SubjectSummary | undefined): string =>
+    [
+      formatSpread(subject?.spread.opsPerSec, formatRate),
+      formatSpread(subject?.spread.p50Us, formatMicros),
+      formatSpread(subject?.spread.p99Us, formatMicros),
+    ].join(' · ')
   for (const backend of BACKEND_ORDER) {
-    for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
+    for (const workload of HEADLINE_WORKLOADS) {
       for (const concurrency of result.config.concurrencies as number[]) {
         const row = find(result.cases, backend, workload, concurrency)
         if (row === undefined) continue
-        const ours = subjectOf(row, 'agent-state')
-        const raw = subjectOf(row, 'raw')
         const ratio = ratioOf(row, 'raw')
         lines.push(
-          `| ${backend} | ${workload} | ${concurrency} | ${row.runs} | ${formatSpread(ours?.spread.p50Us, formatMicros)} | ${formatSpread(raw?.spread.p50Us, formatMicros)} | ${formatSpread(ratio?.latencySpread, formatRatio)} | ${verdict(ratio === undefined ? undefined : ratio.latency <= LATENCY_TARGET)} |`,
+          `| ${backend} | ${workload} | ${concurrency} | ${row.runs} | ${figures(subjectOf(row, 'agent-state'))} | ${figures(subjectOf(row, 'raw'))} | ${formatSpread(ratio?.latencySpread, formatRatio)} | ${formatSpread(ratio?.throughputSpread, formatRatio)} | ${verdict(ratio === undefined ? undefined : ratio.latency <= LATENCY_TARGET)} |`,
         )
       }
     }
@@ -61,31 +77,10 @@ function latencyTargetTable(result: RunResult): string[] {
   return lines
 }
 
-/** Throughput of agent-state and of the raw client at the highest concurrency, for the headline operations. */
-function headlineThroughputTable(result: RunResult): string[] {
-  const concurrency = Math.max(...(result.config.concurrencies as number[]))
+function throughputTargetTable(result: RunSummary): string[] {
   const lines = [
-    `| backend | operation | conc | runs | agent-state ops/s | raw ops/s | ratio (ops/s) | agent-state p99 | raw p99 |`,
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
-  ]
-  for (const backend of BACKEND_ORDER) {
-    for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
-      const row = find(result.cases, backend, workload, concurrency)
-      if (row === undefined) continue
-      const ours = subjectOf(row, 'agent-state')
-      const raw = subjectOf(row, 'raw')
-      lines.push(
-        `| ${backend} | ${workload} | ${concurrency} | ${row.runs} | ${formatSpread(ours?.spread.opsPerSec, formatRate)} | ${formatSpread(raw?.spread.opsPerSec, formatRate)} | ${formatSpread(ratioOf(row, 'raw')?.throughputSpread, formatRatio)} | ${formatSpread(ours?.spread.p99Us, formatMicros)} | ${formatSpread(raw?.spread.p99Us, formatMicros)} |`,
-      )
-    }
-  }
-  return lines
-}
-
-function throughputTargetTable(result: RunResult): string[] {
-  const lines = [
-    `| backend | operation | conc | agent-state ops/s | Keyv ops/s | ratio vs Keyv | unstorage ops/s | ratio vs unstorage | target ≥ ${THROUGHPUT_TARGET}× |`,
-    '|---|---|---:|---:|---:|---:|---:|---:|---|',
+    `| backend | operation | conc | ops/s ratio vs Keyv | ops/s ratio vs unstorage | target ≥ ${THROUGHPUT_TARGET}× |`,
+    '|---|---|---:|---:|---:|---|',
   ]
   for (const backend of BACKEND_ORDER) {
     for (const row of result.cases) {
@@ -97,14 +92,14 @@ function throughputTargetTable(result: RunResult): string[] {
       const ok =
         ratios.length === 0 ? undefined : ratios.every((value) => value >= THROUGHPUT_TARGET)
       lines.push(
-        `| ${backend} | ${row.workload} | ${row.concurrency} | ${formatRate(subjectOf(row, 'agent-state')?.opsPerSec ?? Number.NaN)} | ${formatRate(subjectOf(row, 'keyv')?.opsPerSec ?? Number.NaN)} | ${formatRatio(keyv?.throughput)} | ${formatRate(subjectOf(row, 'unstorage')?.opsPerSec ?? Number.NaN)} | ${formatRatio(uns?.throughput)} | ${verdict(ok)} |`,
+        `| ${backend} | ${row.workload} | ${row.concurrency} | ${formatRatio(keyv?.throughput)} | ${formatRatio(uns?.throughput)} | ${verdict(ok)} |`,
       )
     }
   }
   return lines
 }
 
-function growthTable(result: RunResult): string[] {
+function growthTable(result: RunSummary): string[] {
   const sizes = result.config.listSizes as number[]
   const header = sizes.map((size) => `${size.toLocaleString('en-US')} keys`)
   const lines = [
@@ -131,8 +126,19 @@ function growthTable(result: RunResult): string[] {
   return lines
 }
 
-function fullTable(result: RunResult, backend: BackendKind): string[] {
-  const rows = result.cases.filter((row) => row.backend === backend)
+/**
+ * Every other figure of one backend: each case not in the headline or growth
+ * tables, and the peers' figures of the headline cases (`↑`: in the headline
+ * table). The ratio column is vs the raw client; the ratios vs Keyv and
+ * unstorage are in the Target 2 table.
+ */
+function fullTable(result: RunSummary, backend: BackendKind): string[] {
+  const rows = result.cases.filter(
+    (row) =>
+      row.backend === backend &&
+      row.population === undefined &&
+      (!isHeadline(row) || row.subjects.some((subject) => PEERS.includes(subject.path))),
+  )
   if (rows.length === 0) return []
   const paths: PathKind[] = ['agent-state', 'raw', 'keyv', 'unstorage']
   const present = paths.filter((path) => rows.some((row) => subjectOf(row, path) !== undefined))
@@ -141,33 +147,30 @@ function fullTable(result: RunResult, backend: BackendKind): string[] {
       rows.flatMap((row) => row.subjects).find((subject) => subject.path === path)?.label ?? path,
   )
   const lines = [
-    `| workload | conc | ${labels.map((label) => `${escapeCell(label)} ops/s · p50 · p99`).join(' | ')} | ratio vs ${present
-      .slice(1)
-      .join(' / ')} (p50 latency; ops/s) |`,
+    `| workload | conc | ${labels.map((label) => `${escapeCell(label)} ops/s · p50 · p99`).join(' | ')} | ratio vs raw (p50; ops/s) |`,
     `|---|---:|${present.map(() => '---:').join('|')}|---|`,
   ]
   for (const row of rows) {
+    const headline = isHeadline(row)
     const cells = present.map((path) => {
+      if (headline && !PEERS.includes(path)) return '↑'
       const subject = subjectOf(row, path)
       if (subject === undefined) return 'n/a'
       if (subject.error !== undefined) return `FAILED: ${escapeCell(subject.error.slice(0, 80))}`
       return `${formatRate(subject.opsPerSec)} · ${formatMicros(subject.p50Us)} · ${formatMicros(subject.p99Us)}`
     })
-    const ratios = present
-      .slice(1)
-      .map((path) => {
-        const ratio = ratioOf(row, path)
-        return ratio === undefined
-          ? '–'
-          : `${formatRatio(ratio.latency)}; ${formatRatio(ratio.throughput)}`
-      })
-      .join(' / ')
-    lines.push(`| ${row.workload} | ${row.concurrency} | ${cells.join(' | ')} | ${ratios} |`)
+    const raw = ratioOf(row, 'raw')
+    const ratio = headline
+      ? '↑'
+      : raw === undefined
+        ? '–'
+        : `${formatRatio(raw.latency)}; ${formatRatio(raw.throughput)}`
+    lines.push(`| ${row.workload} | ${row.concurrency} | ${cells.join(' | ')} | ${ratio} |`)
   }
   return lines
 }
 
-function notesTable(result: RunResult, backend: BackendKind): string[] {
+function notesTable(result: RunSummary, backend: BackendKind): string[] {
   const seen = new Map<string, string>()
   for (const row of result.cases) {
     if (row.backend !== backend) continue
@@ -186,10 +189,11 @@ function notesTable(result: RunResult, backend: BackendKind): string[] {
 
 /**
  * `BENCHMARKS.md`: machine, versions and date, the headline ratios against
- * the targets, the growth from 1k to 100k keys and the full tables. A
- * hand-written `benchmarks/FINDINGS.md`, when present, is appended.
+ * the targets, the growth from 1k to 100k keys and the full tables, each
+ * figure in one table only. The hand-written analysis, `benchmarks/FINDINGS.md`,
+ * is linked, not copied.
  */
-export function renderMarkdown(result: RunResult, findingsPath?: string): string {
+export function renderMarkdown(result: RunSummary): string {
   const machine = result.machine
   const versions = Object.entries(result.versions)
     .map(([name, version]) => `${name} ${version}`)
@@ -198,7 +202,8 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
   const out: string[] = [
     '# agent-state benchmarks',
     '',
-    'Generated by `npx -y pnpm@12.4.2 bench` (`benchmarks/`); raw data in `benchmarks/results/latest.json`, chart in',
+    'Generated by `npx -y pnpm@12.4.2 bench` (`benchmarks/`) from the summaries in `benchmarks/results/latest.json`;',
+    'the analysis is [benchmarks/FINDINGS.md](benchmarks/FINDINGS.md). Chart in',
     '`benchmarks/results/ratios.svg`. Every path of a backend runs in the same process against the same',
     'server or disk, and the paths are interleaved per repetition (the order rotates), so scheduler and',
     'disk noise hit them alike. Ratios are agent-state divided by the other path, computed per repetition,',
@@ -235,24 +240,20 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
   }
   out.push(
     '',
-    '## Target 1: agent-state latency vs the raw client (put, compare-and-set, get; 1 KiB)',
+    '## Target 1: agent-state vs the raw client (put, compare-and-set, get; 1 KiB)',
     '',
     'The raw client does the least equivalent work (see the notes under each backend). For fs, a file write',
     'has no compare-and-set, so the CAS row compares with the plain durable atomic write: the physical limit.',
-    '',
-    ...latencyTargetTable(result),
-    '',
-    '## Throughput at the highest concurrency vs the raw client (put, compare-and-set, get; 1 KiB)',
-    '',
     'put and compare-and-set are the durable writes (fsync per commit on fs and SQLite; Redis: AOF everysec;',
-    'S3: RGW memstore). The README quotes this table.',
+    'S3: RGW memstore). The README quotes the highest concurrency of this table.',
     '',
-    ...headlineThroughputTable(result),
+    ...headlineTable(result),
     '',
     '## Target 2: agent-state throughput vs Keyv and unstorage (same server or disk)',
     '',
     'Keyv and unstorage have no compare-and-set, create-if-absent or leases: their `cas` and `create` rows are',
-    'plain sets (last writer wins), so those rows compare a safe write with an unsafe one.',
+    'plain sets (last writer wins), so those rows compare a safe write with an unsafe one. The ops/s of every',
+    'path are in the full results below.',
     '',
     ...throughputTargetTable(result),
     '',
@@ -264,16 +265,13 @@ export function renderMarkdown(result: RunResult, findingsPath?: string): string
     '',
     '## Full results',
     '',
-    'Each cell: ops/s · p50 · p99 (headline workloads: medians over the full runs; their ranges are in the',
-    'tables above and in `latest.json`). `n/a`: the path has no such operation.',
+    'Each cell: ops/s · p50 · p99. `↑`: in the Target 1 table (the headline workloads, with their ranges over',
+    'the full runs); the growth cases are in the growth table. `n/a`: the path has no such operation.',
   )
   for (const backend of BACKEND_ORDER) {
     const table = fullTable(result, backend)
     if (table.length === 0) continue
     out.push('', `### ${backend}`, '', ...table, ...notesTable(result, backend))
-  }
-  if (findingsPath !== undefined && existsSync(findingsPath)) {
-    out.push('', readFileSync(findingsPath, 'utf8').trimEnd())
   }
   out.push('')
   return out.join('\n')

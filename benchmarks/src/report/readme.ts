@@ -1,7 +1,6 @@
-import type { RunResult } from '../bench.js'
-import type { CaseResult } from '../runner.js'
 import type { BackendKind } from '../subject.js'
 import { formatRate, formatRatio, formatSpread } from './format.js'
+import type { CaseSummary, RunSummary } from './summary.js'
 
 /** The markers around the generated table in the root README. */
 export const README_START =
@@ -18,11 +17,11 @@ const ROWS: readonly { workload: string; label: string }[] = [
 const HIGH = 64
 
 function find(
-  result: RunResult,
+  result: RunSummary,
   backend: BackendKind,
   workload: string,
   concurrency: number,
-): CaseResult | undefined {
+): CaseSummary | undefined {
   return result.cases.find(
     (row) =>
       row.backend === backend && row.workload === workload && row.concurrency === concurrency,
@@ -36,7 +35,7 @@ function find(
  * durable writes: fsync'd on fs and SQLite), each the median over the full
  * runs with its min–max in brackets.
  */
-export function renderReadmeHeadline(result: RunResult): string {
+export function renderReadmeHeadline(result: RunSummary): string {
   const runs = Math.max(0, ...result.cases.map((row) => row.runs))
   const lines = [
     README_START,

@@ -1,9 +1,8 @@
-import type { RunResult } from '../bench.js'
-import type { CaseResult } from '../runner.js'
 import type { Spread } from '../stats.js'
 import type { PathKind } from '../subject.js'
 import { escapeXml, formatRatio, formatSpread } from './format.js'
 import { LATENCY_TARGET } from './markdown.js'
+import type { CaseSummary, RunSummary } from './summary.js'
 
 const SERIES: readonly { path: PathKind; color: string; label: string }[] = [
   { path: 'raw', color: '#4e79a7', label: 'vs raw client' },
@@ -12,7 +11,7 @@ const SERIES: readonly { path: PathKind; color: string; label: string }[] = [
 ]
 
 /** Rows of the chart: the point workloads and the middle listing size. */
-function chartRows(result: RunResult): CaseResult[] {
+function chartRows(result: RunSummary): CaseSummary[] {
   const wanted = new Set([
     'put-1KiB',
     'cas',
@@ -30,7 +29,7 @@ const MIN = 0.01
 const MAX = 100
 
 /** Rows of the latency panel: the operations the latency target covers. */
-function latencyRows(result: RunResult): CaseResult[] {
+function latencyRows(result: RunSummary): CaseSummary[] {
   const wanted = new Set(['put-1KiB', 'cas', 'get-1KiB'])
   return result.cases.filter(
     (row) => wanted.has(row.workload) && row.ratios.some((ratio) => ratio.versus === 'raw'),
@@ -57,7 +56,7 @@ function whisker(spread: Spread | undefined, at: (ratio: number) => number, y: n
  * medians over the interleaved repetitions; headline rows measured in several
  * full runs show the median run's ratio with a min–max whisker.
  */
-export function renderRatioSvg(result: RunResult): string {
+export function renderRatioSvg(result: RunSummary): string {
   const rows = chartRows(result)
   const latency = latencyRows(result)
   const labelWidth = 190

@@ -1,9 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { RunResult } from '../bench.js'
 import type { BenchConfig } from '../config.js'
 import { renderMarkdown } from './markdown.js'
 import { renderReadmeHeadline, replaceReadmeHeadline } from './readme.js'
+import type { RunSummary } from './summary.js'
 import { renderRatioSvg } from './svg.js'
 
 /**
@@ -12,13 +12,12 @@ import { renderRatioSvg } from './svg.js'
  * `latest.json`. Returns the paths written.
  */
 export function writeReports(
-  result: RunResult,
+  result: RunSummary,
   config: Pick<BenchConfig, 'outDir' | 'markdownPath' | 'readmePath'>,
-  findingsPath: string,
 ): string[] {
   const written = [join(config.outDir, 'ratios.svg'), config.markdownPath]
   writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
-  writeFileSync(config.markdownPath, renderMarkdown(result, findingsPath))
+  writeFileSync(config.markdownPath, renderMarkdown(result))
   if (config.readmePath !== undefined) {
     const readme = readFileSync(config.readmePath, 'utf8')
     writeFileSync(config.readmePath, replaceReadmeHeadline(readme, renderReadmeHeadline(result)))

@@ -1,6 +1,6 @@
 import { link, linkSync, rename, symlink, unlink } from 'node:fs'
 import { join } from 'node:path'
-import { AgentStateError } from '@agent-state/core'
+import { recordChanged } from '@agent-state/core'
 import {
   removeChain,
   type SlotWatch,
@@ -26,13 +26,6 @@ export type WriteAttempt =
 
 /** A try that found the slot busy, or the namespace gone (recreated): try again. */
 export const BUSY: WriteAttempt = { busy: true }
-
-/** The error of a try whose expected state is not (or no longer) the record's: core re-reads. */
-export function changed(key: string): AgentStateError {
-  return new AgentStateError('PRECONDITION_FAILED', `Record of ${JSON.stringify(key)} changed`, {
-    context: { key },
-  })
-}
 
 /** A node:fs callback call as a promise. */
 export function callback<T>(
@@ -92,7 +85,7 @@ export function createCommitSteps(
     const code = errnoOf(error)
     // EEXIST: there is a record (a value, a tombstone, a damaged file): core re-reads.
     // ENOENT: the temp file was swept, or the namespace removed: nothing landed.
-    if (code === 'EEXIST' || code === 'ENOENT') throw changed(key)
+    if (code === 'EEXIST' || code === 'ENOENT') throw recordChanged(key)
     throw error
   }
 
@@ -100,7 +93,7 @@ export function createCommitSteps(
   function check(key: string, path: string, version: string, base: string, slot: number): void {
     if (readRecordVersion(path, key) === version) return
     removeChain(locksDir, base, slot)
-    throw changed(key)
+    throw recordChanged(key)
   }
 
   function replace(
@@ -132,7 +125,7 @@ export function createCommitSteps(
       if (errnoOf(error) !== 'ENOENT') throw error
       // Broken while we held the slot (our temp was removed): we never
       // committed, and the breaker may be committing now, so the slots stay.
-      throw changed(key)
+      throw recordChanged(key)
     }
     onStep?.('renamed', key)
     removeChain(locksDir, base, attempt.slot)
@@ -202,7 +195,7 @@ export function createCommitSteps(
           await callback<void>((done) => rename(temp, path, (error) => done(error, undefined)))
         } catch (error) {
           if (errnoOf(error) !== 'ENOENT') throw error
-          throw changed(key) // broken while we held the slot: see `replace`
+          throw recordChanged(key) // broken while we held the slot: see `replace`
         }
         landed()
       } finally {

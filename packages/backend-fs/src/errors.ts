@@ -1,4 +1,9 @@
-import { AgentStateError, isAgentStateError } from '@agent-state/core'
+import {
+  type AgentStateError,
+  backendFailure,
+  type FailedOperation,
+  isAgentStateError,
+} from '@agent-state/core'
 
 /** The errno code of a node:fs error, if any. */
 export function errnoOf(error: unknown): string | undefined {
@@ -18,29 +23,24 @@ const PERMANENT = new Set([
 ])
 
 /**
- * Wraps a raw node:fs error as an `AgentStateError`. `landed` says whether the
- * failing step came after the write became visible (rename done): then the
- * outcome is `INDETERMINATE`, otherwise nothing was done (`UNAVAILABLE`).
- * Paths inside the store are fine in context; nothing else is added.
+ * Wraps a raw node:fs error as an `AgentStateError` (see core's
+ * `backendFailure`). An operation that may have applied (its rename landed,
+ * a later step failed) is `INDETERMINATE`; before that nothing is visible
+ * (`UNAVAILABLE`, not retryable for the {@link PERMANENT} errnos). Paths
+ * inside the store are fine in context; nothing else is added.
  */
 export function fsError(
   error: unknown,
-  action: string,
+  failed: FailedOperation,
   context: Record<string, unknown>,
-  landed = false,
 ): AgentStateError {
   if (isAgentStateError(error)) return error
-  const code = errnoOf(error) ?? 'UNKNOWN'
-  const message = `fs backend could not ${action} (${code})`
-  if (landed) {
-    return new AgentStateError('INDETERMINATE', message, {
-      context: { ...context, errno: code },
-      cause: error,
-    })
-  }
-  return new AgentStateError('UNAVAILABLE', message, {
-    context: { ...context, errno: code },
+  const errno = errnoOf(error) ?? 'UNKNOWN'
+  return backendFailure({
+    ...failed,
     cause: error,
-    retryable: !PERMANENT.has(code),
+    message: `fs backend could not ${failed.operation} (${errno})`,
+    context: { ...context, errno },
+    ...(failed.mayHaveApplied ? {} : { retryable: !PERMANENT.has(errno) }),
   })
 }

@@ -61,7 +61,11 @@ export function createFsRecordStore(
         const file = readRecordFile(path, key)
         return file === null ? null : { data: file.data, version: file.version }
       } catch (error) {
-        throw fsError(error, 'read a record', { key, file: path })
+        throw fsError(
+          error,
+          { operation: 'read a record', mayHaveApplied: false },
+          { key, file: path },
+        )
       }
     },
 

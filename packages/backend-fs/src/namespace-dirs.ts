@@ -166,7 +166,11 @@ export function namespaceDirs(
         }
         sweepTemps(readdirSync(recordsDir))
       } catch (error) {
-        throw fsError(error, 'open its directory', { path: namespaceDir })
+        throw fsError(
+          error,
+          { operation: 'open its directory', mayHaveApplied: false },
+          { path: namespaceDir },
+        )
       }
       ready = true
     },
@@ -194,7 +198,11 @@ export function namespaceDirs(
           if (options.fsync) fsyncDir(root)
         }
       } catch (error) {
-        throw fsError(error, 'remove its namespace', { path: namespaceDir })
+        throw fsError(
+          error,
+          { operation: 'remove its namespace', mayHaveApplied: false },
+          { path: namespaceDir },
+        )
       }
       closeRecordsDir()
       ready = false

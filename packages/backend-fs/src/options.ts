@@ -1,4 +1,4 @@
-import { type Clock, namespaceSchema } from '@agent-state/core'
+import { type Clock, DEFAULT_MAX_VALUE_BYTES, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 
 /**
@@ -73,7 +73,7 @@ export const fsOptionsSchema = z.strictObject({
     .int()
     .positive()
     .max(1024 * 1024 * 1024)
-    .default(64 * 1024 * 1024),
+    .default(DEFAULT_MAX_VALUE_BYTES),
 })
 
 /** Options of `createFsBackend`; see {@link fsOptionsSchema} for each field. */

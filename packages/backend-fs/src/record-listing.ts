@@ -122,7 +122,11 @@ export function createRecordListing(
         listings.clear()
         return { entries: [], temps: false }
       }
-      throw fsError(error, 'list records', { path: recordsDir })
+      throw fsError(
+        error,
+        { operation: 'list records', mayHaveApplied: false },
+        { path: recordsDir },
+      )
     }
     if (listing.temps) dirs.sweepTemps(names)
     return listing
@@ -139,7 +143,8 @@ export function createRecordListing(
         const record = readRecordFile(file, key)
         if (record !== null) items.push({ key, file, data: record.data })
       } catch (error) {
-        if (!isDamage(error)) throw fsError(error, 'read a record', { key, file })
+        if (!isDamage(error))
+          throw fsError(error, { operation: 'read a record', mayHaveApplied: false }, { key, file })
         items.push({ key, file, problem: error })
       }
     }

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, renameSync, rmdirSync, unlink, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { AgentStateError, isAgentStateError, type RecordCondition } from '@agent-state/core'
+import {
+  AgentStateError,
+  backendFailure,
+  isAgentStateError,
+  quoteForMessage,
+  type RecordCondition,
+} from '@agent-state/core'
 import { newSlotWatch, type SlotWatch, slotBase, slotBusy } from './commit-slot.js'
 import { BUSY, callback, createCommitSteps, type WriteAttempt } from './commit-steps.js'
 import { createDirSync } from './dir-sync.js'
@@ -89,7 +95,7 @@ export function createWritePath(
       // fsync on the thread pool lets the next ones' renames join a batch.
       await dirSync.afterRename()
     } catch (error) {
-      throw fsError(error, 'write a record', { key }, true)
+      throw fsError(error, { operation: 'write a record', mayHaveApplied: true }, { key })
     }
   }
 
@@ -124,7 +130,8 @@ export function createWritePath(
         if (inFlight > 1) await writeTempAsync(temp, bytes, options.fsync)
         else writeTempSync(temp, bytes, options.fsync)
       } catch (error) {
-        if (errnoOf(error) !== 'ENOENT') throw fsError(error, 'write a record', { key })
+        if (errnoOf(error) !== 'ENOENT')
+          throw fsError(error, { operation: 'write a record', mayHaveApplied: false }, { key })
         return recreated() // the namespace was destroyed by another instance
       }
       onStep?.('temp-written', key)
@@ -164,7 +171,7 @@ export function createWritePath(
           }
         }
       } catch (error) {
-        throw fsError(error, 'write a record', { key })
+        throw fsError(error, { operation: 'write a record', mayHaveApplied: false }, { key })
       }
     } finally {
       // Not committed (busy, refused, failed), or linked: the temp name must not outlive the try.
@@ -219,7 +226,8 @@ export function createWritePath(
       try {
         mkdirSync(join(recordsDir, fresh), { mode: 0o700 })
       } catch (error) {
-        if (errnoOf(error) !== 'ENOENT') throw fsError(error, 'remove a record', { key })
+        if (errnoOf(error) !== 'ENOENT')
+          throw fsError(error, { operation: 'remove a record', mayHaveApplied: false }, { key })
         return recreated()
       }
       removalDir = fresh
@@ -245,7 +253,7 @@ export function createWritePath(
         removalDir = undefined // broken while we held the slot
         ownTemps.delete(tempName)
       }
-      throw fsError(error, 'remove a record', { key })
+      throw fsError(error, { operation: 'remove a record', mayHaveApplied: false }, { key })
     } finally {
       if (moved) {
         try {
@@ -292,11 +300,12 @@ export function createWritePath(
         if ('version' in outcome) return outcome.version
         if (isClosed()) throw new AgentStateError('CLOSED', 'Backend fs is closed')
         if (performance.now() >= deadline) {
-          throw new AgentStateError(
-            'UNAVAILABLE',
-            `The commit slot of key ${JSON.stringify(key)} stayed held by other live writers for ${options.lockTimeoutMs} ms`,
-            { context: { key, holderPid: outcome.holder ?? null } },
-          )
+          throw backendFailure({
+            operation: 'write a record',
+            mayHaveApplied: false,
+            message: `The commit slot of key ${quoteForMessage(key)} stayed held by other live writers for ${options.lockTimeoutMs} ms`,
+            context: { key, holderPid: outcome.holder ?? null },
+          })
         }
         await sleep(pause * (0.5 + Math.random()))
         pause = Math.min(pause * 2, options.lockPollMs)

@@ -9,10 +9,3 @@ import { AgentStateError } from '@agent-state/core'
 export function closedError(): AgentStateError {
   return new AgentStateError('CLOSED', 'The memory backend is closed')
 }
-
-/** A `memory-records` write whose condition no longer holds. */
-export function recordChanged(key: string): AgentStateError {
-  return new AgentStateError('PRECONDITION_FAILED', `Record of ${JSON.stringify(key)} changed`, {
-    context: { key },
-  })
-}

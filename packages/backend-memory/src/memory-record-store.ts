@@ -1,5 +1,10 @@
-import { MAX_KEY_BYTES, type RecordStore, type ScannedRecord } from '@agent-state/core'
-import { recordChanged } from './errors.js'
+import {
+  DEFAULT_MAX_VALUE_BYTES,
+  MAX_KEY_BYTES,
+  type RecordStore,
+  recordChanged,
+  type ScannedRecord,
+} from '@agent-state/core'
 import { indexAfter } from './memory-store.js'
 
 /** Options of {@link createMemoryRecordStore}. */
@@ -41,7 +46,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       multiProcess: false,
       multiHost: false,
       maxKeyBytes: MAX_KEY_BYTES,
-      maxValueBytes: 64 * 1024 * 1024,
+      maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
     },
     versionChangesWithBytes: options.versionChangesWithBytes === true,
     async read(key) {

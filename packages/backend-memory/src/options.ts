@@ -1,4 +1,4 @@
-import { type Clock, namespaceSchema } from '@agent-state/core'
+import { type Clock, DEFAULT_MAX_VALUE_BYTES, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 import type { MemoryStore } from './memory-store.js'
 
@@ -27,11 +27,7 @@ export const memoryOptionsSchema = z.strictObject({
     .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
     .optional(),
   /** Largest value accepted, in bytes (`VALUE_TOO_LARGE` beyond). Default 64 MiB. */
-  maxValueBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(64 * 1024 * 1024),
+  maxValueBytes: z.number().int().positive().default(DEFAULT_MAX_VALUE_BYTES),
 })
 
 /** Options of `createMemoryBackend`; see {@link memoryOptionsSchema} for each field. */

@@ -173,7 +173,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       }
       const onError = (error: unknown) => {
         cleanup()
-        reject(mapRedisError(error, operation, 'connect', secrets))
+        reject(mapRedisError(error, { operation, mayHaveApplied: false }, secrets))
       }
       const onEnd = () => {
         cleanup()
@@ -182,8 +182,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
             ? new AgentStateError('CLOSED', 'The redis backend is closed')
             : mapRedisError(
                 lastError ?? new Error('connection ended'),
-                operation,
-                'connect',
+                { operation, mayHaveApplied: false },
                 secrets,
               ),
         )
@@ -193,8 +192,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
         reject(
           mapRedisError(
             lastError ?? new Error(`not ready after ${options.connectTimeoutMs} ms`),
-            operation,
-            'connect',
+            { operation, mayHaveApplied: false },
             secrets,
           ),
         )
@@ -275,7 +273,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
   return {
     script(script, operation, keys, args) {
       const fail = (error: unknown) => {
-        throw mapRedisError(error, operation, 'command', secrets)
+        throw mapRedisError(error, { operation, mayHaveApplied: true }, secrets)
       }
       const now = readyNow()
       if (now !== undefined) return evalScript(now, script, keys, args).catch(fail)
@@ -290,7 +288,7 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
         }
         return await evalAndWait(c, script, keys, args, options.replication)
       } catch (error) {
-        throw mapRedisError(error, operation, 'command', secrets)
+        throw mapRedisError(error, { operation, mayHaveApplied: true }, secrets)
       }
     },
 
@@ -311,13 +309,13 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
           }),
         )
       } catch (error) {
-        throw mapRedisError(error, operation, 'command', secrets)
+        throw mapRedisError(error, { operation, mayHaveApplied: true }, secrets)
       }
     },
 
     hmgetBuffer(operation, key, fields) {
       const fail = (error: unknown) => {
-        throw mapRedisError(error, operation, 'command', secrets)
+        throw mapRedisError(error, { operation, mayHaveApplied: true }, secrets)
       }
       const now = readyNow()
       if (now !== undefined) return now.hmgetBuffer(key, ...fields).catch(fail)

@@ -1,8 +1,17 @@
-import { AgentStateError, isAgentStateError } from '@agent-state/core'
+import {
+  type AgentStateError,
+  type BackendErrorCode,
+  backendFailure,
+  type FailedOperation,
+  isAgentStateError,
+} from '@agent-state/core'
 
 /**
- * Maps ioredis errors to contract errors. The question that decides the code
- * is whether the command may have reached the server:
+ * Maps ioredis errors to contract errors (see core's `backendFailure`). The
+ * question that decides the code is whether the command may have reached the
+ * server; the caller answers it with `mayHaveApplied` (`false` while
+ * connecting, `true` once a command is handed to the client), and this table
+ * narrows it down from the error:
  * - it was never written (no ready connection, refused, offline): `UNAVAILABLE`;
  * - it was written and then the connection dropped or the reply timed out:
  *   `INDETERMINATE` (it may have been applied);
@@ -12,9 +21,6 @@ import { AgentStateError, isAgentStateError } from '@agent-state/core'
  * Raw errors never escape; a sanitized copy (message, name, code, no command
  * arguments, secrets redacted) is kept as `cause`.
  */
-
-/** Where a failure happened, as far as the caller knows. */
-export type FailurePhase = 'connect' | 'command'
 
 /** Server replies meaning "not now, nothing done": retry may succeed. */
 const TRANSIENT_REPLIES = [
@@ -82,39 +88,48 @@ export function sanitizeError(error: unknown, secrets: readonly string[]): Error
   return copy
 }
 
-/** The contract error for an ioredis failure during `operation`. */
+/** The contract error for an ioredis failure during `failed.operation`. */
 export function mapRedisError(
   error: unknown,
-  operation: string,
-  phase: FailurePhase,
+  failed: FailedOperation,
   secrets: readonly string[],
 ): AgentStateError {
   if (isAgentStateError(error)) return error
   const cause = sanitizeError(error, secrets)
   const { name, code } = describe(error)
   const message = cause.message
-  const context = { operation }
-  const fail = (errorCode: string, text: string, retryable?: boolean) =>
-    new AgentStateError(errorCode, `Redis ${operation}: ${text}: ${message}`, {
-      context,
+  const fail = (
+    text: string,
+    outcome: { mayHaveApplied: boolean; code?: BackendErrorCode; retryable?: boolean },
+  ) =>
+    backendFailure({
+      operation: failed.operation,
       cause,
-      ...(retryable === undefined ? {} : { retryable }),
+      message: `Redis ${failed.operation}: ${text}: ${message}`,
+      ...outcome,
     })
+  const refused = (text: string, retryable?: boolean) =>
+    fail(text, { mayHaveApplied: false, ...(retryable === undefined ? {} : { retryable }) })
 
   if (name === 'ReplyError' || /^[A-Z]+ /.test(message)) {
     const word = message.split(' ', 1)[0] ?? ''
-    if (AUTH_REPLIES.includes(word)) return fail('UNAVAILABLE', 'authentication failed', false)
-    if (TRANSIENT_REPLIES.includes(word)) return fail('UNAVAILABLE', 'server not ready')
-    if (word === 'WRONGTYPE') return fail('CORRUPT', 'a key of this namespace holds foreign data')
-    if (name === 'ReplyError') return fail('UNAVAILABLE', 'server refused the command', false)
+    if (AUTH_REPLIES.includes(word)) return refused('authentication failed', false)
+    if (TRANSIENT_REPLIES.includes(word)) return refused('server not ready')
+    if (word === 'WRONGTYPE') {
+      return fail('a key of this namespace holds foreign data', {
+        mayHaveApplied: false,
+        code: 'CORRUPT',
+      })
+    }
+    if (name === 'ReplyError') return refused('server refused the command', false)
   }
-  if (phase === 'connect' || (code !== undefined && CONNECT_CODES.has(code))) {
-    return fail('UNAVAILABLE', 'cannot connect')
+  if (!failed.mayHaveApplied || (code !== undefined && CONNECT_CODES.has(code))) {
+    return refused('cannot connect')
   }
   if (name === 'ClusterAllFailedError' || NOT_SENT_MESSAGES.some((m) => message.includes(m))) {
-    return fail('UNAVAILABLE', 'no ready connection, command not sent')
+    return refused('no ready connection, command not sent')
   }
   // Written to the socket, then a timeout, a dropped connection or a close:
   // the server may or may not have applied it.
-  return fail('INDETERMINATE', 'outcome unknown (the command may have been applied)')
+  return fail('outcome unknown (the command may have been applied)', { mayHaveApplied: true })
 }

@@ -1,4 +1,9 @@
-import { AgentStateError, type Capabilities } from '@agent-state/core'
+import {
+  AgentStateError,
+  backendFailure,
+  type Capabilities,
+  quoteForMessage,
+} from '@agent-state/core'
 import type { RedisConnection } from './connection.js'
 import type { RedisKeyLayout } from './key-layout.js'
 import type { LuaScript } from './lua-scripts.js'
@@ -61,11 +66,13 @@ export function createOperationContext(
       const { reply: raw, acked } = await connection.mutate(script, operation, keys, args)
       const succeeded = raw === 1 || (Array.isArray(raw) && raw[0] === 'OK')
       if (succeeded && (acked ?? 0) < required) {
-        throw new AgentStateError(
-          'INDETERMINATE',
-          `${operation} of ${JSON.stringify(key)} was applied on the primary but confirmed by ${acked ?? 0} of ${required} replicas: it may be lost in a failover`,
-          { retryable: true, context: { key, operation, acked: acked ?? 0, required } },
-        )
+        throw backendFailure({
+          operation,
+          mayHaveApplied: true,
+          message: `${operation} of ${quoteForMessage(key)} was applied on the primary but confirmed by ${acked ?? 0} of ${required} replicas: it may be lost in a failover`,
+          retryable: true,
+          context: { key, acked: acked ?? 0, required },
+        })
       }
       return raw
     },

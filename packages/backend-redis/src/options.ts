@@ -1,4 +1,4 @@
-import { namespaceSchema } from '@agent-state/core'
+import { DEFAULT_MAX_VALUE_BYTES, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 
 const nodeSchema = z.strictObject({
@@ -6,8 +6,8 @@ const nodeSchema = z.strictObject({
   port: z.number().int().min(1).max(65_535),
 })
 
-/** Default largest value: 64 MiB. */
-export const DEFAULT_MAX_VALUE_BYTES = 64 * 1024 * 1024
+/** Default largest value: core's 64 MiB, re-exported under this package's name. */
+export { DEFAULT_MAX_VALUE_BYTES }
 
 /**
  * Options of `createRedisBackend`, as a zod schema: the only source of

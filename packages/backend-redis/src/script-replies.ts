@@ -1,4 +1,10 @@
-import { AgentStateError, type Lease, type ValueMeta, type WriterIdentity } from '@agent-state/core'
+import {
+  AgentStateError,
+  type Lease,
+  quoteForMessage,
+  type ValueMeta,
+  type WriterIdentity,
+} from '@agent-state/core'
 
 /*
  * Decoding of script replies and stored fields into contract values and
@@ -9,7 +15,7 @@ import { AgentStateError, type Lease, type ValueMeta, type WriterIdentity } from
 export function corrupt(key: string, problem: string): AgentStateError {
   return new AgentStateError(
     'CORRUPT',
-    `Redis record of key ${JSON.stringify(key)} is corrupt: ${problem}`,
+    `Redis record of key ${quoteForMessage(key)} is corrupt: ${problem}`,
     {
       context: { key, problem },
     },
@@ -132,7 +138,7 @@ export function preconditionFailed(key: string, r: readonly string[]): AgentStat
         }
   return new AgentStateError(
     'PRECONDITION_FAILED',
-    `Precondition failed for key ${JSON.stringify(key)}`,
+    `Precondition failed for key ${quoteForMessage(key)}`,
     {
       context: { key, current },
     },
@@ -141,9 +147,13 @@ export function preconditionFailed(key: string, r: readonly string[]): AgentStat
 
 /** The LEASE_HELD error for a key held by another holder. */
 export function leaseHeld(key: string, holder: string, expiresAt: string): AgentStateError {
-  return new AgentStateError('LEASE_HELD', `Key ${JSON.stringify(key)} is leased by ${holder}`, {
-    context: { key, holder, expiresAt: toNumber(key, expiresAt, 'le') },
-  })
+  return new AgentStateError(
+    'LEASE_HELD',
+    `Key ${quoteForMessage(key)} is leased by ${quoteForMessage(holder)}`,
+    {
+      context: { key, holder, expiresAt: toNumber(key, expiresAt, 'le') },
+    },
+  )
 }
 
 /**
@@ -158,7 +168,7 @@ export function promotionHeld(key: string, holdUntil: string): AgentStateError {
   const until = toNumber(key, holdUntil, 'hu')
   return new AgentStateError(
     'LEASE_HELD',
-    `Key ${JSON.stringify(key)} may still be leased on the primary this Redis node replaced: after its promotion it grants no new lease until ${new Date(until).toISOString()} (server clock)`,
+    `Key ${quoteForMessage(key)} may still be leased on the primary this Redis node replaced: after its promotion it grants no new lease until ${new Date(until).toISOString()} (server clock)`,
     { context: { key, holder: null, expiresAt: until, promotionHold: true } },
   )
 }
@@ -167,7 +177,7 @@ export function promotionHeld(key: string, holdUntil: string): AgentStateError {
 export function leaseLost(key: string, token: number, current: string): AgentStateError {
   return new AgentStateError(
     'LEASE_LOST',
-    `The lease on ${JSON.stringify(key)} is no longer current`,
+    `The lease on ${quoteForMessage(key)} is no longer current`,
     {
       context: {
         key,

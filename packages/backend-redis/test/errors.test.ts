@@ -19,7 +19,7 @@ function nodeError(message: string, code: string): Error {
 
 describe('mapRedisError', () => {
   const map = (error: unknown, phase: 'connect' | 'command' = 'command') =>
-    mapRedisError(error, 'put', phase, ['hunter2'])
+    mapRedisError(error, { operation: 'put', mayHaveApplied: phase === 'command' }, ['hunter2'])
 
   it('maps errors before sending to UNAVAILABLE', () => {
     expect(map(nodeError('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'), 'connect').code).toBe(

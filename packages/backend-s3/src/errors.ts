@@ -1,11 +1,12 @@
-import { AgentStateError } from '@agent-state/core'
+import { type AgentStateError, type BackendFailureOptions, backendFailure } from '@agent-state/core'
 import { RequestDeadlineError } from './request-deadline.js'
 
 /**
  * How an S3 request ended, as far as its effect is concerned:
  * - `conflict`: the server refused the precondition (412, 409, 404 on If-Match); nothing was written;
  * - `unsent`: the request never reached the server (refused connection, DNS, connect timeout);
- * - `ambiguous`: it may have been applied (5xx, timeout or dropped connection after sending);
+ * - `ambiguous`: it may have been applied (5xx, timeout or dropped connection after sending):
+ *   core's `mayHaveApplied`;
  * - `fatal`: a definite refusal that retrying will not fix (403, 400, missing bucket...).
  */
 export type RequestOutcome = 'conflict' | 'unsent' | 'ambiguous' | 'fatal'
@@ -80,7 +81,11 @@ export function sanitizeCause(error: unknown): Error {
 
 /**
  * Maps a failed request that is not a precondition outcome to a contract
- * error. `what` names the operation and object for the message.
+ * error (see core's `backendFailure`). `what` names the operation and object
+ * for the message. Nothing here may have applied: reads and listings change
+ * nothing, and the write path calls this only for a request that was refused
+ * or never sent; a write that may have landed is settled by reading it back
+ * (`s3-record-store.ts`), and is `INDETERMINATE` only when that cannot tell.
  */
 export function toAgentStateError(error: unknown, what: string, key?: string): AgentStateError {
   const status = statusOf(error)
@@ -88,58 +93,45 @@ export function toAgentStateError(error: unknown, what: string, key?: string): A
   const context: Record<string, unknown> = { s3Code: code }
   if (status !== undefined) context.httpStatus = status
   if (key !== undefined) context.key = key
-  const cause = sanitizeCause(error)
+  const fail = (text: string, more: Partial<BackendFailureOptions> = {}) =>
+    backendFailure({
+      operation: what,
+      mayHaveApplied: false,
+      cause: sanitizeCause(error),
+      message: `${what}: ${text}`,
+      context,
+      ...more,
+    })
   if (isMissingCredentials(error)) {
-    return new AgentStateError(
-      'UNAVAILABLE',
-      `${what}: no S3 credentials: pass the credentials option, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or an AWS profile); nothing was sent`,
-      { context: { ...context, reason: 'credentials-missing' }, cause, retryable: false },
+    return fail(
+      'no S3 credentials: pass the credentials option, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or an AWS profile); nothing was sent',
+      { context: { ...context, reason: 'credentials-missing' }, retryable: false },
     )
   }
   if (error instanceof RequestDeadlineError) {
-    return new AgentStateError(
-      'UNAVAILABLE',
-      `${what}: the S3 server gave no complete answer within requestTimeoutMs (${error.timeoutMs} ms)`,
-      { context: { ...context, reason: 'timeout', timeoutMs: error.timeoutMs }, cause },
+    return fail(
+      `the S3 server gave no complete answer within requestTimeoutMs (${error.timeoutMs} ms)`,
+      { context: { ...context, reason: 'timeout', timeoutMs: error.timeoutMs } },
     )
   }
-  if (code === 'NoSuchBucket') {
-    return new AgentStateError('UNAVAILABLE', `${what}: the bucket does not exist`, {
-      context,
-      cause,
-      retryable: false,
-    })
-  }
+  if (code === 'NoSuchBucket') return fail('the bucket does not exist', { retryable: false })
   if (code === 'KeyTooLongError') {
-    return new AgentStateError('INVALID_KEY', `${what}: the server rejects the key as too long`, {
-      context,
-      cause,
-    })
+    return fail('the server rejects the key as too long', { code: 'INVALID_KEY' })
   }
   if (code === 'EntityTooLarge') {
-    return new AgentStateError('VALUE_TOO_LARGE', `${what}: the server rejects the value size`, {
-      context,
-      cause,
-    })
+    return fail('the server rejects the value size', { code: 'VALUE_TOO_LARGE' })
   }
   if (status === 401 || status === 403) {
-    return new AgentStateError(
-      'UNAVAILABLE',
-      `${what}: access denied (${code}); check the credentials and bucket policy`,
-      { context, cause, retryable: false },
-    )
-  }
-  const outcome = classify(error, false)
-  if (outcome === 'fatal') {
-    return new AgentStateError('UNAVAILABLE', `${what}: the server refused the request (${code})`, {
-      context,
-      cause,
+    return fail(`access denied (${code}); check the credentials and bucket policy`, {
       retryable: false,
     })
   }
-  const problem =
+  if (classify(error, false) === 'fatal') {
+    return fail(`the server refused the request (${code})`, { retryable: false })
+  }
+  return fail(
     status === undefined || status === 0
       ? `the S3 server is unreachable (${code})`
-      : `the S3 server failed the request (${code}, HTTP ${status})`
-  return new AgentStateError('UNAVAILABLE', `${what}: ${problem}`, { context, cause })
+      : `the S3 server failed the request (${code}, HTTP ${status})`,
+  )
 }

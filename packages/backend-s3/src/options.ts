@@ -1,4 +1,4 @@
-import { type Clock, namespaceSchema } from '@agent-state/core'
+import { type Clock, DEFAULT_MAX_VALUE_BYTES, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 
 /**
@@ -58,7 +58,7 @@ export const s3OptionsSchema = z.strictObject({
     .int()
     .positive()
     .max(5 * 1024 ** 3)
-    .default(64 * 1024 * 1024),
+    .default(DEFAULT_MAX_VALUE_BYTES),
   /** Longest object key the server accepts, in UTF-8 bytes. Default 1024 (AWS S3). */
   maxObjectKeyBytes: z.number().int().min(64).default(1024),
   /**

@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto'
 import {
   AgentStateError,
+  backendFailure,
   type Capabilities,
   compareUtf8,
+  mapLimited,
   quoteForMessage,
   type RecordCondition,
   type RecordScanOptions,
   type RecordStore,
+  recordChanged,
   type ScannedRecord,
   type VersionedRecord,
 } from '@agent-state/core'
@@ -27,7 +30,6 @@ import {
   toAgentStateError,
 } from './errors.js'
 import { isInternal, type ObjectNaming } from './key-layout.js'
-import { mapLimit } from './map-limit.js'
 import { bareEtag, type ProbeResult } from './probe.js'
 import { type ReadPolicy, runRead } from './read-requests.js'
 import { readBody, withinDeadline } from './request-deadline.js'
@@ -179,18 +181,14 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     }
   }
 
-  function preconditionFailed(key: string): AgentStateError {
-    return new AgentStateError('PRECONDITION_FAILED', `Record of ${quoteForMessage(key)} changed`, {
-      context: { key },
-    })
-  }
-
   function indeterminate(key: string, cause: unknown): AgentStateError {
-    return new AgentStateError(
-      'INDETERMINATE',
-      `The write of ${quoteForMessage(key)} may or may not have been applied: the server's answer was lost and reading it back could not tell`,
-      { context: { key }, cause: cause instanceof AgentStateError ? cause : undefined },
-    )
+    return backendFailure({
+      operation: 'write',
+      mayHaveApplied: true,
+      message: `The write of ${quoteForMessage(key)} may or may not have been applied: the server's answer was lost and reading it back could not tell`,
+      context: { key },
+      ...(cause instanceof AgentStateError ? { cause } : {}),
+    })
   }
 
   async function write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string> {
@@ -207,7 +205,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
     const predecessors = 'version' in condition ? (historyByEtag.get(condition.version) ?? []) : []
     const body = encodeEnvelope(key, writeId, predecessors, data)
     const objectKey = base + naming.nameOf(key)
-    let ambiguous = false
+    let mayHaveApplied = false
     let lastError: unknown
     for (let attempt = 1; attempt <= config.writeAttempts; attempt++) {
       const result = await put(objectKey, body, condition, probe.quoteIfMatch)
@@ -219,26 +217,26 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       lastError = result.error
       if (result.outcome === 'conflict') {
         // A refusal after an ambiguous attempt may be our own earlier write.
-        if (!ambiguous) throw preconditionFailed(key)
+        if (!mayHaveApplied) throw recordChanged(key)
         const found = await readBack(key, writeId, body, condition)
         if (found.landed) return found.etag
-        throw preconditionFailed(key)
+        throw recordChanged(key)
       }
       if (result.outcome === 'fatal') {
         throw toAgentStateError(result.error, `Writing ${quoteForMessage(key)}`, key)
       }
-      if (result.outcome === 'ambiguous') ambiguous = true
+      if (result.outcome === 'ambiguous') mayHaveApplied = true
       // Resend the same body: if the first one landed, the resend is refused
       // (its condition no longer holds) and the read-back finds our write id.
       if (attempt < config.writeAttempts) await sleep(10 * attempt + Math.random() * 20)
     }
-    if (!ambiguous) {
+    if (!mayHaveApplied) {
       throw toAgentStateError(lastError, `Writing ${quoteForMessage(key)}`, key)
     }
     const found = await readBack(key, writeId, body, condition)
     if (found.landed) return found.etag
     // The condition no longer holds and versions never repeat: our write can never land now.
-    if (!found.unchanged) throw preconditionFailed(key)
+    if (!found.unchanged) throw recordChanged(key)
     throw indeterminate(key, toAgentStateError(lastError, `Writing ${quoteForMessage(key)}`, key))
   }
 
@@ -326,7 +324,7 @@ export function createS3RecordStore(config: S3RecordStoreConfig): RecordStore {
       const wanted = objects.filter(
         (object) => naming.isShortened(object.name) || !isInternal(object.name),
       )
-      const fetched = await mapLimit(wanted, config.listConcurrency, async (object) => {
+      const fetched = await mapLimited(wanted, config.listConcurrency, async (object) => {
         const cached = recordByEtag.get(object.etag)
         if (cached !== undefined) return cached
         const expected = naming.isShortened(object.name) ? undefined : object.name

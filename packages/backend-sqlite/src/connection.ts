@@ -98,7 +98,7 @@ function createDatabaseFile(file: string, settings: ConnectionSettings): void {
     }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return
-    throw toAgentStateError(error, 'create', false)
+    throw toAgentStateError(error, { operation: 'create', mayHaveApplied: false })
   } finally {
     for (const leftover of [temp, `${temp}-wal`, `${temp}-shm`]) rmSync(leftover, { force: true })
   }
@@ -182,7 +182,7 @@ export function openConnection(path: string, settings: ConnectionSettings): Conn
     initialise(db, settings, true, false)
   } catch (error) {
     db?.close()
-    throw naming(toAgentStateError(error, 'open', false), file)
+    throw naming(toAgentStateError(error, { operation: 'open', mayHaveApplied: false }), file)
   }
   const opened = db
   return { db: opened, release: () => opened.close() }
@@ -195,7 +195,7 @@ function openSharedMemory(settings: ConnectionSettings): Connection {
       initialise(db, settings, false, true)
     } catch (error) {
       db.close()
-      throw toAgentStateError(error, 'open', false)
+      throw toAgentStateError(error, { operation: 'open', mayHaveApplied: false })
     }
     sharedMemory = { db, references: 0 }
   }

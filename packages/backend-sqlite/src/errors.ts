@@ -1,4 +1,11 @@
-import { AgentStateError, isAgentStateError, type ValueMeta } from '@agent-state/core'
+import {
+  AgentStateError,
+  type BackendFailureOptions,
+  backendFailure,
+  type FailedOperation,
+  isAgentStateError,
+  type ValueMeta,
+} from '@agent-state/core'
 import type { LoadedState } from './row-codec.js'
 
 /**
@@ -22,52 +29,50 @@ export function isBusy(error: unknown): boolean {
 
 /**
  * Converts any error thrown while talking to SQLite into an
- * `AgentStateError`. `operation` names what was attempted (for the message);
- * `writing` says whether a commit may have been under way, which turns an
- * I/O error into `INDETERMINATE` instead of `UNAVAILABLE`.
+ * `AgentStateError` (see core's `backendFailure`). `mayHaveApplied` says
+ * whether a commit may have been under way: only then is an I/O error
+ * `INDETERMINATE`. Every other failure SQLite reports rolled the statement
+ * back, so nothing happened.
  */
-export function toAgentStateError(
-  error: unknown,
-  operation: string,
-  writing: boolean,
-): AgentStateError {
+export function toAgentStateError(error: unknown, failed: FailedOperation): AgentStateError {
   if (isAgentStateError(error)) return error
   const code = sqliteCode(error)
-  const context = { operation, sqliteCode: code ?? null }
-  if (code === undefined) {
-    return new AgentStateError('UNAVAILABLE', `SQLite ${operation} failed unexpectedly`, {
-      context,
+  const { operation } = failed
+  const fail = (message: string, more: Partial<BackendFailureOptions> = {}) =>
+    backendFailure({
+      ...failed,
       cause: error,
+      message,
+      context: { sqliteCode: code ?? null },
+      ...more,
+    })
+  if (code === undefined) {
+    return fail(`SQLite ${operation} failed unexpectedly`, {
+      mayHaveApplied: false,
       retryable: false,
     })
   }
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
-    return new AgentStateError(
-      'CORRUPT',
-      `The SQLite database is corrupt or not a database (${code}) during ${operation}`,
-      { context, cause: error },
-    )
+    return fail(`The SQLite database is corrupt or not a database (${code}) during ${operation}`, {
+      code: 'CORRUPT',
+    })
   }
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return new AgentStateError(
-      'UNAVAILABLE',
+    return fail(
       `The SQLite database stayed locked (${code}) during ${operation}: a process holds the database lock (another connection, perhaps of a stopped process)`,
-      { context, cause: error },
+      { mayHaveApplied: false },
     )
   }
-  if (writing && code.startsWith('SQLITE_IOERR')) {
-    return new AgentStateError(
-      'INDETERMINATE',
+  if (failed.mayHaveApplied && code.startsWith('SQLITE_IOERR')) {
+    return fail(
       `SQLite reported an I/O error (${code}) during ${operation}; the write may or may not have been committed`,
-      { context, cause: error },
     )
   }
   // SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_IOERR on a read...:
   // SQLite rolled the statement back, so nothing happened.
   const transient = code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')
-  return new AgentStateError('UNAVAILABLE', `SQLite ${operation} failed (${code})`, {
-    context,
-    cause: error,
+  return fail(`SQLite ${operation} failed (${code})`, {
+    mayHaveApplied: false,
     retryable: transient,
   })
 }

@@ -105,13 +105,15 @@ export function createGroupCommit(options: GroupCommitOptions): GroupCommit {
 
   function settle(batch: Pending[]): void {
     for (const op of batch) {
-      if (op.failed) op.reject(toAgentStateError(op.outcome, op.operation, true))
+      if (op.failed)
+        op.reject(toAgentStateError(op.outcome, { operation: op.operation, mayHaveApplied: true }))
       else op.resolve(op.outcome as never)
     }
   }
 
   function failAll(batch: Pending[], error: unknown): void {
-    for (const op of batch) op.reject(toAgentStateError(error, op.operation, true))
+    for (const op of batch)
+      op.reject(toAgentStateError(error, { operation: op.operation, mayHaveApplied: true }))
   }
 
   /**

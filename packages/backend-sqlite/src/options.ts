@@ -1,11 +1,11 @@
-import { type Clock, namespaceSchema } from '@agent-state/core'
+import { type Clock, DEFAULT_MAX_VALUE_BYTES, namespaceSchema } from '@agent-state/core'
 import { z } from 'zod'
 
 /** The path that selects a private in-memory database (tests only; see the README). */
 export const MEMORY_PATH = ':memory:'
 
-/** Default largest value: 64 MiB. Larger values block the event loop for longer while they are copied. */
-export const DEFAULT_MAX_VALUE_BYTES = 64 * 1024 * 1024
+/** Default largest value: core's 64 MiB. Larger values block the event loop for longer while they are copied. */
+export { DEFAULT_MAX_VALUE_BYTES }
 /** Upper bound of `maxValueBytes`: stays well below SQLite's 1 GB `SQLITE_MAX_LENGTH`. */
 export const MAX_MAX_VALUE_BYTES = 512 * 1024 * 1024
 /** Default total time an operation waits for another connection's write lock. */

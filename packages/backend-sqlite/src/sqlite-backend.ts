@@ -107,7 +107,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     statements = prepareStatements(db, namespace)
   } catch (error) {
     connection.release()
-    throw toAgentStateError(error, 'open', false)
+    throw toAgentStateError(error, { operation: 'open', mayHaveApplied: false })
   }
   let closed = false
 
@@ -135,7 +135,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       return Promise.resolve(body())
     } catch (error) {
       if (!isBusy(error) || busyTimeoutMs <= performance.now() - started) {
-        return Promise.reject(toAgentStateError(error, operation, false))
+        return Promise.reject(toAgentStateError(error, { operation, mayHaveApplied: false }))
       }
       return retryBusy(operation, body, started + busyTimeoutMs)
     }
@@ -154,7 +154,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         return body()
       } catch (error) {
         if (!isBusy(error) || deadline - performance.now() <= 0) {
-          throw toAgentStateError(error, operation, false)
+          throw toAgentStateError(error, { operation, mayHaveApplied: false })
         }
       }
     }

@@ -19,9 +19,9 @@ describe('toAgentStateError', () => {
     ['SQLITE_IOERR_READ', false, 'UNAVAILABLE'],
     ['SQLITE_FULL', true, 'UNAVAILABLE'],
     ['SQLITE_CANTOPEN', false, 'UNAVAILABLE'],
-  ])('maps %s (writing: %s) to %s and keeps the cause', (code, writing, expected) => {
+  ])('maps %s (mayHaveApplied: %s) to %s and keeps the cause', (code, mayHaveApplied, expected) => {
     const cause = sqliteError(code)
-    const mapped = toAgentStateError(cause, 'put', writing)
+    const mapped = toAgentStateError(cause, { operation: 'put', mayHaveApplied })
     expect(mapped).toBeInstanceOf(AgentStateError)
     expect(mapped.code).toBe(expected)
     expect(mapped.cause).toBe(cause)
@@ -30,8 +30,11 @@ describe('toAgentStateError', () => {
 
   it('passes AgentStateErrors through and wraps foreign errors as non-retryable UNAVAILABLE', () => {
     const own = new AgentStateError('LEASE_HELD', 'held')
-    expect(toAgentStateError(own, 'put', true)).toBe(own)
-    const foreign = toAgentStateError(new TypeError('boom'), 'get', false)
+    expect(toAgentStateError(own, { operation: 'put', mayHaveApplied: true })).toBe(own)
+    const foreign = toAgentStateError(new TypeError('boom'), {
+      operation: 'get',
+      mayHaveApplied: false,
+    })
     expect(foreign.code).toBe('UNAVAILABLE')
     expect(foreign.retryable).toBe(false)
   })

@@ -11,6 +11,13 @@
 export const CONTRACT_VERSION = 1 as const
 
 /**
+ * The `maxValueBytes` every backend of this repository claims unless its
+ * options say otherwise: 64 MiB. A backend's own limit is in its
+ * `capabilities`; this is only the shared default of their options.
+ */
+export const DEFAULT_MAX_VALUE_BYTES = 64 * 1024 * 1024
+
+/**
  * Who wrote a value. Stored with every value as conflict metadata, so a
  * reader can tell which agent, stage, session or worker wrote it last.
  */

@@ -17,6 +17,7 @@ export {
   type Backend,
   type Capabilities,
   CONTRACT_VERSION,
+  DEFAULT_MAX_VALUE_BYTES,
   type DeleteOptions,
   type Lease,
   type LeaseClock,
@@ -28,6 +29,11 @@ export {
   type ValueMeta,
   type WriterIdentity,
 } from './backend.js'
+export {
+  type BackendFailureOptions,
+  backendFailure,
+  type FailedOperation,
+} from './backend-failure.js'
 export {
   type BackendOptionIssue,
   invalidBackendUrl,
@@ -94,6 +100,7 @@ export {
   type RecordCondition,
   type RecordScanOptions,
   type RecordStore,
+  recordChanged,
   type ScannedRecord,
   type VersionedRecord,
 } from './record-store.js'

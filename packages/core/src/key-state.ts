@@ -8,6 +8,7 @@ import type {
   WriterIdentity,
 } from './backend.js'
 import { AgentStateError } from './errors.js'
+import { quoteForMessage } from './keys.js'
 import type { KeyState, StoredLease } from './record-codec.js'
 
 /**
@@ -113,7 +114,7 @@ export function checkWriteLease(
     if (current !== null && current.expiresAt > now) {
       throw new AgentStateError(
         'LEASE_HELD',
-        `Key ${JSON.stringify(key)} is leased by another holder`,
+        `Key ${quoteForMessage(key)} is leased by another holder`,
         {
           context: { key, holder: current.holder, expiresAt: current.expiresAt },
         },
@@ -124,7 +125,7 @@ export function checkWriteLease(
   if (current === null || current.token !== given.token || current.expiresAt <= now) {
     throw new AgentStateError(
       'LEASE_LOST',
-      `The lease on ${JSON.stringify(key)} is no longer current`,
+      `The lease on ${quoteForMessage(key)} is no longer current`,
       {
         context: { key, token: given.token, currentToken: current?.token ?? null },
       },
@@ -143,7 +144,7 @@ function checkPrecondition(
   if (failed) {
     throw new AgentStateError(
       'PRECONDITION_FAILED',
-      `Precondition failed for key ${JSON.stringify(key)}`,
+      `Precondition failed for key ${quoteForMessage(key)}`,
       {
         context: { key, current: metaOf(key, state) },
       },
@@ -208,7 +209,7 @@ export function applyAcquire(
   if (current !== null && current.expiresAt > now) {
     throw new AgentStateError(
       'LEASE_HELD',
-      `Key ${JSON.stringify(key)} is leased by ${current.holder}`,
+      `Key ${quoteForMessage(key)} is leased by ${quoteForMessage(current.holder)}`,
       {
         context: { key, holder: current.holder, expiresAt: current.expiresAt },
       },
@@ -233,7 +234,7 @@ export function applyRenew(
   if (current === null || current.token !== lease.token || current.expiresAt <= now) {
     throw new AgentStateError(
       'LEASE_LOST',
-      `The lease on ${JSON.stringify(lease.key)} is no longer current`,
+      `The lease on ${quoteForMessage(lease.key)} is no longer current`,
       {
         context: { key: lease.key, token: lease.token, currentToken: current?.token ?? null },
       },

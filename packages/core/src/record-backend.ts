@@ -18,6 +18,7 @@ import {
   type StoredValue,
   type ValueMeta,
 } from './backend.js'
+import { backendFailure } from './backend-failure.js'
 import { type Clock, systemClock } from './clock.js'
 import { AgentStateError, isAgentStateError } from './errors.js'
 import {
@@ -30,7 +31,7 @@ import {
   liveLease,
   metaOf,
 } from './key-state.js'
-import { assertValidKey } from './keys.js'
+import { assertValidKey, quoteForMessage } from './keys.js'
 import { collectListPage } from './list-page.js'
 import { type CachedKeyState, PutStateCache } from './put-state-cache.js'
 import { decodeKeyState, encodeKeyState, type KeyState } from './record-codec.js'
@@ -168,13 +169,13 @@ export function createRecordBackend(
         if (guessed) continue
         lostRaces++
         if (lostRaces >= maxAttempts) {
-          throw new AgentStateError(
-            'UNAVAILABLE',
-            `Gave up on key ${JSON.stringify(key)} after ${lostRaces} lost races`,
-            {
-              context: { key, attempts: lostRaces },
-            },
-          )
+          throw backendFailure({
+            operation: 'conditional write',
+            mayHaveApplied: false,
+            message: `Gave up on key ${quoteForMessage(key)} after ${lostRaces} lost races`,
+            context: { key, attempts: lostRaces },
+            cause: error,
+          })
         }
       }
     }

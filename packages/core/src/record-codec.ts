@@ -1,6 +1,7 @@
 import { crc32 } from 'node:zlib'
 import type { WriterIdentity } from './backend.js'
 import { AgentStateError } from './errors.js'
+import { quoteForMessage } from './keys.js'
 
 /**
  * The bytes of one key's record in a {@link RecordStore}:
@@ -72,7 +73,7 @@ export function encodeKeyState(state: KeyState): Uint8Array {
 function corrupt(key: string, problem: string): AgentStateError {
   return new AgentStateError(
     'CORRUPT',
-    `Record of key ${JSON.stringify(key)} is corrupt: ${problem}`,
+    `Record of key ${quoteForMessage(key)} is corrupt: ${problem}`,
     {
       context: { key, problem },
     },
@@ -102,7 +103,7 @@ export function decodeKeyState(key: string, data: Uint8Array): KeyState {
   if (header.f !== FORMAT) {
     throw new AgentStateError(
       'INCOMPATIBLE_SCHEMA',
-      `Record of key ${JSON.stringify(key)} has format ${header.f}; this version reads format ${FORMAT}`,
+      `Record of key ${quoteForMessage(key)} has format ${header.f}; this version reads format ${FORMAT}`,
       { context: { key, format: header.f } },
     )
   }

@@ -1,4 +1,6 @@
 import type { Capabilities } from './backend.js'
+import { AgentStateError } from './errors.js'
+import { quoteForMessage } from './keys.js'
 
 /**
  * The small primitive a third party implements to get the whole Backend
@@ -19,6 +21,17 @@ import type { Capabilities } from './backend.js'
  * `N + RECORD_OVERHEAD_BYTES` bytes.
  */
 export const RECORD_OVERHEAD_BYTES = 16 * 1024
+
+/**
+ * The error of a {@link RecordStore} `write` or `remove` whose condition does
+ * not hold (`PRECONDITION_FAILED`, nothing stored): `createRecordBackend`
+ * re-reads the record and tries again on exactly this code.
+ */
+export function recordChanged(key: string): AgentStateError {
+  return new AgentStateError('PRECONDITION_FAILED', `Record of ${quoteForMessage(key)} changed`, {
+    context: { key },
+  })
+}
 
 /** A record as read from the store. */
 export interface VersionedRecord {

@@ -3,22 +3,19 @@ import { errorCodeOf } from '@agent-state/contract'
 import type { Backend } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
 import Keyv from 'keyv'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { createKeyvStore } from '../src/index.js'
-import { BACKENDS, type BackendFixture } from './backends.js'
+import { BACKENDS, describeEachBackend } from './backends.js'
 
 const text = new TextEncoder()
 
-for (const factory of BACKENDS) {
-  describe(`Keyv store on ${factory.name}`, () => {
-    let fixture: BackendFixture
+describeEachBackend(
+  BACKENDS,
+  (name) => `Keyv store on ${name}`,
+  (shared) => {
     let backend: Backend
     beforeAll(() => {
-      fixture = factory.setup()
-      backend = fixture.create()
-    })
-    afterAll(async () => {
-      await fixture.cleanup()
+      backend = shared.backend()
     })
 
     it('an expired entry reads as missing and is removed from the backend on that read', async () => {
@@ -131,8 +128,8 @@ for (const factory of BACKENDS) {
       expect(await errorCodeOf(store.get('c:broken'))).toBe('CORRUPT')
       expect(await errorCodeOf(store.get('c:future'))).toBe('INCOMPATIBLE_SCHEMA')
     })
-  })
-}
+  },
+)
 
 describe('Keyv store limits and options', () => {
   it('a value over the backend limit is VALUE_TOO_LARGE and nothing is stored', async () => {

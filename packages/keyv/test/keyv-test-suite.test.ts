@@ -2,7 +2,7 @@ import keyvTestSuite, { keyvIteratorTests } from '@keyv/test-suite'
 import Keyv, { type KeyvOptions } from 'keyv'
 import * as vitest from 'vitest'
 import { createKeyvStore } from '../src/index.js'
-import { BACKENDS, type BackendFixture } from './backends.js'
+import { BACKENDS, sharedBackend } from './backends.js'
 
 /**
  * Keyv 5 wires `keyv.iterator` by itself only for adapters whose dialect is in
@@ -18,20 +18,11 @@ class KeyvWithIterator extends Keyv {
 
 for (const factory of BACKENDS) {
   vitest.describe(`@keyv/test-suite on ${factory.name}`, () => {
-    let fixture: BackendFixture | undefined
-    let backend: ReturnType<BackendFixture['create']> | undefined
-    vitest.beforeAll(() => {
-      fixture = factory.setup()
-      backend = fixture.create()
-    })
-    vitest.afterAll(async () => {
-      await fixture?.cleanup()
-    })
+    const shared = sharedBackend(factory)
+    vitest.beforeAll(() => shared.open())
+    vitest.afterAll(() => shared.close())
     // Every call is a new store on the same backend, as the suite expects of a factory.
-    const store = () => {
-      if (backend === undefined) throw new Error('the backend fixture was not set up')
-      return createKeyvStore({ backend })
-    }
+    const store = () => createKeyvStore({ backend: shared.backend() })
     keyvTestSuite(vitest, Keyv, store)
     vitest.describe('iterator', () => {
       keyvIteratorTests(vitest, KeyvWithIterator as typeof Keyv, store)

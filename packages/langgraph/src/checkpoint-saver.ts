@@ -5,6 +5,7 @@ import {
   isAgentStateError,
   mapLimited,
   parseOptions,
+  quoteForMessage,
 } from '@agent-state/core'
 import type { RunnableConfig } from '@langchain/core/runnables'
 import {
@@ -260,7 +261,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       if (!isAgentStateError(error, 'LEASE_HELD')) throw error
       throw new AgentStateError(
         'LEASE_HELD',
-        `LangGraph thread ${JSON.stringify(threadId)} is owned by another writer; it was not deleted`,
+        `LangGraph thread ${quoteForMessage(threadId)} is owned by another writer; it was not deleted`,
         { context: { threadId, holder: error.context.holder ?? null }, cause: error },
       )
     }

@@ -1,5 +1,11 @@
 import { performance } from 'node:perf_hooks'
-import { AgentStateError, type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import {
+  AgentStateError,
+  type Backend,
+  isAgentStateError,
+  type Lease,
+  quoteForMessage,
+} from '@agent-state/core'
 import type { KeyLayout } from './key-layout.js'
 import type { OwnerStamp } from './records.js'
 
@@ -60,7 +66,7 @@ export function isCommitted(stamp: OwnerStamp | undefined, epochs: Epochs | unde
 function staleWriter(threadId: string, token: number, cause: unknown): AgentStateError {
   return new AgentStateError(
     'LEASE_LOST',
-    `This saver lost ownership of LangGraph thread ${JSON.stringify(threadId)}: its lease expired, and another writer may have taken the thread over. Nothing of this write was committed; reload the thread (getTuple) before continuing.`,
+    `This saver lost ownership of LangGraph thread ${quoteForMessage(threadId)}: its lease expired, and another writer may have taken the thread over. Nothing of this write was committed; reload the thread (getTuple) before continuing.`,
     { context: { threadId, token }, cause },
   )
 }
@@ -181,7 +187,7 @@ export class ThreadOwnership {
       if (!isAgentStateError(error, 'LEASE_HELD')) throw error
       throw new AgentStateError(
         'LEASE_HELD',
-        `LangGraph thread ${JSON.stringify(threadId)} is owned by another writer`,
+        `LangGraph thread ${quoteForMessage(threadId)} is owned by another writer`,
         { context: { threadId, holder: error.context.holder ?? null }, cause: error },
       )
     }

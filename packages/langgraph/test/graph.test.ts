@@ -1,8 +1,8 @@
 import type { Backend } from '@agent-state/core'
 import { Annotation, Command, END, interrupt, START, StateGraph } from '@langchain/langgraph'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, expect, it } from 'vitest'
 import { createCheckpointSaver } from '../src/index.js'
-import { BACKENDS, type BackendFixture } from './backends.js'
+import { BACKENDS, describeEachBackend } from './backends.js'
 
 /** A small real graph: a reducer channel, a fan-out (parallel tasks), and an interrupt. */
 function buildGraph() {
@@ -26,16 +26,13 @@ function buildGraph() {
     .addEdge('approve', END)
 }
 
-for (const factory of BACKENDS) {
-  describe(`a LangGraph StateGraph on ${factory.name}`, () => {
-    let fixture: BackendFixture
+describeEachBackend(
+  BACKENDS,
+  (name) => `a LangGraph StateGraph on ${name}`,
+  (shared) => {
     let backend: Backend
     beforeAll(() => {
-      fixture = factory.setup()
-      backend = fixture.create()
-    })
-    afterAll(async () => {
-      await fixture.cleanup()
+      backend = shared.backend()
     })
 
     it('runs to an interrupt, resumes from a fresh saver instance, and keeps its history', async () => {
@@ -72,5 +69,5 @@ for (const factory of BACKENDS) {
       const done = await graphB.invoke(new Command({ resume: false }), config)
       expect(done.log).toEqual(['start', 'plan', 'left', 'right', 'approved=false'])
     })
-  })
-}
+  },
+)

@@ -8,9 +8,9 @@ import {
   emptyCheckpoint,
   uuid6,
 } from '@langchain/langgraph-checkpoint'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { createCheckpointSaver } from '../src/index.js'
-import { BACKENDS, type BackendFixture } from './backends.js'
+import { BACKENDS, describeEachBackend } from './backends.js'
 import { allKeys, putChain, recordingGets } from './helpers.js'
 
 let counter = 0
@@ -22,16 +22,13 @@ async function collect(iterable: AsyncIterable<CheckpointTuple>): Promise<Checkp
   return out
 }
 
-for (const factory of BACKENDS) {
-  describe(`LangGraph saver on ${factory.name}`, () => {
-    let fixture: BackendFixture
+describeEachBackend(
+  BACKENDS,
+  (name) => `LangGraph saver on ${name}`,
+  (shared) => {
     let backend: Backend
     beforeAll(() => {
-      fixture = factory.setup()
-      backend = fixture.create()
-    })
-    afterAll(async () => {
-      await fixture.cleanup()
+      backend = shared.backend()
     })
 
     it('deleteThread leaves no checkpoint, blob, write or head of that thread, and keeps the others', async () => {
@@ -240,8 +237,8 @@ for (const factory of BACKENDS) {
       expect(await errorCodeOf(putChain(owner, 't', 1))).toBe('CORRUPT')
       expect(await backend.getLease(owner.keys.owner('t'))).toBeNull()
     })
-  })
-}
+  },
+)
 
 describe('LangGraph saver limits', () => {
   it('a checkpoint over the backend value limit is VALUE_TOO_LARGE and nothing is written', async () => {

@@ -17,4 +17,5 @@ export {
   s3ChildBackend,
   s3Config,
 } from './services.js'
+export { describeEachBackend, type SharedBackend, sharedBackend } from './shared-backend.js'
 export { MULTI_PROCESS_BACKENDS, type MultiProcessBackend, type UrlTarget } from './url-targets.js'

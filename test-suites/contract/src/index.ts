@@ -36,6 +36,11 @@ export {
   type LinearizabilityResult,
   type SequentialModel,
 } from './linearizability.js'
+export {
+  messageQuotingProblems,
+  UNSAFE_MESSAGE_HOLDER,
+  UNSAFE_MESSAGE_KEY,
+} from './message-quoting.js'
 export { RECORD_STORE_CHECKS, type RecordStoreCheck } from './record-store-checks.js'
 export type {
   RecordStoreContext,
