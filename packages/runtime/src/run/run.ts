@@ -1,4 +1,4 @@
-import { AgentStateError } from '@agent-state/core'
+import { AgentStateError, quoteForMessage } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
@@ -110,7 +110,7 @@ export class Run {
     if (handler === undefined || !Object.hasOwn(this.#handlers, kind)) {
       throw runtimeError(
         'EFFECT_KIND_UNKNOWN',
-        `No handler is registered for effect kind ${JSON.stringify(kind)}`,
+        `No handler is registered for effect kind ${quoteForMessage(kind)}`,
         {
           runId: this.runId,
           kind,

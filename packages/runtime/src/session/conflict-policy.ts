@@ -1,6 +1,7 @@
 import {
   type Backend,
   isAgentStateError,
+  quoteForMessage,
   type ValueMeta,
   type WriterIdentity,
 } from '@agent-state/core'
@@ -104,8 +105,8 @@ export async function guardedDelete(target: GuardedTarget): Promise<boolean> {
 function conflictError(target: GuardedTarget, current: ValueMeta, operation: 'write' | 'delete') {
   return runtimeError(
     'WRITER_CONFLICT',
-    `Refusing to ${operation} ${JSON.stringify(target.key)} in session ${target.sessionId}: ` +
-      `it was last written by ${JSON.stringify(current.writer?.writerId ?? null)}, not ${JSON.stringify(target.writer.writerId)}`,
+    `Refusing to ${operation} ${quoteForMessage(target.key)} in session ${target.sessionId}: ` +
+      `it was last written by ${quoteNullable(current.writer?.writerId)}, not ${quoteForMessage(target.writer.writerId)}`,
     {
       sessionId: target.sessionId,
       key: target.key,
@@ -133,8 +134,13 @@ function report(target: GuardedTarget, current: ValueMeta, operation: 'write' | 
  */
 export const processWarningListener: ConflictListener = (warning) => {
   process.emitWarning(
-    `agent-state: ${warning.operation} of ${JSON.stringify(warning.key)} in session ${warning.sessionId} ` +
-      `overlaps writer ${JSON.stringify(warning.previousWriter?.writerId ?? null)}`,
+    `agent-state: ${warning.operation} of ${quoteForMessage(warning.key)} in session ${warning.sessionId} ` +
+      `overlaps writer ${quoteNullable(warning.previousWriter?.writerId)}`,
     { code: 'WRITER_CONFLICT', detail: `writer ${warning.writer.writerId}` },
   )
+}
+
+/** A writer id for a message, or `null` when the value had no writer. */
+function quoteNullable(writerId: string | undefined): string {
+  return writerId === undefined ? 'null' : quoteForMessage(writerId)
 }

@@ -2,6 +2,7 @@ import {
   AgentStateError,
   type Backend,
   isAgentStateError,
+  quoteForMessage,
   type WriterIdentity,
 } from '@agent-state/core'
 import { z } from 'zod'
@@ -87,7 +88,7 @@ export async function readMarker(backend: Backend, sessionId: string): Promise<S
   const key = sessionMarkerKey(sessionId)
   const found = await backend.get(key)
   if (found === null) {
-    throw runtimeError('SESSION_NOT_FOUND', `No session ${JSON.stringify(sessionId)}`, {
+    throw runtimeError('SESSION_NOT_FOUND', `No session ${quoteForMessage(sessionId)}`, {
       sessionId,
     })
   }
@@ -100,7 +101,7 @@ export async function readMarker(backend: Backend, sessionId: string): Promise<S
   if (parsed?.success !== true || parsed.data.session_id !== sessionId) {
     throw new AgentStateError(
       'CORRUPT',
-      `The marker of session ${JSON.stringify(sessionId)} is corrupt`,
+      `The marker of session ${quoteForMessage(sessionId)} is corrupt`,
       { context: { sessionId, key } },
     )
   }

@@ -4,6 +4,7 @@ import {
   type Backend,
   type Clock,
   normalizeWriter,
+  quoteForMessage,
   systemClock,
   utf8ByteLength,
   type WriterIdentity,
@@ -272,7 +273,7 @@ function createSession(
       } catch (cause) {
         throw new AgentStateError(
           'INVALID_ARGUMENT',
-          `The value of ${JSON.stringify(key)} is not UTF-8 text: use readBytes`,
+          `The value of ${quoteForMessage(key)} is not UTF-8 text: use readBytes`,
           {
             context: { sessionId, key },
             cause,

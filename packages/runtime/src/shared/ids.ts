@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { quoteForMessage } from '@agent-state/core'
 import { runtimeError } from './errors.js'
 
 /**
@@ -73,5 +74,5 @@ export function assertWorkerId(id: unknown): asserts id is string {
 }
 
 function describe(id: unknown): string {
-  return typeof id === 'string' ? JSON.stringify(id.slice(0, 200)) : typeof id
+  return typeof id === 'string' ? quoteForMessage(id.slice(0, 200)) : typeof id
 }
