@@ -16,6 +16,7 @@ import {
   checkDelete,
   checkPut,
   collectListPage,
+  createWatchSet,
   type DeleteOptions,
   type KeyState,
   type Lease,
@@ -32,6 +33,12 @@ import {
   systemClock,
   type ValueMeta,
 } from '@agent-state/core'
+import {
+  announceAll,
+  announceKey,
+  MEMORY_CHANGE_NOTIFICATION,
+  watchMemory,
+} from './change-notification.js'
 import { closedError } from './errors.js'
 import { createMemoryStore, indexAfter, type MemoryStore, setState } from './memory-store.js'
 import { type MemoryBackendOptions, memoryOptionsSchema } from './options.js'
@@ -63,8 +70,10 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
     leaseClock: 'host',
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
+    changeNotification: MEMORY_CHANGE_NOTIFICATION,
   }
   let closed = false
+  const watches = createWatchSet()
 
   function open(): ReturnType<MemoryStore['namespace']> {
     if (closed) throw closedError()
@@ -111,6 +120,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
       const writer = checkPut(key, value, putOptions, capabilities)
       const next = applyPut(key, stateOf(key), value.slice(), writer, putOptions, clock())
       setState(open(), key, next)
+      announceKey(store, namespaceName, key)
       return metaOf(key, next) as ValueMeta
     },
 
@@ -119,6 +129,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
       const next = applyDelete(key, stateOf(key), deleteOptions, clock())
       if (next === undefined) return false
       setState(open(), key, next)
+      announceKey(store, namespaceName, key)
       return true
     },
 
@@ -184,10 +195,16 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
     async destroy(): Promise<void> {
       open()
       store.drop(namespaceName)
+      announceAll(store, namespaceName)
+    },
+
+    watch(prefix, watchOptions) {
+      return watchMemory(store, namespaceName, watches, prefix, watchOptions, open)
     },
 
     async close(): Promise<void> {
       closed = true
+      watches.endAll()
     },
   }
 }

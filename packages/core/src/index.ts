@@ -44,6 +44,21 @@ export {
   unregisterBackendScheme,
 } from './backend-schemes.js'
 export { compareUtf8, sortUtf8 } from './byte-order.js'
+export {
+  assertWatchPrefix,
+  type ChangeHint,
+  type ChangeNotificationCapability,
+  createHintStream,
+  createWatchSet,
+  failedWatch,
+  type HintStream,
+  type HintStreamOptions,
+  keyMatchesPrefix,
+  MAX_PENDING_HINTS,
+  RESYNC_HINT,
+  type WatchOptions,
+  type WatchSet,
+} from './change-notification.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
 export {

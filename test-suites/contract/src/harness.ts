@@ -18,6 +18,7 @@ import type {
   ContractProcessOptions,
   ContractScale,
   FrozenWriterLimitation,
+  WatchInterrupt,
 } from './types.js'
 
 /**
@@ -56,6 +57,8 @@ export interface Harness {
    * unproved claim, a failure.
    */
   child(options?: { stepped?: boolean }): Promise<ContractChild>
+  /** How the change-notification tier interrupts a watch (see `WatchInterrupt`). */
+  readonly watchInterrupt: WatchInterrupt | undefined
   /** The backend's declared frozen-writer limitation, if any. */
   readonly frozenWriterLimitation: FrozenWriterLimitation | undefined
   /**
@@ -145,6 +148,7 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
     },
     reported,
     frozenWriterLimitation: options.frozenWriterLimitation,
+    watchInterrupt: options.watchInterrupt,
     declareLimitation(text) {
       limitation = text
     },

@@ -56,4 +56,5 @@ export type {
   ContractScale,
   FrozenWriterLimitation,
   SkipCause,
+  WatchInterrupt,
 } from './types.js'

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import { createRecordBackend } from '@agent-state/core'
 import {
   createMemoryBackend,
@@ -6,6 +7,10 @@ import {
   createMemoryStore,
 } from '@agent-state/memory'
 import { describeBackendContract } from '../src/index.js'
+
+/** Why the memory backend's watch cannot be interrupted. */
+export const MEMORY_IN_PROCESS =
+  'hints are handed over in-process inside the write: there is no channel to lose'
 
 const store = createMemoryStore()
 describeBackendContract({
@@ -17,6 +22,8 @@ describeBackendContract({
       clock: ctx.clock,
       maxValueBytes: 4 * 1024 * 1024,
     }),
+  process: { module: fileURLToPath(new URL('./memory-backend-child.ts', import.meta.url)) },
+  watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
 })
 
 // The third-party path: the record primitive wrapped by core. Namespaces share one map, so
