@@ -75,10 +75,14 @@ export interface ContractScale {
 /**
  * How the change-notification tier interrupts a watcher's channel (a Redis
  * subscriber connection killed, an inotify queue overflowed), so it can
- * prove the backend resyncs: a function doing it to the watching instance,
+ * prove the backend resyncs: a function doing it to the watching instance
+ * and resolving as soon as the channel is broken (the backend must recover
+ * by itself; the tier writes at once, while it is down),
  * or `{ notApplicable }` with why the delivery has no channel to lose (an
- * in-process backend). Absent on a backend that claims `changeNotification`:
- * the resync check fails, since the claim would stay unproved.
+ * in-process backend). Absent on a backend that claims `changeNotification`
+ * (as under `agent-state verify`, which opens a URL): the resync check is
+ * skipped as `not-testable`, so the summary shows that part of the claim
+ * unproved, never passed.
  */
 export type WatchInterrupt =
   | ((watcher: Backend) => Promise<void>)
