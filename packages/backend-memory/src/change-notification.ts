@@ -2,10 +2,12 @@ import {
   assertWatchPrefix,
   type ChangeHint,
   type ChangeNotificationCapability,
+  createWatchSet,
   failedWatch,
   type WatchOptions,
   type WatchSet,
 } from '@agent-state/core'
+import type { MemoryRecordMap } from './memory-record-store.js'
 import type { MemoryStore } from './memory-store.js'
 
 /**
@@ -79,6 +81,43 @@ export function watchMemory(
   })
   if (stream.ended) return stream
   sets.add(watches)
+  stream.resync()
+  return stream
+}
+
+/** The record watches of every memory record map (weak: a dropped map takes them along). */
+const recordWatches = new WeakMap<MemoryRecordMap, WatchSet>()
+
+function recordWatchSet(records: MemoryRecordMap): WatchSet {
+  let set = recordWatches.get(records)
+  if (set === undefined) {
+    set = createWatchSet()
+    recordWatches.set(records, set)
+  }
+  return set
+}
+
+/** Announces a stored record write or removal (after it is in the map). */
+export function announceRecord(records: MemoryRecordMap, key: string): void {
+  recordWatches.get(records)?.key(key)
+}
+
+/** Announces that every record went (destroy). */
+export function announceAllRecords(records: MemoryRecordMap): void {
+  recordWatches.get(records)?.prefixChanged('')
+}
+
+/**
+ * The record store's `watch` (the optional RecordStore hook): every store on
+ * the map shares one watch set; `createRecordBackend` has checked the prefix
+ * and ends the stream through the signal.
+ */
+export function watchRecords(
+  records: MemoryRecordMap,
+  prefix: string,
+  options: WatchOptions,
+): AsyncIterable<ChangeHint> {
+  const stream = recordWatchSet(records).open(prefix, { signal: options.signal })
   stream.resync()
   return stream
 }

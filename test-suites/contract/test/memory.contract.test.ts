@@ -12,6 +12,7 @@ import { describeBackendContract } from '../src/index.js'
 export const MEMORY_IN_PROCESS =
   'hints are handed over in-process inside the write: there is no channel to lose'
 
+const childModule = fileURLToPath(new URL('./memory-backend-child.ts', import.meta.url))
 const store = createMemoryStore()
 describeBackendContract({
   name: 'memory',
@@ -22,7 +23,7 @@ describeBackendContract({
       clock: ctx.clock,
       maxValueBytes: 4 * 1024 * 1024,
     }),
-  process: { module: fileURLToPath(new URL('./memory-backend-child.ts', import.meta.url)) },
+  process: { module: childModule },
   watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
 })
 
@@ -44,5 +45,7 @@ for (const versionChangesWithBytes of [false, true]) {
         clock: ctx.clock,
       })
     },
+    process: { module: childModule, options: { records: true } },
+    watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
   })
 }
