@@ -13,7 +13,7 @@ import type { RedisConnection } from './connection.js'
  * What the Redis backend claims. The put and delete scripts `SPUBLISH` the
  * key inside the write, so a live subscriber has it within a network round
  * trip; 500 ms also covers a reconnect after a dropped subscriber connection
- * (the first retry is at 50 ms), after which the watch resyncs.
+ * (retries every 50 to 250 ms), after which the watch resyncs.
  */
 export const REDIS_CHANGE_NOTIFICATION: ChangeNotificationCapability = {
   mode: 'push',
@@ -21,7 +21,7 @@ export const REDIS_CHANGE_NOTIFICATION: ChangeNotificationCapability = {
 }
 
 /** Longest wait between two attempts to re-subscribe. */
-const MAX_RETRY_MS = 1000
+const MAX_RETRY_MS = 250
 
 /** One instance's watches over its namespace's change channel. */
 export interface RedisWatcher {
