@@ -59,6 +59,11 @@ export {
   type WatchOptions,
   type WatchSet,
 } from './change-notification.js'
+export {
+  createPollingWatcher,
+  type PollingWatcher,
+  type PollingWatcherOptions,
+} from './change-polling.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
 export {
