@@ -1,6 +1,5 @@
 import { resolve } from 'node:path'
-import { createRecordBackend, parseBackendOptions } from '@agent-state/core'
-import type { FsWatcher } from './change-notification.js'
+import { createRecordBackend, parseBackendOptions, setWatchInterrupt } from '@agent-state/core'
 import { type FsBackend, withDamageReporting } from './damage-reporting.js'
 import { createFsRecordStore } from './fs-record-store.js'
 import { type FsBackendOptions, fsOptionsSchema } from './options.js'
@@ -34,20 +33,9 @@ export function createFsBackendWithHooks(options: FsBackendOptions, hooks?: Writ
     store,
     resolved.clock === undefined ? {} : { clock: resolved.clock },
   )
-  const reporting = withDamageReporting(backend, store)
-  watchers.set(reporting, store.watcher)
-  return reporting
-}
-
-const watchers = new WeakMap<object, FsWatcher>()
-
-/**
- * Simulates a lost directory watch (an inotify queue overflow) on an
- * instance: the contract suite's `watchInterrupt` for this backend. Not
- * exported from the package.
- */
-export async function interruptFsWatch(backend: object): Promise<void> {
-  const watcher = watchers.get(backend)
-  if (watcher === undefined) throw new Error('not an fs backend instance')
-  watcher.interrupt()
+  // The contract suite's resync check (and `agent-state verify`) breaks the directory watch
+  // through this seam, as an inotify overflow would.
+  return setWatchInterrupt(withDamageReporting(backend, store), async () => {
+    store.watcher.interrupt()
+  })
 }

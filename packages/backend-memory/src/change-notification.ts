@@ -20,6 +20,10 @@ export const MEMORY_CHANGE_NOTIFICATION: ChangeNotificationCapability = {
   maxDelayMs: 50,
 }
 
+/** Why the memory backend's watch has no channel to interrupt (its `WATCH_INTERRUPT` seam). */
+export const MEMORY_IN_PROCESS =
+  'hints are handed over in-process inside the write: there is no channel to lose'
+
 /**
  * The watch sets of every instance, per store and namespace: a write by any
  * instance feeds every instance's watches on the same namespace. Weak by

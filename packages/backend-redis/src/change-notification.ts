@@ -26,6 +26,12 @@ const MAX_RETRY_MS = 250
 /** One instance's watches over its namespace's change channel. */
 export interface RedisWatcher {
   watch(prefix: string, options: WatchOptions | undefined): AsyncIterable<ChangeHint>
+  /**
+   * Drops the subscriber connection as a network failure would (its socket
+   * is destroyed; the watch reconnects and resyncs): the `WATCH_INTERRUPT`
+   * seam, for the contract suite and `agent-state verify`.
+   */
+  interrupt(): void
   /** Ends every watch and drops the subscriber connection. */
   close(): void
 }
@@ -140,6 +146,9 @@ export function createRedisWatcher(
       if (subscribed) stream.resync()
       else if (subscriber === undefined && retry === undefined && !connecting) void connect()
       return stream
+    },
+    interrupt() {
+      subscriber?.stream?.destroy()
     },
     close() {
       watches.endAll()

@@ -5,6 +5,7 @@ import {
   MAX_KEY_BYTES,
   MAX_LEASE_TTL_MS,
   parseBackendOptions,
+  setWatchInterrupt,
 } from '@agent-state/core'
 import { createRedisWatcher, REDIS_CHANGE_NOTIFICATION } from './change-notification.js'
 import { createRedisConnection } from './connection.js'
@@ -123,5 +124,6 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     const found = await connection.configGet('open', 'appendonly')
     durable = found.length > 0 && found.every((value) => value === 'yes')
   }
+  setWatchInterrupt(backend, async () => watcher.interrupt())
   return { backend, probe }
 }

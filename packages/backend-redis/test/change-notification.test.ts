@@ -1,4 +1,4 @@
-import type { Backend, ChangeHint } from '@agent-state/core'
+import { type Backend, type ChangeHint, watchInterruptOf } from '@agent-state/core'
 import { redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createRedisBackend } from '../src/index.js'
@@ -117,6 +117,27 @@ describe('redis change notification', () => {
       await writer.close()
     }
   }, 60_000)
+
+  it('resyncs after its WATCH_INTERRUPT seam drops the subscriber (what verify uses)', async () => {
+    const watching = open('cn-seam')
+    const writer = open('cn-seam')
+    const seam = watchInterruptOf(watching)
+    expect(typeof seam).toBe('function')
+    const w = record(watching, '')
+    try {
+      expect(await w.until(() => w.hints.length === 1, 5000)).toBe(true)
+      await (seam as () => Promise<void>)()
+      // Written while the subscriber is down: only the resync can cover it.
+      await writer.put('during', bytes('v'))
+      expect(
+        await w.until(() => w.hints.slice(1).some((h) => h.hint.kind === 'resync'), 5000),
+      ).toBe(true)
+    } finally {
+      await w.stop()
+      await watching.close()
+      await writer.close()
+    }
+  }, 30_000)
 
   it('holds no subscriber connection once the last watch ends', async () => {
     const b = open('cn-idle')

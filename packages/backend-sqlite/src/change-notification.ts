@@ -23,6 +23,10 @@ export const SQLITE_CHANGE_NOTIFICATION: ChangeNotificationCapability = {
   maxDelayMs: 500,
 }
 
+/** Why the SQLite watch has no channel to interrupt (its `WATCH_INTERRUPT` seam). */
+export const SQLITE_NO_CHANNEL =
+  'polling: each tick compares a fresh listing with the last good one, so a failed probe or listing loses nothing'
+
 /**
  * The pollers of every instance on one connection: `data_version` does not
  * change for the connection's own commits, so a commit through a connection

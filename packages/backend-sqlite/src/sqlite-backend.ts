@@ -33,11 +33,16 @@ import {
   parseBackendOptions,
   quoteForMessage,
   type StoredValue,
+  setWatchInterrupt,
   systemClock,
   type ValueMeta,
   type WriterIdentity,
 } from '@agent-state/core'
-import { createSqliteWatcher, SQLITE_CHANGE_NOTIFICATION } from './change-notification.js'
+import {
+  createSqliteWatcher,
+  SQLITE_CHANGE_NOTIFICATION,
+  SQLITE_NO_CHANNEL,
+} from './change-notification.js'
 import { openConnection } from './connection.js'
 import { isBusy, toAgentStateError, withStoredSize } from './errors.js'
 import { createGroupCommit } from './group-commit.js'
@@ -412,5 +417,5 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     },
   }
   const watcher = createSqliteWatcher(db, (listOptions) => backend.list(listOptions))
-  return backend
+  return setWatchInterrupt(backend, SQLITE_NO_CHANNEL)
 }

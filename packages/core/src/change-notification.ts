@@ -51,6 +51,34 @@ export interface ChangeNotificationCapability {
  */
 export const MAX_PENDING_HINTS = 10_000
 
+/**
+ * Test seam a backend instance may carry under this symbol (not part of the
+ * contract): a function that breaks the instance's watch channel the way a
+ * real failure would (fs: the directory watch fails; Redis: the subscriber
+ * connection drops), resolving once it is broken, or a string saying why
+ * its delivery has no channel to lose (in-process, polling). The contract
+ * suite uses it when it is given no `watchInterrupt` option, so that
+ * `agent-state verify`, which opens a URL, proves resync too.
+ */
+export const WATCH_INTERRUPT: unique symbol = Symbol.for('@agent-state/core/watchInterrupt')
+
+/** What a backend instance may carry under {@link WATCH_INTERRUPT}. */
+export type WatchInterruptSeam = (() => Promise<void>) | string
+
+/** The instance's {@link WATCH_INTERRUPT} seam, if it has one. */
+export function watchInterruptOf(backend: object): WatchInterruptSeam | undefined {
+  const seam = (backend as { [WATCH_INTERRUPT]?: unknown })[WATCH_INTERRUPT]
+  return typeof seam === 'function' || typeof seam === 'string'
+    ? (seam as WatchInterruptSeam)
+    : undefined
+}
+
+/** Puts a {@link WATCH_INTERRUPT} seam on an instance (non-enumerable: spreads do not copy it). */
+export function setWatchInterrupt<T extends object>(backend: T, seam: WatchInterruptSeam): T {
+  Object.defineProperty(backend, WATCH_INTERRUPT, { value: seam, enumerable: false })
+  return backend
+}
+
 /** The resync hint (one frozen object: hints are read-only). */
 export const RESYNC_HINT: ChangeHint = Object.freeze({ kind: 'resync' })
 

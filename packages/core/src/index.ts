@@ -56,8 +56,12 @@ export {
   keyMatchesPrefix,
   MAX_PENDING_HINTS,
   RESYNC_HINT,
+  setWatchInterrupt,
+  WATCH_INTERRUPT,
+  type WatchInterruptSeam,
   type WatchOptions,
   type WatchSet,
+  watchInterruptOf,
 } from './change-notification.js'
 export {
   createPollingWatcher,

@@ -4,12 +4,13 @@ import {
   type ChangeHint,
   type ChangeNotificationCapability,
   isAgentStateError,
+  watchInterruptOf,
 } from '@agent-state/core'
 import { bytes, ensure, ensureEqual, fail, text } from '../assert.js'
 import { type ContractCheck, check, notApplicable, notClaimed } from '../check.js'
 import type { ContractChild } from '../child-process.js'
 import type { WatchReleased } from '../child-protocol.js'
-import { type Harness, sleep } from '../harness.js'
+import { type Harness, probedInterruptSeam, sleep } from '../harness.js'
 import type { ContractOptions } from '../types.js'
 import { listAll } from './list-all.js'
 
@@ -195,7 +196,7 @@ const OUTSIDE = ['ab', 'b/x', 'a', 'b/a/x', 'a0/x', 'a.', 'A/x']
 
 /** Skip reason of the interrupt check when the suite has no way to break a watch's channel. */
 export const NO_INTERRUPT =
-  'resync after a lost channel is untested: the suite was given no watchInterrupt for this backend'
+  'resync after a lost channel is untested: the suite was given no watchInterrupt and the instance has no WATCH_INTERRUPT seam'
 
 const TIMEOUT = 180_000
 const skip = { skip: changeNotificationSkip, timeoutMs: TIMEOUT }
@@ -381,12 +382,19 @@ export const changeNotificationChecks: ContractCheck[] = [
     'change-notification',
     'an interrupted watch resyncs and misses no write made meanwhile',
     async (h) => {
-      const interrupt = h.watchInterrupt
-      if (typeof interrupt !== 'function') fail('no watchInterrupt function')
       const allowed = allowedDelayMs(h)
       const [writer] = await writers(h, 1)
       if (writer === undefined) fail('no writer')
       const b = await h.backend({ realClock: true })
+      // The suite's option wins; otherwise the instance's own seam (how `verify` proves it).
+      const seam = watchInterruptOf(b)
+      const interrupt =
+        typeof h.watchInterrupt === 'function'
+          ? h.watchInterrupt
+          : typeof seam === 'function'
+            ? () => seam()
+            : undefined
+      if (interrupt === undefined) fail('no watchInterrupt function and no WATCH_INTERRUPT seam')
       const watcher = new Watcher(b, 'cut/', true)
       await watcher.established(allowed)
       const rounds = 3
@@ -408,10 +416,17 @@ export const changeNotificationChecks: ContractCheck[] = [
         const claimed = changeNotificationSkip(caps)
         if (claimed !== undefined) return claimed
         const interrupt = options.watchInterrupt
-        // Without a way to break the channel the check cannot run: the summary then shows the
-        // resync claim as untested (`not-testable`), never as passed.
-        if (interrupt === undefined) return NO_INTERRUPT
-        return typeof interrupt === 'function' ? undefined : notApplicable(interrupt.notApplicable)
+        if (interrupt !== undefined) {
+          return typeof interrupt === 'function'
+            ? undefined
+            : notApplicable(interrupt.notApplicable)
+        }
+        // No option: the probe instance's own seam (core's WATCH_INTERRUPT) decides. Without
+        // either the check cannot run: the summary then shows the resync claim as untested
+        // (`not-testable`), never as passed.
+        const seam = probedInterruptSeam(caps)
+        if (seam === undefined) return NO_INTERRUPT
+        return seam === 'function' ? undefined : notApplicable(seam)
       },
       timeoutMs: TIMEOUT,
     },
