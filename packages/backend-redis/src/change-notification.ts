@@ -103,13 +103,17 @@ export function createRedisWatcher(
       if (message === '') watches.prefixChanged('')
       else watches.key(message)
     })
-    c.on('close', () => {
+    const lostIt = () => {
       if (subscriber !== c) return
       subscriber = undefined
       subscribed = false
       c.disconnect()
       schedule()
-    })
+    }
+    c.on('close', lostIt)
+    // A Cluster node that stops serving the channel's slot (a failover, a migration) sends an
+    // unsolicited `sunsubscribe`, which ioredis reports as 'moved': subscribe again on the owner.
+    c.on('moved', lostIt)
     try {
       await c.connect()
       await c.ssubscribe(channel)
