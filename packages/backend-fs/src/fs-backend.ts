@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { createRecordBackend, parseBackendOptions } from '@agent-state/core'
+import { createRecordBackend, parseBackendOptions, setWatchInterrupt } from '@agent-state/core'
 import { type FsBackend, withDamageReporting } from './damage-reporting.js'
 import { createFsRecordStore } from './fs-record-store.js'
 import { type FsBackendOptions, fsOptionsSchema } from './options.js'
@@ -33,5 +33,9 @@ export function createFsBackendWithHooks(options: FsBackendOptions, hooks?: Writ
     store,
     resolved.clock === undefined ? {} : { clock: resolved.clock },
   )
-  return withDamageReporting(backend, store)
+  // The contract suite's resync check (and `agent-state verify`) breaks the directory watch
+  // through this seam, as an inotify overflow would.
+  return setWatchInterrupt(withDamageReporting(backend, store), async () => {
+    store.watcher.interrupt()
+  })
 }

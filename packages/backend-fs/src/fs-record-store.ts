@@ -7,6 +7,7 @@ import {
   type ScannedRecord,
   type VersionedRecord,
 } from '@agent-state/core'
+import { createFsWatcher, FS_CHANGE_NOTIFICATION, type FsWatcher } from './change-notification.js'
 import { fsError } from './errors.js'
 import { fileNameOf } from './key-layout.js'
 import { type FsLayout, namespaceDirs } from './namespace-dirs.js'
@@ -21,6 +22,8 @@ export interface FsRecordStore extends RecordStore {
   readonly layout: FsLayout
   /** A scan page that reports damaged records instead of failing on them. */
   scanChecked(options: RecordScanOptions): CheckedScan
+  /** The change-notification watches (its `interrupt` is the contract suite's test seam). */
+  readonly watcher: FsWatcher
 }
 
 /**
@@ -42,6 +45,11 @@ export function createFsRecordStore(
   const listing = createRecordListing(dirs, options)
   let closed = false
   const writes = createWritePath(dirs, options, () => closed, hooks)
+  // The directory may have gone (another instance's destroy): check afresh before each watch.
+  const watcher = createFsWatcher(recordsDir, () => {
+    dirs.invalidate()
+    dirs.ensureReady()
+  })
 
   return {
     name: 'fs',
@@ -51,8 +59,11 @@ export function createFsRecordStore(
       multiHost: false,
       maxKeyBytes: MAX_KEY_BYTES,
       maxValueBytes: options.maxValueBytes,
+      changeNotification: FS_CHANGE_NOTIFICATION,
     },
     layout: dirs.layout,
+    watcher,
+    watch: (prefix, watchOptions) => watcher.watch(prefix, watchOptions),
 
     async read(key: string): Promise<VersionedRecord | null> {
       dirs.ensureReady()
@@ -96,6 +107,7 @@ export function createFsRecordStore(
 
     async close(): Promise<void> {
       closed = true
+      watcher.close()
       writes.close()
       dirs.close()
     },

@@ -22,6 +22,8 @@ describeBackendContract({
     // The frozen-writer tier also stops the holder at each of these steps of a write.
     writeSteps: WRITE_STEPS,
   },
+  // No watchInterrupt: the tier's resync check uses the instance's WATCH_INTERRUPT seam (a
+  // simulated inotify overflow), as `agent-state verify` does.
 })
 
 // The primitive itself, so a failure names the RecordStore method at fault.

@@ -136,6 +136,7 @@ describe('fs backend options and URLs', () => {
       leaseClock: 'host',
       maxKeyBytes: 1024,
       maxValueBytes: 64 * 1024 * 1024,
+      changeNotification: { mode: 'push', maxDelayMs: 500 },
     })
   })
 

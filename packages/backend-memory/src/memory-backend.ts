@@ -16,6 +16,7 @@ import {
   checkDelete,
   checkPut,
   collectListPage,
+  createWatchSet,
   type DeleteOptions,
   type KeyState,
   type Lease,
@@ -29,9 +30,17 @@ import {
   type PutOptions,
   parseBackendOptions,
   type StoredValue,
+  setWatchInterrupt,
   systemClock,
   type ValueMeta,
 } from '@agent-state/core'
+import {
+  announceAll,
+  announceKey,
+  MEMORY_CHANGE_NOTIFICATION,
+  MEMORY_IN_PROCESS,
+  watchMemory,
+} from './change-notification.js'
 import { closedError } from './errors.js'
 import { createMemoryStore, indexAfter, type MemoryStore, setState } from './memory-store.js'
 import { type MemoryBackendOptions, memoryOptionsSchema } from './options.js'
@@ -63,8 +72,10 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
     leaseClock: 'host',
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
+    changeNotification: MEMORY_CHANGE_NOTIFICATION,
   }
   let closed = false
+  const watches = createWatchSet()
 
   function open(): ReturnType<MemoryStore['namespace']> {
     if (closed) throw closedError()
@@ -74,120 +85,136 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
     return open().states.get(key) ?? ABSENT_STATE
   }
 
-  return {
-    contractVersion: CONTRACT_VERSION,
-    name: 'memory',
-    capabilities,
+  return setWatchInterrupt<Backend>(
+    {
+      contractVersion: CONTRACT_VERSION,
+      name: 'memory',
+      capabilities,
 
-    get(key: string): Promise<StoredValue | null> {
-      // The hot path of the reference backend, kept to what the contract
-      // needs: one Map lookup, the meta, and the copy out (a caller may
-      // mutate what it gets). A key found in the Map was validated when it
-      // was stored, so only a miss pays for validation. Not `async`: a
-      // settled promise is all a caller awaits.
-      try {
-        const state = closed ? undefined : store.namespace(namespaceName).states.get(key)
-        if (state === undefined) {
-          assertValidKey(key)
-          open()
-          return RESOLVED_NULL
-        }
-        if (state.version === null) return RESOLVED_NULL
-        return Promise.resolve({
-          value: copyOut(state.value),
-          meta: metaOf(key, state) as ValueMeta,
-        })
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    },
-
-    async head(key: string): Promise<ValueMeta | null> {
-      assertValidKey(key)
-      return metaOf(key, stateOf(key))
-    },
-
-    async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
-      const writer = checkPut(key, value, putOptions, capabilities)
-      const next = applyPut(key, stateOf(key), value.slice(), writer, putOptions, clock())
-      setState(open(), key, next)
-      return metaOf(key, next) as ValueMeta
-    },
-
-    async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
-      checkDelete(key, deleteOptions, capabilities.maxKeyBytes)
-      const next = applyDelete(key, stateOf(key), deleteOptions, clock())
-      if (next === undefined) return false
-      setState(open(), key, next)
-      return true
-    },
-
-    async list(listOptions?: ListOptions): Promise<ListPage> {
-      const normalized = normalizeListOptions(listOptions)
-      const ns = open()
-      return collectListPage(normalized, async (position, max) => {
-        const { sortedKeys, states } = ns
-        let index = indexAfter(sortedKeys, normalized.prefix, true)
-        if (position !== undefined) {
-          const after = position.group ? `${position.after}\u{10FFFF}` : position.after
-          index = Math.max(index, indexAfter(sortedKeys, after))
-        }
-        const entries: ListEntry[] = []
-        let examinedUpTo: string | undefined
-        let done = true
-        for (; index < sortedKeys.length; index++) {
-          const key = sortedKeys[index] as string
-          // Keys sharing the prefix are contiguous in byte order.
-          if (!key.startsWith(normalized.prefix)) break
-          if (entries.length === max) {
-            done = false
-            break
+      get(key: string): Promise<StoredValue | null> {
+        // The hot path of the reference backend, kept to what the contract
+        // needs: one Map lookup, the meta, and the copy out (a caller may
+        // mutate what it gets). A key found in the Map was validated when it
+        // was stored, so only a miss pays for validation. Not `async`: a
+        // settled promise is all a caller awaits.
+        try {
+          const state = closed ? undefined : store.namespace(namespaceName).states.get(key)
+          if (state === undefined) {
+            assertValidKey(key)
+            open()
+            return RESOLVED_NULL
           }
-          examinedUpTo = key
-          const meta = metaOf(key, states.get(key) ?? ABSENT_STATE)
-          if (meta !== null)
-            entries.push({ key, version: meta.version, size: meta.size, updatedAt: meta.updatedAt })
+          if (state.version === null) return RESOLVED_NULL
+          return Promise.resolve({
+            value: copyOut(state.value),
+            meta: metaOf(key, state) as ValueMeta,
+          })
+        } catch (error) {
+          return Promise.reject(error)
         }
-        return examinedUpTo === undefined ? { entries, done } : { entries, done, examinedUpTo }
-      })
-    },
+      },
 
-    async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
-      checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
-      const { state, lease } = applyAcquire(key, stateOf(key), leaseOptions, clock())
-      setState(open(), key, state)
-      return lease
-    },
+      async head(key: string): Promise<ValueMeta | null> {
+        assertValidKey(key)
+        return metaOf(key, stateOf(key))
+      },
 
-    async renewLease(lease: Lease): Promise<Lease> {
-      assertLeaseShape(lease)
-      assertValidKey(lease.key)
-      const { state, lease: renewed } = applyRenew(stateOf(lease.key), lease, clock())
-      setState(open(), lease.key, state)
-      return renewed
-    },
+      async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
+        const writer = checkPut(key, value, putOptions, capabilities)
+        const next = applyPut(key, stateOf(key), value.slice(), writer, putOptions, clock())
+        setState(open(), key, next)
+        announceKey(store, namespaceName, key)
+        return metaOf(key, next) as ValueMeta
+      },
 
-    async releaseLease(lease: Lease): Promise<boolean> {
-      assertLeaseShape(lease)
-      assertValidKey(lease.key)
-      const next = applyRelease(stateOf(lease.key), lease)
-      if (next === undefined) return false
-      setState(open(), lease.key, next)
-      return true
-    },
+      async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
+        checkDelete(key, deleteOptions, capabilities.maxKeyBytes)
+        const next = applyDelete(key, stateOf(key), deleteOptions, clock())
+        if (next === undefined) return false
+        setState(open(), key, next)
+        announceKey(store, namespaceName, key)
+        return true
+      },
 
-    async getLease(key: string): Promise<Lease | null> {
-      assertValidKey(key)
-      return liveLease(key, stateOf(key), clock())
-    },
+      async list(listOptions?: ListOptions): Promise<ListPage> {
+        const normalized = normalizeListOptions(listOptions)
+        const ns = open()
+        return collectListPage(normalized, async (position, max) => {
+          const { sortedKeys, states } = ns
+          let index = indexAfter(sortedKeys, normalized.prefix, true)
+          if (position !== undefined) {
+            const after = position.group ? `${position.after}\u{10FFFF}` : position.after
+            index = Math.max(index, indexAfter(sortedKeys, after))
+          }
+          const entries: ListEntry[] = []
+          let examinedUpTo: string | undefined
+          let done = true
+          for (; index < sortedKeys.length; index++) {
+            const key = sortedKeys[index] as string
+            // Keys sharing the prefix are contiguous in byte order.
+            if (!key.startsWith(normalized.prefix)) break
+            if (entries.length === max) {
+              done = false
+              break
+            }
+            examinedUpTo = key
+            const meta = metaOf(key, states.get(key) ?? ABSENT_STATE)
+            if (meta !== null)
+              entries.push({
+                key,
+                version: meta.version,
+                size: meta.size,
+                updatedAt: meta.updatedAt,
+              })
+          }
+          return examinedUpTo === undefined ? { entries, done } : { entries, done, examinedUpTo }
+        })
+      },
 
-    async destroy(): Promise<void> {
-      open()
-      store.drop(namespaceName)
-    },
+      async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
+        checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
+        const { state, lease } = applyAcquire(key, stateOf(key), leaseOptions, clock())
+        setState(open(), key, state)
+        return lease
+      },
 
-    async close(): Promise<void> {
-      closed = true
+      async renewLease(lease: Lease): Promise<Lease> {
+        assertLeaseShape(lease)
+        assertValidKey(lease.key)
+        const { state, lease: renewed } = applyRenew(stateOf(lease.key), lease, clock())
+        setState(open(), lease.key, state)
+        return renewed
+      },
+
+      async releaseLease(lease: Lease): Promise<boolean> {
+        assertLeaseShape(lease)
+        assertValidKey(lease.key)
+        const next = applyRelease(stateOf(lease.key), lease)
+        if (next === undefined) return false
+        setState(open(), lease.key, next)
+        return true
+      },
+
+      async getLease(key: string): Promise<Lease | null> {
+        assertValidKey(key)
+        return liveLease(key, stateOf(key), clock())
+      },
+
+      async destroy(): Promise<void> {
+        open()
+        store.drop(namespaceName)
+        announceAll(store, namespaceName)
+      },
+
+      watch(prefix, watchOptions) {
+        return watchMemory(store, namespaceName, watches, prefix, watchOptions, open)
+      },
+
+      async close(): Promise<void> {
+        closed = true
+        watches.endAll()
+      },
     },
-  }
+    MEMORY_IN_PROCESS,
+  )
 }

@@ -5,6 +5,12 @@ import {
   recordChanged,
   type ScannedRecord,
 } from '@agent-state/core'
+import {
+  announceAllRecords,
+  announceRecord,
+  MEMORY_CHANGE_NOTIFICATION,
+  watchRecords,
+} from './change-notification.js'
 import { indexAfter } from './memory-store.js'
 
 /** Options of {@link createMemoryRecordStore}. */
@@ -35,7 +41,8 @@ export function createMemoryRecordMap(): MemoryRecordMap {
  * The smallest possible {@link RecordStore}, in memory. It exists to run the
  * contract suite over `createRecordBackend` (the path third parties take) and
  * as a worked example of the primitive, including the optional conditional
- * `remove` (so deletes of never-leased keys leave no tombstone here).
+ * `remove` (so deletes of never-leased keys leave no tombstone here) and the
+ * optional `watch` (change notification through `createRecordBackend`).
  */
 export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}): RecordStore {
   const records = options.records ?? createMemoryRecordMap()
@@ -47,6 +54,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       multiHost: false,
       maxKeyBytes: MAX_KEY_BYTES,
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
+      changeNotification: MEMORY_CHANGE_NOTIFICATION,
     },
     versionChangesWithBytes: options.versionChangesWithBytes === true,
     async read(key) {
@@ -62,6 +70,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       if (current === undefined)
         records.sortedKeys.splice(indexAfter(records.sortedKeys, key), 0, key)
       records.data.set(key, { data: data.slice(), version })
+      announceRecord(records, key)
       return version
     },
     // Versions come from one counter that a removal does not reset, so a
@@ -70,6 +79,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       if (records.data.get(key)?.version !== condition.version) throw recordChanged(key)
       records.data.delete(key)
       records.sortedKeys.splice(indexAfter(records.sortedKeys, key, true), 1)
+      announceRecord(records, key)
     },
     async scan({ prefix, after, limit }) {
       let index = indexAfter(records.sortedKeys, prefix, true)
@@ -86,7 +96,9 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
     async destroy() {
       records.data.clear()
       records.sortedKeys.length = 0
+      announceAllRecords(records)
     },
+    watch: (prefix, watchOptions) => watchRecords(records, prefix, watchOptions),
     async close() {},
   }
 }

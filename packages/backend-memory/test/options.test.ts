@@ -78,6 +78,7 @@ describe('memory backend options and URL', () => {
       leaseClock: 'host',
       maxKeyBytes: 1024,
       maxValueBytes: 64 * 1024 * 1024,
+      changeNotification: { mode: 'push', maxDelayMs: 50 },
     })
   })
 })

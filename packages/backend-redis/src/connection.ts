@@ -52,6 +52,15 @@ export interface RedisConnection {
   configGet(operation: string, name: string): Promise<(string | undefined)[]>
   /** `HMGET` with Buffer replies. */
   hmgetBuffer(operation: string, key: string, fields: readonly string[]): Promise<(Buffer | null)[]>
+  /**
+   * A new dedicated client (not yet connected) for `SSUBSCRIBE` to `channel`,
+   * on the server that serves it: the single server, the Sentinel primary,
+   * or in Cluster mode the primary of the channel's slot (from the main
+   * client's slot map). It never reconnects by itself (`retryStrategy` null):
+   * its owner (the watch) replaces it, so every reconnect is seen and
+   * becomes a resync.
+   */
+  subscriber(operation: string, channel: string): Promise<Redis>
   /** Quits politely, then disconnects. Idempotent. */
   close(): Promise<void>
 }
@@ -320,6 +329,33 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       const now = readyNow()
       if (now !== undefined) return now.hmgetBuffer(key, ...fields).catch(fail)
       return ready(operation).then((c) => c.hmgetBuffer(key, ...fields).catch(fail))
+    },
+
+    async subscriber(operation, channel) {
+      const once = { ...nodeOptions(), retryStrategy: () => null, autoResubscribe: false }
+      const sentinel = options.sentinel
+      if (sentinel !== undefined) {
+        return new Redis({
+          ...once,
+          sentinels: sentinel.nodes.map((node) => ({ host: node.host, port: node.port })),
+          name: sentinel.name,
+          ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
+          Connector: quietSentinelConnector(() => {}),
+        })
+      }
+      if (options.cluster === undefined) {
+        return new Redis({ ...once, host: options.host, port: options.port, db: options.db })
+      }
+      const c = (await ready(operation)) as Cluster
+      try {
+        const slot = Number(await c.call('CLUSTER', 'KEYSLOT', channel))
+        const node = c.slots[slot]?.[0]
+        if (node === undefined) throw new Error(`no node serves slot ${slot}`)
+        const at = node.lastIndexOf(':')
+        return new Redis({ ...once, host: node.slice(0, at), port: Number(node.slice(at + 1)) })
+      } catch (error) {
+        throw mapRedisError(error, { operation, mayHaveApplied: false }, secrets)
+      }
     },
 
     async close() {

@@ -63,6 +63,8 @@ export const META_FIELD = {
  *   read with `ZRANGE … BYLEX` (memcmp order = UTF-8 byte order).
  * - `<base>records`: set of every user key that has a hash, so `destroy`
  *   finds them all without `KEYS` or `SCAN`.
+ * - `<base>changes`: not a key but the sharded pub/sub channel of change
+ *   hints (see {@link RedisKeyLayout.changes}).
  * - `<base>meta`: hash of namespace state kept on the server, fields named by
  *   {@link META_FIELD} (the promotion hold). In the namespace's slot like the
  *   rest, so in Cluster mode it lives on the node that serves the namespace.
@@ -79,6 +81,13 @@ export interface RedisKeyLayout {
   readonly records: string
   /** The namespace's meta hash (promotion hold). */
   readonly meta: string
+  /**
+   * The sharded pub/sub channel the write scripts publish each changed key
+   * to (`SPUBLISH`; an empty message: the whole namespace). It carries the
+   * namespace's hash tag, so on a Cluster it belongs to the namespace's
+   * slot and shard, like every key the scripts touch.
+   */
+  readonly changes: string
   /** The hash of one user key. */
   record(key: string): string
 }
@@ -92,6 +101,7 @@ export function redisKeyLayout(keyPrefix: string, namespace: string): RedisKeyLa
     index: `${base}index`,
     records: `${base}records`,
     meta: `${base}meta`,
+    changes: `${base}changes`,
     record: (key) => recordPrefix + key,
   }
 }

@@ -70,7 +70,8 @@ end
 /**
  * put. KEYS: record, index, records. ARGV: member, value, writer JSON or '',
  * ifMatch or '', '1' for ifNoneMatch, lease token or '', random suffix,
- * lease id or ''.
+ * lease id or '', change channel or '' (the key is published there after the
+ * write: the change hint of `watch`).
  * Reply: OK version updatedAt.
  *
  * The version is `<revision>.<random>.<size>`: carrying the value's size in
@@ -95,13 +96,15 @@ redis.call('HSET', KEYS[1], '${F.version}', version, '${F.value}', ARGV[2], '${F
 -- An existing value is already indexed, and a key with a revision is already registered.
 if not v then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
 if not f[2] then redis.call('SADD', KEYS[3], ARGV[1]) end
+-- The change hint, after the write (the script is atomic: a subscriber's re-read sees it).
+if ARGV[9] and ARGV[9] ~= '' then redis.call('SPUBLISH', ARGV[9], ARGV[1]) end
 return {'OK', version, num(now)}
 `,
 }
 
 /**
  * delete. KEYS: record, index. ARGV: member, ifMatch or '', lease token or '',
- * lease id or ''.
+ * lease id or '', change channel or '' (published to when a value went).
  * Reply: OK '1' when a value existed, OK '0' otherwise.
  *
  * The revision `r` stays as the last put left it (equal to the deleted
@@ -122,6 +125,7 @@ if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 if not v then return {'OK', '0'} end
 redis.call('HDEL', KEYS[1], '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
 redis.call('ZREM', KEYS[2], ARGV[1])
+if ARGV[5] and ARGV[5] ~= '' then redis.call('SPUBLISH', ARGV[5], ARGV[1]) end
 return {'OK', '1'}
 `,
 }
@@ -308,7 +312,8 @@ return out
 }
 
 /**
- * One batch of destroy. KEYS: records, index, meta. ARGV: record prefix, batch size.
+ * One batch of destroy. KEYS: records, index, meta. ARGV: record prefix, batch size,
+ * change channel or '' (an empty message is published: "everything changed").
  * Removes up to a batch of per-key hashes; once none are left, the index and
  * the meta hash (a promotion hold then starts afresh at the next grant: longer, never shorter).
  * Reply: how many hashes were removed (0 when done).
@@ -320,6 +325,7 @@ export const DESTROY: LuaScript = {
 local members = redis.call('SPOP', KEYS[1], tonumber(ARGV[2]))
 for _, m in ipairs(members) do redis.call('DEL', ARGV[1] .. m) end
 if #members == 0 then redis.call('DEL', KEYS[2], KEYS[3]) end
+if #members > 0 and ARGV[3] and ARGV[3] ~= '' then redis.call('SPUBLISH', ARGV[3], '') end
 return #members
 `,
 }

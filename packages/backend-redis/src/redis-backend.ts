@@ -5,7 +5,9 @@ import {
   MAX_KEY_BYTES,
   MAX_LEASE_TTL_MS,
   parseBackendOptions,
+  setWatchInterrupt,
 } from '@agent-state/core'
+import { createRedisWatcher, REDIS_CHANGE_NOTIFICATION } from './change-notification.js'
 import { createRedisConnection } from './connection.js'
 import { redisKeyLayout } from './key-layout.js'
 import { leaseOperations } from './lease-operations.js'
@@ -64,9 +66,11 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     leaseClock: 'server',
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
+    changeNotification: REDIS_CHANGE_NOTIFICATION,
   }
   let closed = false
   const ctx = createOperationContext(resolved, connection, layout, capabilities, () => closed)
+  const watcher = createRedisWatcher(connection, layout.changes, ctx.assertOpen)
   const values = valueOperations(ctx)
   // Under replication every grant is on the replicas before it is acknowledged: no hold needed.
   const leases = leaseOperations(
@@ -93,6 +97,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     renewLease: leases.renewLease,
     releaseLease: leases.releaseLease,
     getLease: leases.getLease,
+    watch: watcher.watch,
 
     async destroy(): Promise<void> {
       ctx.assertOpen()
@@ -101,7 +106,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
           DESTROY,
           'destroy',
           [layout.records, layout.index, layout.meta],
-          [layout.recordPrefix, String(DESTROY_BATCH)],
+          [layout.recordPrefix, String(DESTROY_BATCH), layout.changes],
         )
         if (removed === 0) return
       }
@@ -110,6 +115,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      watcher.close()
       await connection.close()
     },
   }
@@ -118,5 +124,6 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     const found = await connection.configGet('open', 'appendonly')
     durable = found.length > 0 && found.every((value) => value === 'yes')
   }
+  setWatchInterrupt(backend, async () => watcher.interrupt())
   return { backend, probe }
 }

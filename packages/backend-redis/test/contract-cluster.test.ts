@@ -20,6 +20,11 @@ describeBackendContract({
       namespace: ctx.namespace,
       maxValueBytes: 1 << 20,
     }),
+  // The change-notification tier's resync check: kill the watch's subscriber connection.
+  // Kills the subscriber connections on every master (the watch's is on its slot's owner).
+  watchInterrupt: async () => {
+    for (const node of nodes) await redisCli(node.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub'])
+  },
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { cluster: { nodes } },

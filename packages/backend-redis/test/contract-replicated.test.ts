@@ -29,6 +29,10 @@ describeBackendContract({
       maxValueBytes: 1 << 20,
       replication,
     }),
+  // The change-notification tier's resync check: kill the watch's subscriber connection.
+  watchInterrupt: async () => {
+    await redisCli(primary.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub'])
+  },
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { port: primary.port, replication },

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
-import { startRedisServer } from '@agent-state/test-services'
+import { redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll } from 'vitest'
 import { openRedisBackend } from '../src/index.js'
 
@@ -16,6 +16,10 @@ describeBackendContract({
       namespace: ctx.namespace,
       maxValueBytes: 1 << 20,
     }),
+  // The change-notification tier's resync check: kill the watch's subscriber connection.
+  watchInterrupt: async () => {
+    await redisCli(server.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub'])
+  },
   process: {
     module: fileURLToPath(new URL('./child-factory.ts', import.meta.url)),
     options: { port: server.port },

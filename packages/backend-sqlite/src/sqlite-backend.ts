@@ -33,10 +33,16 @@ import {
   parseBackendOptions,
   quoteForMessage,
   type StoredValue,
+  setWatchInterrupt,
   systemClock,
   type ValueMeta,
   type WriterIdentity,
 } from '@agent-state/core'
+import {
+  createSqliteWatcher,
+  SQLITE_CHANGE_NOTIFICATION,
+  SQLITE_NO_CHANNEL,
+} from './change-notification.js'
 import { openConnection } from './connection.js'
 import { isBusy, toAgentStateError, withStoredSize } from './errors.js'
 import { createGroupCommit } from './group-commit.js'
@@ -96,6 +102,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     leaseClock: 'host',
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
+    changeNotification: SQLITE_CHANGE_NOTIFICATION,
   }
   const connection = openConnection(resolved.path, {
     synchronous: resolved.synchronous,
@@ -229,7 +236,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
     bytes = 0,
   ): Promise<T> {
-    return writes.submit(
+    const committed = writes.submit(
       operation,
       () => {
         const row = statements.readState(key)
@@ -246,9 +253,14 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       },
       bytes,
     )
+    // After the commit: this connection's own writes do not move its data_version.
+    return committed.then((result) => {
+      watcher.committed()
+      return result
+    })
   }
 
-  return {
+  const backend: Backend = {
     contractVersion: CONTRACT_VERSION,
     name: 'sqlite',
     capabilities,
@@ -385,6 +397,13 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
 
     async destroy(): Promise<void> {
       await writes.submit('destroy', () => statements.destroy())
+      watcher.committed()
+    },
+
+    watch(prefix, watchOptions) {
+      return watcher.poller.watch(prefix, watchOptions, () => {
+        if (closed) throw closedError()
+      })
     },
 
     async close(): Promise<void> {
@@ -393,7 +412,10 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       // for a lock: those fail with CLOSED).
       writes.flushNow()
       closed = true
+      watcher.close()
       connection.release()
     },
   }
+  const watcher = createSqliteWatcher(db, (listOptions) => backend.list(listOptions))
+  return setWatchInterrupt(backend, SQLITE_NO_CHANNEL)
 }

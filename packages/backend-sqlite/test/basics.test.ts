@@ -20,6 +20,7 @@ describe('sqlite backend on a real file', () => {
       leaseClock: 'host',
       maxKeyBytes: 1024,
       maxValueBytes: 64 * 1024 * 1024,
+      changeNotification: { mode: 'poll', maxDelayMs: 500 },
     })
   })
 

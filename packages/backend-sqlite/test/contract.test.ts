@@ -12,6 +12,10 @@ const dir = mkdtempSync(join(tmpdir(), 'agent-state-sqlite-contract-'))
 const path = join(dir, 'contract.db')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+/** Why the SQLite watch has no channel to interrupt. */
+const POLLING =
+  'polling: each tick compares a fresh listing with the last good one, so a failed probe or listing loses nothing'
+
 describeBackendContract({
   name: 'sqlite',
   // 16 MiB (not the 64 MiB default) so the suite can also test VALUE_TOO_LARGE.
@@ -34,6 +38,7 @@ describeBackendContract({
     message: /a process holds the database lock/,
     busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
   },
+  watchInterrupt: { notApplicable: POLLING },
 })
 
 // Declared after the suite, so it runs after every tier, the kill -9 crash cycles included.
@@ -57,4 +62,7 @@ describeBackendContract({
       clock: ctx.clock,
       maxValueBytes: 16 * 1024 * 1024,
     }),
+  // Only the change-notification tier's release check uses a child (its own in-memory database).
+  process: { module: join(import.meta.dirname, 'child-factory.ts'), options: { path: ':memory:' } },
+  watchInterrupt: { notApplicable: POLLING },
 })

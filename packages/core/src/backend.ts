@@ -1,3 +1,9 @@
+import type {
+  ChangeHint,
+  ChangeNotificationCapability,
+  WatchOptions,
+} from './change-notification.js'
+
 /**
  * The Backend contract, version 1. This file is the specification: a third
  * party implements a backend from these types and their comments, then proves
@@ -179,6 +185,12 @@ export interface Capabilities {
   readonly maxKeyBytes: number
   /** Largest value in bytes. */
   readonly maxValueBytes: number
+  /**
+   * Change notification (see {@link Backend.watch}): its mode and the
+   * worst-case delay from a write's acknowledgement to its hint. Absent: not
+   * claimed, and `watch` may be absent too.
+   */
+  readonly changeNotification?: ChangeNotificationCapability
 }
 
 /**
@@ -232,6 +244,24 @@ export interface Backend {
   releaseLease(lease: Lease): Promise<boolean>
   /** The key's live lease, or `null`. */
   getLease(key: string): Promise<Lease | null>
+
+  /**
+   * Hints of changes under `prefix` (byte prefix; `""` watches the whole
+   * namespace), present when `capabilities.changeNotification` is claimed.
+   * The first hint is always `resync`, delivered once the watch is
+   * established: every write or delete acknowledged after the watcher
+   * received it, by any instance in any process, is followed by a hint
+   * naming its key (or a prefix containing it, or a `resync`) within
+   * `maxDelayMs`, and a read started after that hint sees that write or a
+   * newer state. Hints may be coalesced, duplicated and spurious; when the
+   * backend cannot be sure it delivered every hint (a dropped connection, an
+   * overflowed queue) it sends `resync`, never silence. Lease operations
+   * give no hint. Aborting `signal`, `return()` (a `break`) or `close()`
+   * ends the iteration and releases the watch's handles. An invalid prefix
+   * (`INVALID_ARGUMENT`) or a closed backend (`CLOSED`) rejects the first
+   * `next()`. The iterable is single-use.
+   */
+  watch?(prefix: string, options?: WatchOptions): AsyncIterable<ChangeHint>
 
   /**
    * Removes every record of this instance's namespace, internal ones

@@ -50,6 +50,30 @@ export {
   unregisterBackendScheme,
 } from './backend-schemes.js'
 export { compareUtf8, sortUtf8 } from './byte-order.js'
+export {
+  assertWatchPrefix,
+  type ChangeHint,
+  type ChangeNotificationCapability,
+  createHintStream,
+  createWatchSet,
+  failedWatch,
+  type HintStream,
+  type HintStreamOptions,
+  keyMatchesPrefix,
+  MAX_PENDING_HINTS,
+  RESYNC_HINT,
+  setWatchInterrupt,
+  WATCH_INTERRUPT,
+  type WatchInterruptSeam,
+  type WatchOptions,
+  type WatchSet,
+  watchInterruptOf,
+} from './change-notification.js'
+export {
+  createPollingWatcher,
+  type PollingWatcher,
+  type PollingWatcherOptions,
+} from './change-polling.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
 export {

@@ -8,6 +8,7 @@ import {
 import {
   type AcquireLeaseOptions,
   type Backend,
+  type Capabilities,
   CONTRACT_VERSION,
   type DeleteOptions,
   type Lease,
@@ -19,6 +20,14 @@ import {
   type ValueMeta,
 } from './backend.js'
 import { backendFailure } from './backend-failure.js'
+import {
+  assertWatchPrefix,
+  type ChangeHint,
+  createWatchSet,
+  failedWatch,
+  type WatchOptions,
+  type WatchSet,
+} from './change-notification.js'
 import { type Clock, systemClock } from './clock.js'
 import { AgentStateError, isAgentStateError } from './errors.js'
 import {
@@ -95,7 +104,15 @@ export function createRecordBackend(
 ): Backend {
   const clock = options.clock ?? systemClock
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
-  const capabilities = { ...store.capabilities, leaseClock: 'host' as const }
+  // A claim without the hook that keeps it is dropped: the Backend never claims what it lacks.
+  const { changeNotification, ...storeCapabilities } = store.capabilities
+  const storeWatch = store.watch?.bind(store)
+  const capabilities: Capabilities = {
+    ...storeCapabilities,
+    leaseClock: 'host' as const,
+    ...(changeNotification !== undefined && storeWatch !== undefined ? { changeNotification } : {}),
+  }
+  const watches = createWatchSet()
   const { maxKeyBytes } = capabilities
   const cacheSize = options.putCacheSize ?? DEFAULT_PUT_CACHE_SIZE
   // Sound only where any change to a record's bytes changes its version: see PutStateCache.
@@ -302,9 +319,16 @@ export function createRecordBackend(
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      watches.endAll()
       cache?.clear()
       await store.close()
     },
+  }
+  if (capabilities.changeNotification !== undefined && storeWatch !== undefined) {
+    backend.watch = (prefix, watchOptions) =>
+      watchRecords(storeWatch, watches, prefix, watchOptions, maxKeyBytes, () => {
+        assertOpen()
+      })
   }
   if (store.destroy !== undefined) {
     const destroy = store.destroy.bind(store)
@@ -314,4 +338,44 @@ export function createRecordBackend(
     }
   }
   return backend
+}
+
+/**
+ * A Backend watch over the store's: the prefix checked, the stream
+ * registered with the instance (so `close()` ends it), the store's
+ * iteration ended through its signal when the stream ends.
+ */
+function watchRecords(
+  storeWatch: NonNullable<RecordStore['watch']>,
+  watches: WatchSet,
+  prefix: string,
+  options: WatchOptions | undefined,
+  maxKeyBytes: number,
+  assertOpen: () => void,
+): AsyncIterable<ChangeHint> {
+  try {
+    assertOpen()
+    assertWatchPrefix(prefix, maxKeyBytes)
+  } catch (error) {
+    return failedWatch(error)
+  }
+  const controller = new AbortController()
+  const stream = watches.open(prefix, {
+    signal: options?.signal,
+    onEnd: () => controller.abort(),
+  })
+  if (stream.ended) return stream
+  void (async () => {
+    try {
+      for await (const hint of storeWatch(prefix, { signal: controller.signal })) {
+        if (hint.kind === 'key') stream.key(hint.key)
+        else if (hint.kind === 'prefix') stream.prefixChanged(hint.prefix)
+        else stream.resync()
+      }
+      stream.end()
+    } catch (error) {
+      stream.fail(error)
+    }
+  })()
+  return stream
 }

@@ -1,4 +1,5 @@
 import type { Capabilities } from './backend.js'
+import type { ChangeHint, WatchOptions } from './change-notification.js'
 import { AgentStateError } from './errors.js'
 import { quoteForMessage } from './keys.js'
 
@@ -166,6 +167,18 @@ export interface RecordStore {
    * delete), and a delete elsewhere costs a removal instead of a write.
    */
   remove?(key: string, condition: { readonly version: string }): Promise<void>
+  /**
+   * Optional change notification, with `capabilities.changeNotification`
+   * claimed: the Backend's `watch` (see `Backend.watch` for the rules, which
+   * apply to records: a hint follows every acknowledged `write` and
+   * `remove`). `createRecordBackend` validates the prefix, refuses it after
+   * `close()`, ends it on `close()`, and passes the signal down: the store's
+   * iteration must end and release its handles when the signal aborts.
+   * Hints for lease-only record writes are allowed (hints may be spurious).
+   * Without this method a claimed `changeNotification` is dropped from the
+   * Backend's capabilities.
+   */
+  watch?(prefix: string, options: WatchOptions): AsyncIterable<ChangeHint>
   /**
    * Removes every record of this store's namespace, and only of it. Optional
    * (tests and `agent-state verify` use it to leave nothing behind).

@@ -17,6 +17,7 @@ export const CATEGORIES = [
   'durability',
   'multi-process',
   'crash',
+  'change-notification',
 ] as const
 
 /** A category of the contract. */

@@ -67,6 +67,29 @@ export type ChildCommand =
       readonly skip: number
     }
   | {
+      /**
+       * The change-notification burst: `writes` writes over `keys` in turn,
+       * each value `${tag}:${i}` (every seventh a delete). Resolves the count.
+       */
+      readonly type: 'burst'
+      readonly keys: readonly string[]
+      readonly writes: number
+      readonly tag: string
+    }
+  | {
+      /**
+       * The change-notification release check: watches `prefix`, waits for
+       * the first hint, then ends the watch by aborting its signal (`abort`)
+       * or by closing the backend (`close`), and reports whether the pending
+       * `next()` ended. Afterwards (abort: after closing too) the child stops
+       * listening and unrefs its IPC channel, so it exits on its own unless a
+       * handle leaked. Replies with a {@link WatchReleased}.
+       */
+      readonly type: 'watch-release'
+      readonly prefix: string
+      readonly how: 'abort' | 'close'
+    }
+  | {
       readonly type: 'crash-writer'
       readonly prefix: string
       readonly start: number
@@ -113,6 +136,14 @@ export interface FrozenWoke {
   readonly put: string
   readonly release: string
   readonly writes: number
+}
+
+/** What the watch-release child saw. */
+export interface WatchReleased {
+  /** The first hint's kind. */
+  readonly first: string
+  /** Whether the pending `next()` resolved `done` within 5 s of the abort or close. */
+  readonly ended: boolean
 }
 
 /** One write of the crash writer. */

@@ -12,6 +12,7 @@ import type {
   FrozenWoke,
   InitMessage,
   RequestMessage,
+  WatchReleased,
 } from './child-protocol.js'
 import { makeCheckedValue } from './child-values.js'
 
@@ -165,6 +166,33 @@ async function frozenHolder(
   return { failed, renew, put, release, writes }
 }
 
+/** Set once the watch-release check ran: the child then ignores every message. */
+let released = false
+
+async function watchRelease(
+  b: Backend,
+  command: Extract<ChildCommand, { type: 'watch-release' }>,
+): Promise<WatchReleased> {
+  if (b.watch === undefined) throw new Error('the backend has no watch')
+  const controller = new AbortController()
+  const iterator = b.watch(command.prefix, { signal: controller.signal })[Symbol.asyncIterator]()
+  const first = await iterator.next()
+  const pending = iterator.next()
+  if (command.how === 'abort') controller.abort()
+  else await b.close()
+  let timer: NodeJS.Timeout | undefined
+  const ended = await Promise.race([
+    pending.then((result) => result.done === true),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), 5000)
+    }),
+  ])
+  clearTimeout(timer)
+  if (command.how === 'abort') await b.close()
+  released = true
+  return { first: first.done === true ? 'done' : first.value.kind, ended }
+}
+
 async function run(b: Backend, command: ChildCommand): Promise<unknown> {
   switch (command.type) {
     case 'increments':
@@ -212,6 +240,16 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
       return crashWriter(b, command)
     case 'frozen-holder':
       return frozenHolder(b, command)
+    case 'burst': {
+      for (let i = 0; i < command.writes; i++) {
+        const key = command.keys[i % command.keys.length] as string
+        if (i % 7 === 6) await b.delete(key)
+        else await b.put(key, encoder.encode(`${command.tag}:${i}`))
+      }
+      return command.writes
+    }
+    case 'watch-release':
+      return watchRelease(b, command)
     case 'put-many':
       for (const key of command.keys) await b.put(key, encoder.encode(command.value))
       return command.keys.length
@@ -258,6 +296,12 @@ process.on('message', (raw: InitMessage | RequestMessage) => {
       if (backend === undefined) throw new Error('not initialised')
       const result = await run(backend, raw.command)
       await send({ type: 'reply', id: raw.id, ok: true, result })
+      if (released) {
+        // Nothing of the suite's keeps the process alive now: only a leaked handle can.
+        process.removeAllListeners('message')
+        process.removeAllListeners('disconnect')
+        process.channel?.unref()
+      }
     } catch (error) {
       const code = isAgentStateError(error) ? error.code : undefined
       await send({

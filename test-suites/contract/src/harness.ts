@@ -8,6 +8,7 @@ import {
   type Lease,
   type ManualClock,
   systemClock,
+  watchInterruptOf,
 } from '@agent-state/core'
 import { fail } from './assert.js'
 import { type ContractChild, spawnContractChild } from './child-process.js'
@@ -18,6 +19,7 @@ import type {
   ContractProcessOptions,
   ContractScale,
   FrozenWriterLimitation,
+  WatchInterrupt,
 } from './types.js'
 
 /**
@@ -56,6 +58,8 @@ export interface Harness {
    * unproved claim, a failure.
    */
   child(options?: { stepped?: boolean }): Promise<ContractChild>
+  /** How the change-notification tier interrupts a watch (see `WatchInterrupt`). */
+  readonly watchInterrupt: WatchInterrupt | undefined
   /** The backend's declared frozen-writer limitation, if any. */
   readonly frozenWriterLimitation: FrozenWriterLimitation | undefined
   /**
@@ -145,6 +149,7 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
     },
     reported,
     frozenWriterLimitation: options.frozenWriterLimitation,
+    watchInterrupt: options.watchInterrupt,
     declareLimitation(text) {
       limitation = text
     },
@@ -187,11 +192,28 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
   }
 }
 
+/**
+ * What the probe instance carried under core's `WATCH_INTERRUPT` seam, by the
+ * capabilities object `probeCapabilities` returned: `'function'`, the
+ * not-applicable reason, or absent.
+ */
+const interruptSeams = new WeakMap<Capabilities, 'function' | string>()
+
+/** The probe's watch-interrupt seam kind for capabilities from {@link probeCapabilities}. */
+export function probedInterruptSeam(capabilities: Capabilities): 'function' | string | undefined {
+  return interruptSeams.get(capabilities)
+}
+
 /** Creates one instance to read the declared capabilities, then closes it. */
 export async function probeCapabilities(options: ContractOptions): Promise<Capabilities> {
   const probe = await options.create({ namespace: freshNamespace(), clock: systemClock })
   try {
-    return { ...probe.capabilities }
+    const capabilities = { ...probe.capabilities }
+    const seam = watchInterruptOf(probe)
+    if (seam !== undefined) {
+      interruptSeams.set(capabilities, typeof seam === 'function' ? 'function' : seam)
+    }
+    return capabilities
   } finally {
     await probe.close()
   }

@@ -62,4 +62,5 @@ export type {
   ContractScale,
   FrozenWriterLimitation,
   SkipCause,
+  WatchInterrupt,
 } from './types.js'

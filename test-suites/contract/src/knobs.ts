@@ -7,6 +7,9 @@ export const DEFAULT_SCALE: Required<ContractScale> = {
   processes: 4,
   crashCycles: 50,
   frozenRounds: 10,
+  watchBurstWrites: 1000,
+  watchDelayWrites: 20,
+  watchMarginMs: 2000,
 }
 
 /** Default seed of the model-based property test. */
@@ -35,6 +38,16 @@ export function resolveScale(scale: ContractScale | undefined): Required<Contrac
       envInt('AGENT_STATE_CRASH_CYCLES') ?? scale?.crashCycles ?? DEFAULT_SCALE.crashCycles,
     frozenRounds:
       envInt('AGENT_STATE_FROZEN_ROUNDS') ?? scale?.frozenRounds ?? DEFAULT_SCALE.frozenRounds,
+    watchBurstWrites:
+      envInt('AGENT_STATE_WATCH_BURST_WRITES') ??
+      scale?.watchBurstWrites ??
+      DEFAULT_SCALE.watchBurstWrites,
+    watchDelayWrites:
+      envInt('AGENT_STATE_WATCH_DELAY_WRITES') ??
+      scale?.watchDelayWrites ??
+      DEFAULT_SCALE.watchDelayWrites,
+    watchMarginMs:
+      envInt('AGENT_STATE_WATCH_MARGIN_MS') ?? scale?.watchMarginMs ?? DEFAULT_SCALE.watchMarginMs,
   }
 }
 

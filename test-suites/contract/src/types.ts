@@ -60,7 +60,33 @@ export interface ContractScale {
   readonly crashCycles?: number
   /** Rounds of the frozen-writer tier (at least 10, `MIN_FROZEN_ROUNDS`). */
   readonly frozenRounds?: number
+  /** Writes of the change-notification burst, spread over `processes` writers (default 1000). */
+  readonly watchBurstWrites?: number
+  /** Writes timed one by one by the change-notification delay check (default 20). */
+  readonly watchDelayWrites?: number
+  /**
+   * Allowance added to the claimed `maxDelayMs` before a hint counts as late
+   * (default 2000 ms: a loaded 2-core host delays timers, IPC and the writer's
+   * acknowledgement by hundreds of milliseconds). See the README.
+   */
+  readonly watchMarginMs?: number
 }
+
+/**
+ * How the change-notification tier interrupts a watcher's channel (a Redis
+ * subscriber connection killed, an inotify queue overflowed), so it can
+ * prove the backend resyncs: a function doing it to the watching instance
+ * and resolving as soon as the channel is broken (the backend must recover
+ * by itself; the tier writes at once, while it is down),
+ * or `{ notApplicable }` with why the delivery has no channel to lose (an
+ * in-process backend). Absent on a backend that claims `changeNotification`
+ * (as under `agent-state verify`, which opens a URL): the resync check is
+ * skipped as `not-testable`, so the summary shows that part of the claim
+ * unproved, never passed.
+ */
+export type WatchInterrupt =
+  | ((watcher: Backend) => Promise<void>)
+  | { readonly notApplicable: string }
 
 /** Where to write the conformance summary. */
 export interface ContractReportOptions {
@@ -87,6 +113,8 @@ export interface ContractOptions {
   readonly report?: ContractReportOptions
   /** A declared limitation of the frozen-writer tier (see {@link FrozenWriterLimitation}). */
   readonly frozenWriterLimitation?: FrozenWriterLimitation
+  /** How the change-notification tier interrupts a watch (see {@link WatchInterrupt}). */
+  readonly watchInterrupt?: WatchInterrupt
 }
 
 /** Outcome of one check in the summary. */

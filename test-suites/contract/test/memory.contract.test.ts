@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import { createRecordBackend } from '@agent-state/core'
 import {
   createMemoryBackend,
@@ -7,6 +8,11 @@ import {
 } from '@agent-state/memory'
 import { describeBackendContract } from '../src/index.js'
 
+/** Why the memory backend's watch cannot be interrupted. */
+export const MEMORY_IN_PROCESS =
+  'hints are handed over in-process inside the write: there is no channel to lose'
+
+const childModule = fileURLToPath(new URL('./memory-backend-child.ts', import.meta.url))
 const store = createMemoryStore()
 describeBackendContract({
   name: 'memory',
@@ -17,6 +23,8 @@ describeBackendContract({
       clock: ctx.clock,
       maxValueBytes: 4 * 1024 * 1024,
     }),
+  process: { module: childModule },
+  watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
 })
 
 // The third-party path: the record primitive wrapped by core. Namespaces share one map, so
@@ -37,5 +45,7 @@ for (const versionChangesWithBytes of [false, true]) {
         clock: ctx.clock,
       })
     },
+    process: { module: childModule, options: { records: true } },
+    watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
   })
 }

@@ -16,9 +16,16 @@ const dir = mkdtempSync(join(tmpdir(), 'agent-state-summary-'))
 const store = createMemoryStore()
 
 // A URL as the name, with a password holding `/`: neither the summary nor its JSON may show it.
+// The instance claims no change notification (claim and method removed), so the summary must
+// report that tier as not claimed.
 describeBackendContract({
   name: 'memory://user:pa/ss@host',
-  create: (ctx) => createMemoryBackend({ store, namespace: ctx.namespace, clock: ctx.clock }),
+  create: (ctx) => {
+    const full = createMemoryBackend({ store, namespace: ctx.namespace, clock: ctx.clock })
+    const { changeNotification: _claim, ...capabilities } = full.capabilities
+    const { watch: _watch, ...rest } = full
+    return { ...rest, capabilities }
+  },
   report: { json: join(dir, '[name].json') },
 })
 
@@ -40,6 +47,16 @@ afterAll(() => {
       skipCause: 'capability-not-claimed',
       reason: 'capability multiProcess is not claimed',
     })
+    const notifications = summary.checks.filter((c) => c.category === 'change-notification')
+    expect(notifications.length).toBeGreaterThan(0)
+    for (const c of notifications) {
+      expect(c).toMatchObject({
+        status: 'skipped',
+        skipCause: 'capability-not-claimed',
+        reason: 'capability changeNotification is not claimed',
+      })
+    }
+    expect(summary.capabilities).not.toHaveProperty('changeNotification')
     expect(JSON.parse(json).checks).toEqual(JSON.parse(JSON.stringify(summary.checks)))
     expect(formatSummary(summary)).toMatch(/\[ran at keys 1003\]/)
   } finally {

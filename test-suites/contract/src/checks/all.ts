@@ -1,4 +1,5 @@
 import type { ContractCheck } from '../check.js'
+import { changeNotificationChecks } from './change-notification.js'
 import { crashChecks } from './crash.js'
 import { frozenWriterChecks } from './frozen-writer.js'
 import { IN_PROCESS_CHECKS } from './index.js'
@@ -10,4 +11,5 @@ export const CONTRACT_CHECKS: readonly ContractCheck[] = [
   ...multiProcessChecks,
   ...frozenWriterChecks,
   ...crashChecks,
+  ...changeNotificationChecks,
 ]
