@@ -43,13 +43,17 @@ import {
   type StateRow,
   valueParams,
 } from './row-codec.js'
-import { migrate } from './schema.js'
-import { buildStatements } from './statements.js'
+import { type MigrationHooks, migrate } from './schema.js'
+import { buildStatements, type Statements } from './statements.js'
 
 /** Test hooks (frozen-writer tier): not part of the options, never set in production. */
 export interface PostgresBackendHooks {
   /** Called synchronously between a write's read and its conditional write statement. */
   readonly beforeWrite?: () => void
+  /** Hooks of the migration (see `MigrationHooks`). */
+  readonly migration?: MigrationHooks
+  /** Replaces statements (mutants of the fencing guard in tests). */
+  readonly statements?: (statements: Statements) => Statements
 }
 
 /** How many lost races (a concurrent write changed the row) one operation retries. */
@@ -102,7 +106,9 @@ export async function openWithHooks(
   const resolved = parseBackendOptions(postgresOptionsSchema, options, 'PostgreSQL')
   const connection = openConnection(resolved)
   try {
-    await connection.use('open', true, (client) => migrate(client, resolved.schema))
+    await connection.use('open', true, (client) =>
+      migrate(client, resolved.schema, hooks.migration),
+    )
   } catch (error) {
     await connection.end().catch(() => {})
     if (isAgentStateError(error) && error.code !== 'INCOMPATIBLE_SCHEMA') {
@@ -130,7 +136,8 @@ function createBackend(
   connection: Connection,
   hooks: PostgresBackendHooks,
 ): Backend {
-  const sql = buildStatements(schema)
+  const built = buildStatements(schema)
+  const sql = hooks.statements?.(built) ?? built
   const capabilities: Capabilities = {
     durable: true,
     multiProcess: true,

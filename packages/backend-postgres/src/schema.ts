@@ -80,15 +80,27 @@ export const MIGRATIONS: readonly Migration[] = [
  * its migrations table does not exist yet.
  */
 export async function readSchemaVersion(client: pg.ClientBase, schema: string): Promise<number> {
-  const found = await client.query<{ table: string | null }>(
-    'SELECT to_regclass($1)::text AS table',
-    [`${schema}.${MIGRATIONS_TABLE}`],
-  )
-  if (found.rows[0]?.table == null) return 0
+  if (!(await tableExists(client, schema, MIGRATIONS_TABLE))) return 0
   const result = await client.query<{ version: number | null }>(
     `SELECT max(version) AS version FROM ${schema}.${MIGRATIONS_TABLE}`,
   )
   return result.rows[0]?.version ?? 0
+}
+
+/**
+ * Whether the table exists, read from `pg_class` with the statement's own
+ * snapshot. Not `to_regclass`: it goes through the backend's catalog cache,
+ * which an advisory lock does not refresh, so a process that waited for
+ * another's migration still saw "no table" (caught by the concurrent-start
+ * test).
+ */
+async function tableExists(client: pg.ClientBase, schema: string, table: string): Promise<boolean> {
+  return exists(
+    client,
+    `SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relname = $2`,
+    [schema, table],
+  )
 }
 
 /** Throws `INCOMPATIBLE_SCHEMA` when the database was migrated by a newer version of this package. */
@@ -100,6 +112,14 @@ export function assertSupportedVersion(version: number, schema: string): void {
       { context: { schema, schemaVersion: version, supported: SCHEMA_VERSION } },
     )
   }
+}
+
+/** Test hooks of {@link migrate} (migration tests and their mutants); never set in production. */
+export interface MigrationHooks {
+  /** `false` skips the advisory lock: a mutant the concurrent-start test must catch. */
+  readonly lock?: boolean
+  /** Runs inside the transaction after a migration's DDL, before it is recorded. */
+  readonly afterMigration?: (version: number) => Promise<void>
 }
 
 async function exists(client: pg.ClientBase, sql: string, params: unknown[]): Promise<boolean> {
@@ -115,7 +135,11 @@ async function exists(client: pg.ClientBase, sql: string, params: unknown[]): Pr
  * the transaction (commit, rollback or a dropped connection), so it is no
  * session state and works through PgBouncer's transaction pooling.
  */
-export async function migrate(client: pg.ClientBase, schema: string): Promise<void> {
+export async function migrate(
+  client: pg.ClientBase,
+  schema: string,
+  hooks: MigrationHooks = {},
+): Promise<void> {
   const seen = await readSchemaVersion(client, schema)
   assertSupportedVersion(seen, schema)
   if (seen === SCHEMA_VERSION) return
@@ -126,10 +150,12 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
        SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS};
        SET LOCAL idle_in_transaction_session_timeout = ${MIGRATION_TIMEOUT_MS}`,
     )
-    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-      MIGRATION_LOCK_CLASS,
-      schema,
-    ])
+    if (hooks.lock !== false) {
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        MIGRATION_LOCK_CLASS,
+        schema,
+      ])
+    }
     const version = await readSchemaVersion(client, schema)
     assertSupportedVersion(version, schema)
     if (version < SCHEMA_VERSION) {
@@ -138,12 +164,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
       if (!(await exists(client, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]))) {
         await client.query(`CREATE SCHEMA ${schema}`)
       }
-      if (
-        version === 0 &&
-        (await exists(client, 'SELECT to_regclass($1) AS t WHERE to_regclass($1) IS NOT NULL', [
-          `${schema}.${ENTRIES_TABLE}`,
-        ]))
-      ) {
+      if (version === 0 && (await tableExists(client, schema, ENTRIES_TABLE))) {
         throw new AgentStateError(
           'INCOMPATIBLE_SCHEMA',
           `The PostgreSQL schema "${schema}" has a ${ENTRIES_TABLE} table but no agent-state migrations record; it was left untouched`,
@@ -160,6 +181,7 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
       for (const migration of MIGRATIONS) {
         if (migration.version <= version) continue
         await client.query(migration.sql(schema))
+        await hooks.afterMigration?.(migration.version)
         await client.query(
           `INSERT INTO ${schema}.${MIGRATIONS_TABLE} (version, description) VALUES ($1, $2)`,
           [migration.version, migration.description],
