@@ -75,6 +75,13 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
         })
       }
       let broken: Error | undefined
+      // The connection may die while checked out (pg_terminate_backend, a
+      // restart): pg then emits 'error' on the client, which would crash the
+      // process unhandled. The statement in flight gets its own error.
+      const onError = (error: Error) => {
+        broken = error
+      }
+      client.on('error', onError)
       try {
         return await body(client)
       } catch (error) {
@@ -84,6 +91,7 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
         }
         throw toAgentStateError(error, operation, writing)
       } finally {
+        client.off('error', onError)
         client.release(broken)
       }
     },

@@ -20,16 +20,7 @@ interface ChildRun {
 function openInChild(schema: string, start: 'wait' | 'now', mode: string): ChildRun {
   const child = spawn(
     process.execPath,
-    [
-      '--conditions=@agent-state/source',
-      '--import',
-      'tsx',
-      CHILD,
-      server.url,
-      schema,
-      start,
-      mode,
-    ],
+    ['--conditions=@agent-state/source', '--import', 'tsx', CHILD, server.url, schema, start, mode],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   )
   let text = ''
