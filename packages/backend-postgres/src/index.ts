@@ -10,5 +10,5 @@ export {
   postgresOptionsSchema,
   type ResolvedPostgresOptions,
 } from './options.js'
-export { openPostgresBackend } from './postgres-backend.js'
+export { createPostgresBackend, openPostgresBackend } from './postgres-backend.js'
 export { MIGRATIONS_TABLE, SCHEMA_VERSION } from './schema.js'

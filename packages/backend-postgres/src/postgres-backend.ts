@@ -68,8 +68,11 @@ interface Step<T> {
 }
 
 /**
- * Opens a backend on a PostgreSQL database (node-postgres 8.x, its pool),
- * applying the schema migrations first (see `schema.ts`).
+ * Creates a backend on a PostgreSQL database (node-postgres 8.x, its pool).
+ * Synchronous: no connection is made here. The schema migrations (see
+ * `schema.ts`) run before the first operation, which fails with their error
+ * (`INCOMPATIBLE_SCHEMA`, or `UNAVAILABLE` for an unreachable server, tried
+ * again by the next operation). {@link openPostgresBackend} migrates first.
  *
  * Each operation reads the key's row together with the database clock in
  * one statement, applies core's pure transition rules to it, and writes the
@@ -81,18 +84,30 @@ interface Step<T> {
  * lost a race: the operation reads again and re-applies the rules. Lease
  * expiry is judged on the database clock (`leaseClock: 'server'`).
  *
- * @throws `INVALID_ARGUMENT` for bad options, `INCOMPATIBLE_SCHEMA` when a
- *   newer release migrated the schema (nothing is written), `UNAVAILABLE`
- *   when the server cannot be reached or the role lacks a privilege.
+ * @throws `INVALID_ARGUMENT` for bad options.
  *
  * @example
  * ```ts
- * const backend = await openPostgresBackend({
+ * const backend = createPostgresBackend({
  *   connectionString: 'postgres://agent:secret@db.internal:5432/app',
  *   namespace: 'agent-1',
  * })
  * await backend.put('notes/today', new TextEncoder().encode('hello'))
  * ```
+ */
+export function createPostgresBackend(options: PostgresBackendOptions): Backend {
+  return createWithHooks(options, {})
+}
+
+/**
+ * {@link createPostgresBackend}, then the migrations: resolves once the
+ * schema is ready, so a wrong URL, a missing privilege or a newer schema
+ * fails here rather than at the first operation.
+ *
+ * @throws `INVALID_ARGUMENT` for bad options, `INCOMPATIBLE_SCHEMA` when a
+ *   newer release migrated the schema (nothing is written), `UNAVAILABLE`
+ *   when the server cannot be reached or the role lacks a privilege (each
+ *   names the server, never the password).
  */
 export async function openPostgresBackend(options: PostgresBackendOptions): Promise<Backend> {
   return openWithHooks(options, {})
@@ -103,29 +118,66 @@ export async function openWithHooks(
   options: PostgresBackendOptions,
   hooks: PostgresBackendHooks,
 ): Promise<Backend> {
-  const resolved = parseBackendOptions(postgresOptionsSchema, options, 'PostgreSQL')
-  const connection = openConnection(resolved)
+  const backend = createWithHooks(options, hooks)
   try {
-    await connection.use('open', true, (client) =>
-      migrate(client, resolved.schema, hooks.migration),
-    )
+    await (backend as Backend & { [READY]: () => Promise<void> })[READY]()
   } catch (error) {
-    await connection.end().catch(() => {})
-    if (isAgentStateError(error) && error.code !== 'INCOMPATIBLE_SCHEMA') {
-      throw new AgentStateError(
-        error.code === 'INDETERMINATE' ? 'UNAVAILABLE' : error.code,
-        `Could not open the PostgreSQL backend on ${connection.server}: ${error.message}`,
-        { context: { ...error.context, server: connection.server }, cause: error },
-      )
-    }
+    await backend.close()
     throw error
   }
-  return createBackend(
+  return backend
+}
+
+/** Where a created backend keeps its "migrate if not done yet" step, for `openWithHooks`. */
+const READY = Symbol('ready')
+
+/** {@link createPostgresBackend} with test hooks (see {@link PostgresBackendHooks}). */
+export function createWithHooks(
+  options: PostgresBackendOptions,
+  hooks: PostgresBackendHooks,
+): Backend {
+  const resolved = parseBackendOptions(postgresOptionsSchema, options, 'PostgreSQL')
+  const connection = openConnection(resolved)
+  let migrated: Promise<void> | undefined
+  let refused: unknown
+  // Migrates once; an unreachable server is tried again by the next
+  // operation, a refusal (INCOMPATIBLE_SCHEMA) stays.
+  const ready = (): Promise<void> => {
+    if (refused !== undefined) return Promise.reject(refused)
+    migrated ??= connection
+      .use('open', true, (client) => migrate(client, resolved.schema, hooks.migration))
+      .catch((error: unknown) => {
+        migrated = undefined
+        const failure = openFailure(error, connection.server)
+        if (isAgentStateError(failure, 'INCOMPATIBLE_SCHEMA')) refused = failure
+        throw failure
+      })
+    return migrated
+  }
+  const backend = createBackend(
     resolved.namespace,
     resolved.schema,
     resolved.maxValueBytes,
-    connection,
+    {
+      server: connection.server,
+      use: async (operation, writing, body) => {
+        await ready()
+        return connection.use(operation, writing, body)
+      },
+      end: () => connection.end(),
+    },
     hooks,
+  )
+  return Object.assign(backend, { [READY]: ready })
+}
+
+/** An error of the migration step as the caller sees it: naming the server, never INDETERMINATE. */
+function openFailure(error: unknown, server: string): unknown {
+  if (!isAgentStateError(error) || error.code === 'INCOMPATIBLE_SCHEMA') return error
+  return new AgentStateError(
+    error.code === 'INDETERMINATE' ? 'UNAVAILABLE' : error.code,
+    `Could not open the PostgreSQL backend on ${server}: ${error.message}`,
+    { context: { ...error.context, server }, cause: error, retryable: error.retryable },
   )
 }
 
