@@ -2,12 +2,14 @@ import type { TestProject } from 'vitest/node'
 // Relative imports: global setup files resolve outside the test environments' export conditions.
 import { startChildBundleRun } from '../../child-bundles/src/output-root.js'
 import {
+  type PostgresServer,
   type RedisServer,
   type RgwServer,
+  startPostgresServer,
   startRedisServer,
   startRgw,
 } from '../../services/src/index.js'
-import type { RedisTestConfig, S3TestConfig } from './services.js'
+import type { PostgresTestConfig, RedisTestConfig, S3TestConfig } from './services.js'
 
 /** What differs between the packages' runs. */
 export interface BackendServersOptions {
@@ -16,7 +18,8 @@ export interface BackendServersOptions {
 }
 
 /**
- * Starts one private `redis-server` and one private Ceph RGW for the whole run
+ * Starts one private `redis-server`, one private Ceph RGW and one private
+ * PostgreSQL for the whole run
  * and hands their connection settings to the tests through `provide` (read them
  * with `redisConfig()` / `s3Config()`). A server that cannot start fails the
  * run: the Redis and S3 suites never skip. Also makes the run's one directory
@@ -28,9 +31,13 @@ export async function startBackendServers(
   project: TestProject,
   options: BackendServersOptions,
 ): Promise<() => Promise<void>> {
-  const [redis, rgw] = await Promise.allSettled([startRedisServer(), startRgw()])
-  const started = [redis, rgw].flatMap((result) =>
-    result.status === 'fulfilled' ? [result.value as RedisServer | RgwServer] : [],
+  const [redis, rgw, postgres] = await Promise.allSettled([
+    startRedisServer(),
+    startRgw(),
+    startPostgresServer(),
+  ])
+  const started = [redis, rgw, postgres].flatMap((result) =>
+    result.status === 'fulfilled' ? [result.value as RedisServer | RgwServer | PostgresServer] : [],
   )
   const endBundleRun = startChildBundleRun()
   const stopAll = async (): Promise<void> => {
@@ -40,9 +47,10 @@ export async function startBackendServers(
       endBundleRun()
     }
   }
-  if (redis.status === 'rejected' || rgw.status === 'rejected') {
+  if (redis.status === 'rejected' || rgw.status === 'rejected' || postgres.status === 'rejected') {
     await stopAll()
-    throw redis.status === 'rejected' ? redis.reason : (rgw as PromiseRejectedResult).reason
+    const failed = [redis, rgw, postgres].find((result) => result.status === 'rejected')
+    throw (failed as PromiseRejectedResult).reason
   }
   const redisConfig: RedisTestConfig = { host: redis.value.host, port: redis.value.port }
   const s3Config: S3TestConfig = {
@@ -54,5 +62,7 @@ export async function startBackendServers(
   }
   project.provide('backendTargetsRedis', redisConfig)
   project.provide('backendTargetsS3', s3Config)
+  const postgresConfig: PostgresTestConfig = { url: postgres.value.url }
+  project.provide('backendTargetsPostgres', postgresConfig)
   return stopAll
 }
