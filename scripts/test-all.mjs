@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The whole test suite, as run by `pnpm test` and by CI (.ci/run):
 // 1. installs the Debian packages the service-backed tests need (redis-server,
-//    Ceph RGW) when they are missing, in the background while step 2 runs; the
+//    Ceph RGW, PostgreSQL 15, PgBouncer) when they are missing, in the background while step 2 runs; the
 //    tests start and stop the servers themselves on free 127.0.0.1 ports;
 // 2. lint (biome, zero warnings) and typecheck (tsc, every package);
 // 3. every package's vitest suite through turbo;
@@ -54,6 +54,9 @@ function ensureDebianPackages() {
     ['/usr/bin/ceph-mon', 'ceph-mon'],
     ['/usr/bin/ceph-osd', 'ceph-osd'],
     ['/usr/bin/ceph', 'ceph-common'],
+    // Debian's PostgreSQL 15 keeps its server binaries off PATH.
+    ['/usr/lib/postgresql/15/bin/postgres', 'postgresql'],
+    ['/usr/sbin/pgbouncer', 'pgbouncer'],
   ].filter(([binary]) => !existsSync(binary))
   if (needed.length === 0) return Promise.resolve(true)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }

@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CopyAction, CopyCheck } from '../src/commands/copy-key.js'
 import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
-import { freshName, redisUrl, s3Env, s3Url } from './services.js'
+import { freshName, postgresUrl, redisUrl, s3Env, s3Url } from './services.js'
 
 afterAll(removeTemps)
 
@@ -91,6 +91,7 @@ describe('copy many keys from the filesystem to each backend (real servers)', ()
       args: () => ['--to-namespace', freshName('copy')],
     },
     { name: 's3', keys: S3_KEYS, url: () => s3Url(), env: s3Env },
+    { name: 'postgres', keys: MANY, url: () => postgresUrl() },
   ]
   for (const target of targets) {
     const count = target.keys
@@ -118,6 +119,28 @@ describe('copy many keys from the filesystem to each backend (real servers)', ()
       expect(JSON.parse(stat.stdout).value.writer).toEqual({ writerId: 'worker-7', workerId: 'w7' })
     }, 1_800_000)
   }
+})
+
+describe('copy from PostgreSQL back to the filesystem', () => {
+  it(`fs → postgres → fs: all ${MANY} keys come back with a clean check report`, async () => {
+    const source = `file:${join(tempDir('agent-state-copy-pg-src-'), 'state')}`
+    expect(await ops(source, [{ many: MANY, prefix: 'runs/r1/' }])).toEqual([MANY])
+    const postgres = postgresUrl()
+    const there = await copyJson([source, postgres])
+    expect(there.status, there.stderr).toBe(0)
+    expect(there.report.totals.checks.same).toBe(MANY)
+    const back = `file:${join(tempDir('agent-state-copy-pg-back-'), 'state')}`
+    const returned = await copyJson([postgres, back])
+    console.log(`copy postgres → fs, ${MANY} keys: ${returned.report.durationMs} ms in the command`)
+    expect(returned.report.totals.keys).toBe(MANY)
+    expect(returned.report.totals.actions.created).toBe(MANY)
+    expect(returned.report.totals.checks.same).toBe(MANY)
+    expect(returned.report.ok).toBe(true)
+    expect(returned.status, returned.stderr).toBe(0)
+    const stat = await runCli(['stat', 'runs/r1/000003', '--json', '--url', back])
+    expect(stat.status, stat.stderr).toBe(0)
+    expect(JSON.parse(stat.stdout).value.writer).toEqual({ writerId: 'worker-7', workerId: 'w7' })
+  }, 1_800_000)
 })
 
 describe('copy: what it refuses, reports and resumes', () => {
