@@ -26,6 +26,8 @@ export interface PgBouncerOptions {
 export interface PgBouncer {
   readonly host: string
   readonly port: number
+  /** Its temp directory: `pgbouncer.ini`, the userlist, the log. */
+  readonly dir: string
   /** A URL for `user` on `database` through PgBouncer. */
   urlFor(user: string, password: string, database?: string, query?: string): string
   stop(): Promise<void>
@@ -113,6 +115,7 @@ pidfile =
   return {
     host: '127.0.0.1',
     port,
+    dir,
     urlFor: (user, password, database = 'postgres', query = '') =>
       `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}${query === '' ? '' : `?${query}`}`,
     async stop() {

@@ -49,6 +49,8 @@ export interface PostgresServer {
   readonly password: string
   /** Directory of the unix socket (trust authentication for local connections). */
   readonly socketDir: string
+  /** The temp directory holding the data directory and the socket (owned by the service user). */
+  readonly dir: string
   /** The postmaster's process id, or `undefined` while stopped. */
   readonly pid: number | undefined
   /** Runs SQL as the superuser through the unix socket with `psql`; resolves its unaligned output. */
@@ -313,6 +315,7 @@ export async function startPostgresServer(
     },
     password,
     socketDir,
+    dir,
     get pid() {
       return child?.pid
     },
