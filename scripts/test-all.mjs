@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The whole test suite, as run by `pnpm test` and by CI (.ci/run):
 // 1. installs the Debian packages the service-backed tests need (redis-server,
-//    Ceph RGW) when they are missing, in the background while step 2 runs; the
+//    Ceph RGW, PostgreSQL 15, PgBouncer) when they are missing, in the background while step 2 runs; the
 //    tests start and stop the servers themselves on free 127.0.0.1 ports;
 // 2. lint (biome, zero warnings) and typecheck (tsc, every package);
 // 3. every package's vitest suite through turbo;
@@ -56,6 +56,9 @@ function ensureDebianPackages() {
     ['/usr/bin/ceph', 'ceph-common'],
     // libfaketime: the Redis failover test runs a replica whose clock lags the primary's.
     ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', 'libfaketime'],
+    // Debian's PostgreSQL 15 keeps its server binaries off PATH.
+    ['/usr/lib/postgresql/15/bin/postgres', 'postgresql'],
+    ['/usr/sbin/pgbouncer', 'pgbouncer'],
   ].filter(([binary]) => !existsSync(binary))
   if (needed.length === 0) return Promise.resolve(true)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }

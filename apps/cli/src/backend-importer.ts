@@ -13,6 +13,7 @@ const loaders: Record<string, () => Promise<unknown>> = {
   '@agent-state/sqlite': () => import('@agent-state/sqlite'),
   '@agent-state/redis': () => import('@agent-state/redis'),
   '@agent-state/s3': () => import('@agent-state/s3'),
+  '@agent-state/postgres': () => import('@agent-state/postgres'),
 }
 
 /** The environment variable `--module` sets, so vitest workers and child processes see it too. */

@@ -10,6 +10,8 @@ export interface ServicesConfig {
     readonly accessKeyId: string
     readonly secretAccessKey: string
   }
+  /** `url`: the superuser's `postgres://` URL, password included (scram over TCP). */
+  readonly postgres: { readonly url: string }
 }
 
 declare module 'vitest' {
@@ -47,4 +49,9 @@ export function s3Url(bucket = 'agent-state-cli', create = true): string {
 export function s3Env(): Record<string, string> {
   const { accessKeyId, secretAccessKey } = services().s3
   return { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey }
+}
+
+/** A `postgres://` URL of the test server in a fresh schema (its credentials included). */
+export function postgresUrl(): string {
+  return `${services().postgres.url}?schema=${freshName('cli').replaceAll('-', '_')}`
 }

@@ -5,7 +5,7 @@ import { MIN_CRASH_CYCLES } from '@agent-state/contract'
 import { freePort } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
-import { redisUrl, s3Env, s3Url } from './services.js'
+import { postgresUrl, redisUrl, s3Env, s3Url } from './services.js'
 
 afterAll(removeTemps)
 
@@ -53,6 +53,23 @@ describe('agent-state verify', () => {
     expect(stdout).not.toContain('NOT PROVED')
     expect(readdirSync(join(cwd, '.agent-state'))).toEqual([])
   })
+
+  it('passes on PostgreSQL with every tier and never prints the password', async () => {
+    const url = postgresUrl()
+    const json = join(tempDir('agent-state-cli-pg-'), 'summary.json')
+    const { status, stdout, stderr } = await runCli(['verify', url, '--json', json], {
+      env: SMALL,
+      timeoutMs: 900_000,
+    })
+    expect(stdout).toMatch(/total\s+passed \d+\s+failed 0/)
+    expect(status, stderr).toBe(0)
+    const summary = JSON.parse(readFileSync(json, 'utf8'))
+    expect(summary.categories.crash.passed).toBeGreaterThan(0)
+    expect(summary.categories['multi-process'].skipped).toBe(0)
+    expect(stdout).not.toContain('NOT PROVED')
+    const password = decodeURIComponent(new URL(url).password)
+    expect(stdout + stderr + readFileSync(json, 'utf8')).not.toContain(password)
+  }, 900_000)
 
   it('stops with one line before any check when the server is unreachable', async () => {
     const port = await freePort()

@@ -9,6 +9,8 @@ export const BACKEND_PACKAGES = {
   'rediss:': '@agent-state/redis',
   'redis+sentinel:': '@agent-state/redis',
   's3:': '@agent-state/s3',
+  'postgres:': '@agent-state/postgres',
+  'postgresql:': '@agent-state/postgres',
 } as const satisfies Record<string, string>
 
 const SCHEME = /^[a-z][a-z0-9+.-]*:$/

@@ -4,10 +4,11 @@ import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { createPostgresBackend } from '@agent-state/postgres'
 import { createRedisBackend } from '@agent-state/redis'
 import { createS3Backend } from '@agent-state/s3'
 import { createSqliteBackend } from '@agent-state/sqlite'
-import { freshName, redisConfig, s3Config } from './services.js'
+import { freshName, postgresConfig, redisConfig, s3Config } from './services.js'
 
 /**
  * Storage shared by several backend instances, like the contract suite's
@@ -47,12 +48,12 @@ function tracked(make: () => Backend, remove: () => void): BackendFixture {
 export interface BackendTargetsOptions {
   /** Temp-directory names (`agent-state-<label>-sqlite-…`) and the sqlite/fs namespace. */
   readonly label: string
-  /** Prefix of the memory, Redis and S3 namespaces; defaults to `label`. */
+  /** Prefix of the memory, Redis, S3 and PostgreSQL namespaces; defaults to `label`. */
   readonly namePrefix?: string
 }
 
 /**
- * Every backend available in the repository. Redis and S3 use the servers the
+ * Every backend available in the repository. Redis, S3 and PostgreSQL use the servers the
  * global setup started (`startBackendServers`); each fixture takes a fresh
  * namespace on them, and the servers' data goes when they stop.
  */
@@ -129,6 +130,18 @@ export function backendTargets(options: BackendTargetsOptions): readonly Backend
               createBucket: true,
               namespace,
             }),
+          () => undefined,
+        )
+      },
+    },
+    {
+      name: 'postgres',
+      multiProcess: true,
+      setup() {
+        const { url } = postgresConfig()
+        const namespace = freshName(prefix)
+        return tracked(
+          () => createPostgresBackend({ connectionString: url, namespace, poolSize: 3 }),
           () => undefined,
         )
       },

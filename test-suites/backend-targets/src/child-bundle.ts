@@ -7,7 +7,7 @@ import { bundleEntries, childTsxRequested } from '@agent-state/child-bundles'
  * The backend packages a child may load by URL (`openBackend` imports them by name at run
  * time, so they are bundled as entries of their own and made resolvable next to the bundle).
  */
-const BACKEND_PACKAGES = ['memory', 'fs', 'sqlite', 'redis', 's3'] as const
+const BACKEND_PACKAGES = ['memory', 'fs', 'sqlite', 'redis', 's3', 'postgres'] as const
 
 const here = dirname(fileURLToPath(import.meta.url))
 const bundles = new Map<string, Promise<string>>()

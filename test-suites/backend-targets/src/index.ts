@@ -10,6 +10,9 @@ export { type BackendServersOptions, startBackendServers } from './global-setup.
 export {
   type ChildBackend,
   freshName,
+  type PostgresTestConfig,
+  postgresChildBackend,
+  postgresConfig,
   type RedisTestConfig,
   redisChildBackend,
   redisConfig,

@@ -16,10 +16,17 @@ export interface S3TestConfig {
   readonly bucket: string
 }
 
+/** The run's private PostgreSQL (started by the global setup). */
+export interface PostgresTestConfig {
+  /** `postgres://` URL of its superuser, password included: never print it. */
+  readonly url: string
+}
+
 declare module 'vitest' {
   export interface ProvidedContext {
     backendTargetsRedis: RedisTestConfig
     backendTargetsS3: S3TestConfig
+    backendTargetsPostgres: PostgresTestConfig
   }
 }
 
@@ -35,6 +42,18 @@ export function s3Config(): S3TestConfig {
   const config = inject('backendTargetsS3')
   if (config === undefined) throw new Error('the RGW global setup did not run')
   return config
+}
+
+/** The PostgreSQL settings; throws (fails the test) when the global setup provided none. */
+export function postgresConfig(): PostgresTestConfig {
+  const config = inject('backendTargetsPostgres')
+  if (config === undefined) throw new Error('the PostgreSQL global setup did not run')
+  return config
+}
+
+/** `postgres://` URL of the test server (its credentials included: children need them). */
+export function postgresChildBackend(): ChildBackend {
+  return { url: `${postgresConfig().url}?poolSize=3`, env: {} }
 }
 
 /** A fresh name (namespace or key prefix) so tests sharing one server never see each other's keys. */

@@ -4,6 +4,7 @@ import { createBackendFromUrl as openS3FromUrl } from '@agent-state/s3'
 import {
   type ChildBackend,
   freshName,
+  postgresChildBackend,
   redisChildBackend,
   s3ChildBackend,
   s3Config,
@@ -39,6 +40,7 @@ export const MULTI_PROCESS_BACKENDS: readonly MultiProcessBackend[] = [
   { name: 'sqlite', target: (dir) => byUrl({ url: `sqlite:${join(dir, 'state.db')}`, env: {} }) },
   { name: 'fs', target: (dir) => byUrl({ url: `file:${join(dir, 'fs-root')}`, env: {} }) },
   { name: 'redis', target: () => byUrl(redisChildBackend()) },
+  { name: 'postgres', target: () => byUrl(postgresChildBackend()) },
   {
     name: 's3',
     target: () => {

@@ -1,6 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 
 /**
+ * A server started through a wrapper that execs it (`setpriv`): its PID and
+ * the program name `/proc/<pid>/comm` must show, since the spawned file's
+ * name is the wrapper's.
+ */
+export interface WatchedProcess {
+  readonly pid: number | undefined
+  readonly comm: string
+}
+
+/**
  * Starts a detached shell that outlives a crashed or SIGKILLed test process:
  * once this process is gone it SIGKILLs the given server processes (after
  * checking each PID still runs the expected program, so a reused PID is never
@@ -8,12 +18,19 @@ import { type ChildProcess, spawn } from 'node:child_process'
  * this covers the rest (a vitest worker killed on timeout, `timeout`, Ctrl-C).
  * Kill the returned process once the servers are stopped.
  */
-export function startWatchdog(dir: string, servers: readonly ChildProcess[]): ChildProcess {
+export function startWatchdog(
+  dir: string,
+  servers: readonly (ChildProcess | WatchedProcess)[],
+): ChildProcess {
   const checks = servers
-    .filter((child) => child.pid !== undefined)
-    .map((child) => {
-      const comm = (String(child.spawnfile).split('/').pop() ?? '').slice(0, 15)
-      return `[ "$(cat /proc/${child.pid}/comm 2>/dev/null)" = "${comm}" ] && kill -9 ${child.pid}`
+    .map((server) =>
+      'comm' in server
+        ? server
+        : { pid: server.pid, comm: String(server.spawnfile).split('/').pop() ?? '' },
+    )
+    .filter((server): server is { pid: number; comm: string } => server.pid !== undefined)
+    .map(({ pid, comm }) => {
+      return `[ "$(cat /proc/${pid}/comm 2>/dev/null)" = "${comm.slice(0, 15)}" ] && kill -9 ${pid}`
     })
   const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${[...checks, `rm -rf '${dir}'`].join('; ')}`
   const watchdog = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' })

@@ -1,9 +1,18 @@
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { connect, createServer, type Server } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { freePort, redisCli, startRedisServer, startRgw, startTcpProxy } from '../src/index.js'
+import {
+  freePort,
+  redisCli,
+  SERVICE_USER,
+  startPgBouncer,
+  startPostgresServer,
+  startRedisServer,
+  startRgw,
+  startTcpProxy,
+} from '../src/index.js'
 
 function alive(pid: number): boolean {
   try {
@@ -73,6 +82,76 @@ describe('service launchers', () => {
     expect(alive(pid)).toBe(false)
     expect(existsSync(dir)).toBe(false)
   })
+
+  it('starts PostgreSQL as the service user, keeps its data across fast and immediate restarts, and stops completely', async () => {
+    const server = await startPostgresServer()
+    const pid = server.pid as number
+    expect(alive(pid)).toBe(true)
+    // initdb and postgres refuse root: as root, they run as the unprivileged service user.
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
+    if (process.getuid?.() === 0) {
+      expect(uid).not.toBe(0)
+      expect(
+        (
+          await new Promise<string>((resolve) =>
+            spawn('id', ['-un', String(uid)]).stdout.on('data', (d: Buffer) => resolve(String(d))),
+          )
+        ).trim(),
+      ).toBe(SERVICE_USER)
+    }
+    await server.sql("CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')")
+    await server.restart({ mode: 'fast' })
+    await server.restart({ mode: 'immediate' })
+    expect((await server.sql('SELECT v FROM t')).trim()).toBe('kept')
+    const restartedPid = server.pid as number
+    await server.stop()
+    expect(alive(pid)).toBe(false)
+    expect(alive(restartedPid)).toBe(false)
+    expect(existsSync(server.dir)).toBe(false)
+  }, 120_000)
+
+  it('starts PgBouncer in transaction-pooling mode in front of PostgreSQL', async () => {
+    const server = await startPostgresServer()
+    try {
+      await server.sql("CREATE ROLE bouncer_user LOGIN PASSWORD 'b p@ss'")
+      const bouncer = await startPgBouncer(server, { users: { bouncer_user: 'b p@ss' } })
+      const config = readFileSync(`${bouncer.dir}/pgbouncer.ini`, 'utf8')
+      expect(config).toMatch(/^pool_mode = transaction$/m)
+      expect(config).toMatch(new RegExp(`^\\* = host=127.0.0.1 port=${server.port}$`, 'm'))
+      const probe = await new Promise<boolean>((resolve) => {
+        const socket = connect(bouncer.port, '127.0.0.1', () => {
+          socket.destroy()
+          resolve(true)
+        })
+        socket.on('error', () => resolve(false))
+      })
+      expect(probe).toBe(true)
+      await bouncer.stop()
+      expect(existsSync(bouncer.dir)).toBe(false)
+    } finally {
+      await server.stop()
+    }
+  }, 120_000)
+
+  it('kills a PostgreSQL whose test process was SIGKILLed, and wipes its directory', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/orphan-postgres.ts', import.meta.url))
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fixture], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))
+      child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)))
+    })
+    const { pid, dir } = JSON.parse(line) as { pid: number; dir: string }
+    expect(alive(pid)).toBe(true)
+    child.kill('SIGKILL')
+    const deadline = Date.now() + 15_000
+    while ((alive(pid) || existsSync(dir)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(alive(pid)).toBe(false)
+    expect(existsSync(dir)).toBe(false)
+  }, 120_000)
 
   it('a TCP proxy forwards, drops connections mid-stream and refuses on demand', async () => {
     const echo: Server = createServer((socket) => {

@@ -1,0 +1,429 @@
+import {
+  type AcquireLeaseOptions,
+  AgentStateError,
+  applyAcquire,
+  applyDelete,
+  applyPut,
+  applyRelease,
+  applyRenew,
+  assertLeaseShape,
+  assertValidKey,
+  type Backend,
+  backendFailure,
+  type Capabilities,
+  CONTRACT_VERSION,
+  checkAcquire,
+  checkDelete,
+  checkPut,
+  collectListPage,
+  type DeleteOptions,
+  isAgentStateError,
+  type KeyState,
+  type Lease,
+  type ListOptions,
+  type ListPage,
+  liveLease,
+  MAX_KEY_BYTES,
+  metaOf,
+  normalizeListOptions,
+  type PutOptions,
+  parseBackendOptions,
+  quoteForMessage,
+  type StoredValue,
+  type ValueMeta,
+  type WriterIdentity,
+} from '@agent-state/core'
+import type pg from 'pg'
+import { type Connection, openConnection } from './connection.js'
+import { afterPosition, prefixRange } from './key-layout.js'
+import { type PostgresBackendOptions, postgresOptionsSchema } from './options.js'
+import {
+  decodeListed,
+  decodeState,
+  type LoadedState,
+  leaseParams,
+  type StateRow,
+  valueParams,
+} from './row-codec.js'
+import { type MigrationHooks, migrate } from './schema.js'
+import { buildStatements, type Statements } from './statements.js'
+
+/** Test hooks (frozen-writer tier): not part of the options, never set in production. */
+export interface PostgresBackendHooks {
+  /** Called synchronously between a write's read and its conditional write statement. */
+  readonly beforeWrite?: () => void
+  /** Hooks of the migration (see `MigrationHooks`). */
+  readonly migration?: MigrationHooks
+  /** Replaces statements (mutants of the fencing guard in tests). */
+  readonly statements?: (statements: Statements) => Statements
+}
+
+/** How many lost races (a concurrent write changed the row) one operation retries. */
+const MAX_LOST_RACES = 10_000
+
+/** What a write step returns: the next state (or none), the result, and how to write it. */
+interface Step<T> {
+  readonly next: KeyState | undefined
+  readonly result: T
+  /** The lease the write must still hold at the moment of the write (fenced put/delete, renew). */
+  readonly fence?: Lease | undefined
+}
+
+/**
+ * Creates a backend on a PostgreSQL database (node-postgres 8.x, its pool).
+ * Synchronous: no connection is made here. The schema migrations (see
+ * `schema.ts`) run before the first operation, which fails with their error
+ * (`INCOMPATIBLE_SCHEMA`, or `UNAVAILABLE` for an unreachable server, tried
+ * again by the next operation). {@link openPostgresBackend} migrates first.
+ *
+ * Each operation reads the key's row together with the database clock in
+ * one statement, applies core's pure transition rules to it, and writes the
+ * result with one conditional statement: `INSERT … ON CONFLICT DO NOTHING`
+ * for a key without a row, otherwise `UPDATE … WHERE row_version = $read`
+ * (every write draws a new row version from a sequence), which for a fenced
+ * write also requires `lease_token = $token AND lease_expires_at >
+ * clock_timestamp()` in the same statement. A statement that matches no row
+ * lost a race: the operation reads again and re-applies the rules. Lease
+ * expiry is judged on the database clock (`leaseClock: 'server'`).
+ *
+ * @throws `INVALID_ARGUMENT` for bad options.
+ *
+ * @example
+ * ```ts
+ * const backend = createPostgresBackend({
+ *   connectionString: 'postgres://agent:secret@db.internal:5432/app',
+ *   namespace: 'agent-1',
+ * })
+ * await backend.put('notes/today', new TextEncoder().encode('hello'))
+ * ```
+ */
+export function createPostgresBackend(options: PostgresBackendOptions): Backend {
+  return createWithHooks(options, {})
+}
+
+/**
+ * {@link createPostgresBackend}, then the migrations: resolves once the
+ * schema is ready, so a wrong URL, a missing privilege or a newer schema
+ * fails here rather than at the first operation.
+ *
+ * @throws `INVALID_ARGUMENT` for bad options, `INCOMPATIBLE_SCHEMA` when a
+ *   newer release migrated the schema (nothing is written), `UNAVAILABLE`
+ *   when the server cannot be reached or the role lacks a privilege (each
+ *   names the server, never the password).
+ */
+export async function openPostgresBackend(options: PostgresBackendOptions): Promise<Backend> {
+  return openWithHooks(options, {})
+}
+
+/** {@link openPostgresBackend} with test hooks (see {@link PostgresBackendHooks}). */
+export async function openWithHooks(
+  options: PostgresBackendOptions,
+  hooks: PostgresBackendHooks,
+): Promise<Backend> {
+  const backend = createWithHooks(options, hooks)
+  try {
+    await (backend as Backend & { [READY]: () => Promise<void> })[READY]()
+  } catch (error) {
+    await backend.close()
+    throw error
+  }
+  return backend
+}
+
+/** Where a created backend keeps its "migrate if not done yet" step, for `openWithHooks`. */
+const READY = Symbol('ready')
+
+/** {@link createPostgresBackend} with test hooks (see {@link PostgresBackendHooks}). */
+export function createWithHooks(
+  options: PostgresBackendOptions,
+  hooks: PostgresBackendHooks,
+): Backend {
+  const resolved = parseBackendOptions(postgresOptionsSchema, options, 'PostgreSQL')
+  const connection = openConnection(resolved)
+  let migrated: Promise<void> | undefined
+  let refused: unknown
+  // Migrates once; an unreachable server is tried again by the next
+  // operation, a refusal (INCOMPATIBLE_SCHEMA) stays.
+  const ready = (): Promise<void> => {
+    if (refused !== undefined) return Promise.reject(refused)
+    migrated ??= connection
+      .use('open', true, (client) => migrate(client, resolved.schema, hooks.migration))
+      .catch((error: unknown) => {
+        migrated = undefined
+        const failure = openFailure(error, connection.server)
+        if (isAgentStateError(failure, 'INCOMPATIBLE_SCHEMA')) refused = failure
+        throw failure
+      })
+    return migrated
+  }
+  const backend = createBackend(
+    resolved.namespace,
+    resolved.schema,
+    resolved.maxValueBytes,
+    {
+      server: connection.server,
+      use: async (operation, writing, body) => {
+        await ready()
+        return connection.use(operation, writing, body)
+      },
+      end: () => connection.end(),
+    },
+    hooks,
+  )
+  return Object.assign(backend, { [READY]: ready })
+}
+
+/** An error of the migration step as the caller sees it: naming the server, never INDETERMINATE. */
+function openFailure(error: unknown, server: string): unknown {
+  if (!isAgentStateError(error) || error.code === 'INCOMPATIBLE_SCHEMA') return error
+  return new AgentStateError(
+    error.code === 'INDETERMINATE' ? 'UNAVAILABLE' : error.code,
+    `Could not open the PostgreSQL backend on ${server}: ${error.message}`,
+    { context: { ...error.context, server }, cause: error, retryable: error.retryable },
+  )
+}
+
+function createBackend(
+  namespace: string,
+  schema: string,
+  maxValueBytes: number,
+  connection: Connection,
+  hooks: PostgresBackendHooks,
+): Backend {
+  const built = buildStatements(schema)
+  const sql = hooks.statements?.(built) ?? built
+  const capabilities: Capabilities = {
+    durable: true,
+    multiProcess: true,
+    multiHost: true,
+    leaseClock: 'server',
+    maxKeyBytes: MAX_KEY_BYTES,
+    maxValueBytes,
+  }
+  let closed = false
+
+  function assertOpen(): void {
+    if (closed) throw new AgentStateError('CLOSED', 'The postgres backend is closed')
+  }
+
+  async function load(client: pg.ClientBase, key: string, withValue: boolean) {
+    const result = await client.query<StateRow>(withValue ? sql.readWithValue : sql.read, [
+      namespace,
+      key,
+    ])
+    return decodeState(key, result.rows[0] as StateRow)
+  }
+
+  /** The read of `head`, `get` and `getLease`. */
+  function read<T>(
+    operation: string,
+    key: string,
+    withValue: boolean,
+    then: (l: LoadedState) => T,
+  ) {
+    assertOpen()
+    assertValidKey(key, MAX_KEY_BYTES)
+    return connection.use(operation, false, async (client) =>
+      then(await load(client, key, withValue)),
+    )
+  }
+
+  /** Writes `next` over the loaded row; resolves whether the conditional statement matched. */
+  async function store(
+    client: pg.ClientBase,
+    key: string,
+    loaded: LoadedState,
+    next: KeyState,
+    fence: Lease | undefined,
+  ): Promise<boolean> {
+    const previous = loaded.state
+    if (loaded.rowVersion === null) {
+      const result = await client.query(sql.insert, [
+        namespace,
+        key,
+        ...valueParams(next),
+        ...leaseParams(next),
+      ])
+      return result.rowCount === 1
+    }
+    const valueChanged = next.revision !== previous.revision
+    const leaseChanged = next.lease !== previous.lease || next.fence !== previous.fence
+    if (valueChanged && next.version === null && next.fence === 0 && next.lease === null) {
+      // A delete of a key that never had a lease: nothing must outlive the value.
+      const result = await client.query(sql.remove, [namespace, key, loaded.rowVersion])
+      return result.rowCount === 1
+    }
+    let rowVersion = loaded.rowVersion
+    if (valueChanged) {
+      const params = [namespace, key, rowVersion, ...valueParams(next)]
+      if (fence !== undefined) params.push(fence.token)
+      const result = await client.query<{ row_version: string }>(
+        sql.writeValue(fence !== undefined),
+        params,
+      )
+      if (result.rowCount !== 1) return false
+      rowVersion = (result.rows[0] as { row_version: string }).row_version
+    }
+    if (leaseChanged) {
+      // Never together with a value change: core's rules change one or the other.
+      const params = [namespace, key, rowVersion, ...leaseParams(next)]
+      if (fence !== undefined) params.push(fence.token)
+      const result = await client.query(sql.writeLease(fence !== undefined), params)
+      return result.rowCount === 1
+    }
+    return true
+  }
+
+  /**
+   * Reads the key's state, applies `step`, writes its next state
+   * conditionally, and starts over on a lost race. The read carries the
+   * database time `step` judges leases by.
+   */
+  function update<T>(
+    operation: string,
+    key: string,
+    step: (state: KeyState, now: number) => Step<T>,
+  ): Promise<T> {
+    return connection.use(operation, true, async (client) => {
+      for (let lost = 0; ; lost++) {
+        assertOpen()
+        const loaded = await load(client, key, false)
+        let outcome: Step<T>
+        try {
+          outcome = step(loaded.state, loaded.now)
+        } catch (error) {
+          throw withStoredSize(error, loaded)
+        }
+        if (outcome.next === undefined) return outcome.result
+        hooks.beforeWrite?.()
+        if (await store(client, key, loaded, outcome.next, outcome.fence)) return outcome.result
+        if (lost + 1 >= MAX_LOST_RACES) {
+          throw backendFailure({
+            operation: 'conditional write',
+            mayHaveApplied: false,
+            message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
+            context: { key, attempts: lost + 1 },
+          })
+        }
+      }
+    })
+  }
+
+  return {
+    contractVersion: CONTRACT_VERSION,
+    name: 'postgres',
+    capabilities,
+
+    async get(key: string): Promise<StoredValue | null> {
+      return read('get', key, true, ({ state }) => {
+        const meta = metaOf(key, state)
+        return meta === null ? null : { value: state.value, meta }
+      })
+    },
+
+    async head(key: string): Promise<ValueMeta | null> {
+      return read('head', key, false, ({ state, size }) => {
+        const meta = metaOf(key, state)
+        return meta === null ? null : { ...meta, size }
+      })
+    },
+
+    async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
+      assertOpen()
+      const writer: WriterIdentity | null = checkPut(key, value, putOptions, capabilities)
+      // A copy: the caller may reuse its buffer as soon as put returns.
+      const bytes = value.slice()
+      return update('put', key, (state, now) => {
+        const next = applyPut(key, state, bytes, writer, putOptions, now)
+        return { next, result: metaOf(key, next) as ValueMeta, fence: putOptions?.lease }
+      })
+    },
+
+    async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
+      assertOpen()
+      checkDelete(key, deleteOptions, MAX_KEY_BYTES)
+      return update('delete', key, (state, now) => {
+        const next = applyDelete(key, state, deleteOptions, now)
+        return { next, result: next !== undefined, fence: deleteOptions?.lease }
+      })
+    },
+
+    async list(listOptions?: ListOptions): Promise<ListPage> {
+      assertOpen()
+      const options = normalizeListOptions(listOptions)
+      const range = prefixRange(options.prefix)
+      return collectListPage(options, async (position, max) => {
+        const scanRange = range === null ? null : afterPosition(range, position)
+        if (scanRange === null) return { entries: [], done: true }
+        const params: unknown[] = [namespace, scanRange.from]
+        if (scanRange.to !== undefined) params.push(scanRange.to)
+        params.push(max)
+        const result = await connection.use('list', false, (client) =>
+          client.query<{ key: string; version: string; size: string; updated_at: string }>(
+            sql.scan(scanRange),
+            params,
+          ),
+        )
+        return { entries: result.rows.map(decodeListed), done: result.rows.length < max }
+      })
+    },
+
+    async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
+      assertOpen()
+      checkAcquire(key, leaseOptions, MAX_KEY_BYTES)
+      return update('acquireLease', key, (state, now) => {
+        const { state: next, lease } = applyAcquire(key, state, leaseOptions, now)
+        return { next, result: lease }
+      })
+    },
+
+    async renewLease(lease: Lease): Promise<Lease> {
+      assertOpen()
+      assertLeaseShape(lease)
+      assertValidKey(lease.key, MAX_KEY_BYTES)
+      return update('renewLease', lease.key, (state, now) => {
+        const { state: next, lease: renewed } = applyRenew(state, lease, now)
+        return { next, result: renewed, fence: lease }
+      })
+    },
+
+    async releaseLease(lease: Lease): Promise<boolean> {
+      assertOpen()
+      assertLeaseShape(lease)
+      assertValidKey(lease.key, MAX_KEY_BYTES)
+      return update('releaseLease', lease.key, (state) => {
+        const next = applyRelease(state, lease)
+        return { next, result: next !== undefined }
+      })
+    },
+
+    async getLease(key: string): Promise<Lease | null> {
+      return read('getLease', key, false, ({ state, now }) => liveLease(key, state, now))
+    },
+
+    async destroy(): Promise<void> {
+      assertOpen()
+      await connection.use('destroy', true, (client) => client.query(sql.destroy, [namespace]))
+    },
+
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      await connection.end()
+    },
+  }
+}
+
+/**
+ * Adds the stored size to a failed precondition's `context.current`: writes
+ * read the state without its value, so core's meta of it says size 0.
+ */
+function withStoredSize(error: unknown, loaded: LoadedState): unknown {
+  if (!isAgentStateError(error, 'PRECONDITION_FAILED')) return error
+  const current = error.context.current as ValueMeta | null | undefined
+  if (current === null || current === undefined) return error
+  return new AgentStateError(error.code, error.message, {
+    context: { ...error.context, current: { ...current, size: loaded.size } },
+    retryable: error.retryable,
+  })
+}

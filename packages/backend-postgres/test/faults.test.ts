@@ -1,0 +1,130 @@
+import { type Backend, isAgentStateError } from '@agent-state/core'
+import { startPostgresServer } from '@agent-state/test-services'
+import { afterAll, describe, expect, it } from 'vitest'
+import { openPostgresBackend } from '../src/index.js'
+
+// Server restarts and killed connections: every failure is UNAVAILABLE or
+// INDETERMINATE (a write whose outcome is unknown), never CORRUPT or a wrong
+// read, and fencing tokens keep growing across restarts.
+const server = await startPostgresServer()
+afterAll(() => server.stop())
+
+const open = (namespace: string): Promise<Backend> =>
+  openPostgresBackend({ connectionString: server.url, namespace, poolSize: 4 })
+
+const bytes = (n: number) => new TextEncoder().encode(String(n))
+const number = (value: Uint8Array | undefined) => Number(new TextDecoder().decode(value))
+
+/**
+ * Writes increasing numbers to one key until `stop`; records which writes
+ * were acknowledged, which were INDETERMINATE, and any other failure.
+ */
+function writeLoop(backend: Backend, key: string) {
+  const acknowledged: number[] = []
+  const indeterminate: number[] = []
+  const unexpected: unknown[] = []
+  const codes = new Set<string>()
+  let running = true
+  const done = (async () => {
+    for (let n = 1; running; n++) {
+      try {
+        await backend.put(key, bytes(n))
+        acknowledged.push(n)
+      } catch (error) {
+        if (isAgentStateError(error, 'INDETERMINATE')) indeterminate.push(n)
+        else if (!isAgentStateError(error, 'UNAVAILABLE')) unexpected.push(error)
+        if (isAgentStateError(error)) codes.add(error.code)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    }
+  })()
+  return {
+    acknowledged,
+    indeterminate,
+    unexpected,
+    codes,
+    stop: async () => {
+      running = false
+      await done
+    },
+  }
+}
+
+/** The key holds the last acknowledged write or a later indeterminate one: nothing older, nothing torn. */
+async function expectConsistent(backend: Backend, key: string, loop: ReturnType<typeof writeLoop>) {
+  const stored = number((await backend.get(key))?.value)
+  const last = loop.acknowledged.at(-1) ?? 0
+  const allowed = [last, ...loop.indeterminate.filter((n) => n > last)]
+  expect(allowed).toContain(stored)
+}
+
+async function eventually<T>(attempt: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (!isAgentStateError(error, 'UNAVAILABLE') || Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+}
+
+describe.each(['fast', 'immediate'] as const)('a %s server restart', (mode) => {
+  it('fails operations with UNAVAILABLE or INDETERMINATE, keeps acknowledged writes, and tokens keep growing', async () => {
+    const backend = await open(`restart-${mode}`)
+    const before = await backend.acquireLease('fenced', { holder: 'a', ttlMs: 200 })
+    const loop = writeLoop(backend, 'counter')
+    while (loop.acknowledged.length < 20) await new Promise((resolve) => setTimeout(resolve, 10))
+    await server.restart({ mode, downMs: 500 })
+    const acknowledgedBefore = loop.acknowledged.length
+    while (loop.acknowledged.length < acknowledgedBefore + 20) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    await loop.stop()
+    expect(loop.unexpected).toEqual([])
+    // The restart was felt: at least one operation failed across it.
+    expect(loop.codes.size).toBeGreaterThan(0)
+    await expectConsistent(backend, 'counter', loop)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    const after = await eventually(() =>
+      backend.acquireLease('fenced', { holder: 'b', ttlMs: 1000 }),
+    )
+    expect(after.token).toBeGreaterThan(before.token)
+    await backend.close()
+  }, 120_000)
+})
+
+describe('pg_terminate_backend', () => {
+  it('killed connections give UNAVAILABLE to reads and UNAVAILABLE or INDETERMINATE to writes, never corruption', async () => {
+    const backend = await open('terminated')
+    const loop = writeLoop(backend, 'counter')
+    const readCodes = new Set<string>()
+    let reading = true
+    const reads = (async () => {
+      while (reading) {
+        try {
+          const value = await backend.get('counter')
+          if (value !== null) expect(number(value.value)).toBeGreaterThan(0)
+        } catch (error) {
+          readCodes.add(isAgentStateError(error) ? error.code : String(error))
+        }
+      }
+    })()
+    for (let round = 0; round < 40; round++) {
+      await server.sql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'agent-state'",
+      )
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    reading = false
+    await reads
+    await loop.stop()
+    expect(loop.unexpected).toEqual([])
+    expect([...readCodes].filter((code) => code !== 'UNAVAILABLE')).toEqual([])
+    // The terminations hit operations in flight, reads and writes alike.
+    expect(loop.codes.size + readCodes.size).toBeGreaterThan(0)
+    await eventually(() => expectConsistent(backend, 'counter', loop))
+    await backend.close()
+  }, 120_000)
+})

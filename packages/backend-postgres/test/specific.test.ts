@@ -1,0 +1,119 @@
+import { isAgentStateError } from '@agent-state/core'
+import { startPostgresServer } from '@agent-state/test-services'
+import { afterAll, describe, expect, it } from 'vitest'
+import { mapPostgresError } from '../src/errors.js'
+import { createPostgresBackend } from '../src/index.js'
+import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
+import { NOW_MS } from '../src/statements.js'
+
+const server = await startPostgresServer()
+afterAll(() => server.stop())
+
+const open = (namespace: string, hooks: PostgresBackendHooks = {}) =>
+  openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, hooks)
+
+/** Blocks the event loop until `ms` have passed (a holder stalled between its read and its write). */
+function stall(ms: number): void {
+  const until = Date.now() + ms
+  while (Date.now() < until) {}
+}
+
+/**
+ * A fenced put whose lease expires between the read (which saw it live) and
+ * the conditional write: only the expiry check inside the write statement,
+ * on the database clock, can refuse it.
+ */
+async function putAcrossExpiry(hooks: PostgresBackendHooks): Promise<unknown> {
+  let armed = false
+  const backend = await open(`guard-${Math.random().toString(36).slice(2)}`, {
+    ...hooks,
+    beforeWrite: () => {
+      if (armed) stall(400)
+    },
+  })
+  try {
+    const lease = await backend.acquireLease('k', { holder: 'a', ttlMs: 200 })
+    armed = true
+    return await backend.put('k', new Uint8Array([1]), { lease }).then(
+      () => 'written',
+      (error: unknown) => (isAgentStateError(error) ? error.code : error),
+    )
+  } finally {
+    await backend.close()
+  }
+}
+
+describe('the fenced write checks the lease in its own statement', () => {
+  it('a lease that expires between read and write is LEASE_LOST', async () => {
+    expect(await putAcrossExpiry({})).toBe('LEASE_LOST')
+  }, 30_000)
+
+  it('mutant: without the guard in the UPDATE, the write lands after expiry', async () => {
+    const unguarded: PostgresBackendHooks = {
+      // The token check stays; only the expiry check on the database clock goes.
+      statements: (statements) => ({
+        ...statements,
+        writeValue: (fenced) =>
+          statements.writeValue(fenced).replace(` AND lease_expires_at > ${NOW_MS}`, ''),
+      }),
+    }
+    expect(await putAcrossExpiry(unguarded)).toBe('written')
+  }, 30_000)
+})
+
+describe('per-value checksums', () => {
+  it('a value changed behind the backend is CORRUPT, never a wrong read', async () => {
+    const backend = await open('checksums')
+    await backend.put('k', new TextEncoder().encode('hello'))
+    await server.sql(
+      "UPDATE agent_state.agent_state_entries SET value = 'jello'::bytea WHERE namespace = 'checksums'",
+    )
+    await expect(backend.get('k')).rejects.toMatchObject({ code: 'CORRUPT' })
+    await server.sql(
+      "UPDATE agent_state.agent_state_entries SET value = 'hello!'::bytea WHERE namespace = 'checksums'",
+    )
+    await expect(backend.get('k')).rejects.toMatchObject({
+      code: 'CORRUPT',
+      message: expect.stringMatching(/not its stored size/),
+    })
+    await backend.close()
+  }, 30_000)
+})
+
+describe('a sync-created backend', () => {
+  it('migrates before its first operation', async () => {
+    await server.sql('DROP SCHEMA IF EXISTS lazy CASCADE')
+    const backend = createPostgresBackend({ connectionString: server.url, schema: 'lazy' })
+    expect(await backend.get('nothing')).toBeNull()
+    expect((await server.sql('SELECT max(version) FROM lazy.agent_state_migrations')).trim()).toBe(
+      '1',
+    )
+    await backend.close()
+  }, 30_000)
+})
+
+describe('error mapping (unit)', () => {
+  const pgError = (code: string) => Object.assign(new Error('x'), { code })
+  it.each([
+    ['57P01', true, 'INDETERMINATE'],
+    ['57P01', false, 'UNAVAILABLE'],
+    ['08006', true, 'INDETERMINATE'],
+    ['57014', true, 'UNAVAILABLE'],
+    ['55P03', true, 'UNAVAILABLE'],
+    ['XX001', false, 'CORRUPT'],
+    ['42501', true, 'UNAVAILABLE'],
+  ] as const)('SQLSTATE %s (writing %s) is %s', (code, writing, expected) => {
+    expect(
+      mapPostgresError(pgError(code), { operation: 'put', mayHaveApplied: writing }).code,
+    ).toBe(expected)
+  })
+  it('a lost connection without SQLSTATE is INDETERMINATE for a write, UNAVAILABLE for a read', () => {
+    const lost = new Error('Connection terminated unexpectedly')
+    expect(mapPostgresError(lost, { operation: 'put', mayHaveApplied: true }).code).toBe(
+      'INDETERMINATE',
+    )
+    expect(mapPostgresError(lost, { operation: 'get', mayHaveApplied: false }).code).toBe(
+      'UNAVAILABLE',
+    )
+  })
+})
