@@ -33,7 +33,8 @@ export default {
   coverageAnalysis: 'perTest',
   // Mutants in code run at module load (constants) would need every test: leave them out.
   ignoreStatic: true,
-  concurrency: Number(process.env.STRYKER_CONCURRENCY ?? 2),
+  // Two workers: the machine has two cores (`--concurrency N` overrides).
+  concurrency: 2,
   timeoutMS: 20_000,
   reporters: ['clear-text', 'progress', 'json'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
