@@ -1,5 +1,5 @@
-import type { Lease } from '@agent-state/core'
-import { bytes, ensure, ensureBytes, ensureEqual, rejectsWith } from '../assert.js'
+import { isAgentStateError, type Lease, type ValueMeta } from '@agent-state/core'
+import { bytes, ensure, ensureBytes, ensureEqual, fail, rejectsWith } from '../assert.js'
 import { type ContractCheck, check, notClaimed } from '../check.js'
 import { valueCapSkip } from '../knobs.js'
 
@@ -85,7 +85,13 @@ export const errorChecks: ContractCheck[] = [
       await rejectsWith(b.put('big', over), 'VALUE_TOO_LARGE', 'a value one byte over the limit')
       ensureEqual(await other.get('big'), null, 'nothing stored by a too-large value')
       const atLimit = limitPattern(limit)
-      const meta = await b.put('big', atLimit)
+      let meta: ValueMeta
+      try {
+        meta = await b.put('big', atLimit)
+      } catch (error) {
+        const code = isAgentStateError(error) ? error.code : String(error)
+        return fail(`a value of exactly the claimed maxValueBytes ${limit} was refused: ${code}`)
+      }
       ensureEqual(meta.size, limit, 'put size of a value exactly at the limit')
       const read = await other.get('big')
       ensure(read !== null, 'a value exactly at the limit is stored')
