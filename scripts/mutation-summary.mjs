@@ -10,7 +10,9 @@ const report = JSON.parse(readFileSync(REPORT, 'utf8'))
 // Newer report schemas time the run's phases (ms); older ones do not.
 const perf = report.performance
 const minutes =
-  perf === undefined ? undefined : ((perf.setup + perf.initialRun + perf.mutation) / 60_000).toFixed(1)
+  perf === undefined
+    ? undefined
+    : ((perf.setup + perf.initialRun + perf.mutation) / 60_000).toFixed(1)
 
 const rows = []
 const survivors = []
@@ -48,9 +50,9 @@ const out = [
   '`npx -y pnpm@12.4.2 mutation` (configuration: `stryker.config.mjs`). Which survivors are',
   'equivalent, and why, is argued in [mutation-testing.md](mutation-testing.md).',
   '',
-  ...(minutes === undefined ? [] : [`The run took ${minutes} min (two workers, a shared 2-core machine).`, '']),
+  ...(minutes === undefined
     ? []
-    : [`Run started ${started}${minutes === undefined ? '' : `, took ${minutes} min`}.`, '']),
+    : [`The run took ${minutes} min (two workers, a shared 2-core machine).`, '']),
   `Mutation score: **${score} %** (${detected} of ${valid} mutants detected: ${total.Killed} killed, ${total.Timeout} timed out; ${total.Survived} survived, ${total.NoCoverage} not covered).`,
   '',
   '| file | killed | timed out | survived | no coverage |',

@@ -237,6 +237,39 @@ export const RULE_MUTANTS: Record<string, MutantFactory> = {
     }
   },
 
+  'a cursor that decodes to any JSON restarts the listing': (store) => (ctx) => {
+    const { inner } = base(store, ctx)
+    return {
+      ...inner,
+      list(options) {
+        if (options?.cursor === undefined) return inner.list(options)
+        let parsed: unknown
+        try {
+          parsed = JSON.parse(Buffer.from(options.cursor, 'base64url').toString('utf8'))
+        } catch {
+          return inner.list(options)
+        }
+        const shaped = typeof parsed === 'object' && parsed !== null && 'a' in parsed
+        if (shaped) return inner.list(options)
+        const { cursor: _c, ...rest } = options
+        return inner.list(rest)
+      },
+    }
+  },
+
+  'renew of a released lease crashes': (store) => (ctx) => {
+    const { inner } = base(store, ctx)
+    return {
+      ...inner,
+      async renewLease(lease) {
+        if ((await inner.getLease(lease.key)) === null) {
+          throw new TypeError("Cannot read properties of null (reading 'token')")
+        }
+        return inner.renewLease(lease)
+      },
+    }
+  },
+
   'claims 64 MiB but refuses values above 16 MiB': (store) => (ctx) => {
     const { inner } = base(store, ctx)
     return {

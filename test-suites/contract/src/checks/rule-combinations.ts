@@ -145,7 +145,8 @@ export const ruleCombinationChecks: ContractCheck[] = [
     async (h) => {
       const b = await h.backend()
       // Keys on both sides of the prefix in byte order, and a key that only shares its start.
-      const inside = ['p/1', 'p/2', 'p/3', 'p/4', 'p/5', 'p/d/x', 'p/d/y', 'p/e']
+      // (`p/undefined`: a listing without a delimiter must never look for one.)
+      const inside = ['p/1', 'p/2', 'p/3', 'p/4', 'p/5', 'p/d/x', 'p/d/y', 'p/e', 'p/undefined']
       const outside = ['a', 'o', 'p', 'p.', 'p0', 'pa', 'q', 'z/1']
       for (const key of [...outside, ...inside]) await b.put(key, bytes(key))
       for (const limit of [1, 2, 3]) {
@@ -169,7 +170,7 @@ export const ruleCombinationChecks: ContractCheck[] = [
         }
         ensureSame(
           grouped.flatMap((p) => p.keys),
-          ['p/1', 'p/2', 'p/3', 'p/4', 'p/5', 'p/e'],
+          ['p/1', 'p/2', 'p/3', 'p/4', 'p/5', 'p/e', 'p/undefined'],
           `delimiter, limit ${limit}: the entries`,
         )
         ensureSame(
@@ -211,6 +212,7 @@ export const ruleCombinationChecks: ContractCheck[] = [
     await a.put('ld/k', bytes('again'), { lease: renewed, ifNoneMatch: '*' })
     ensureBytes((await b.get('ld/k'))?.value, bytes('again'), 'the holder re-creates the value')
     ensureEqual(await a.releaseLease(renewed), true, 'release after the delete')
+    await rejectsWith(a.renewLease(renewed), 'LEASE_LOST', 'renew of the released lease')
     const next = await b.acquireLease('ld/k', { holder: 'other', ttlMs: h.leaseTtlMs })
     ensure(next.token > lease.token, `a later token ${next.token} > ${lease.token}`)
   }),
