@@ -270,6 +270,22 @@ export const RULE_MUTANTS: Record<string, MutantFactory> = {
     }
   },
 
+  'destroy leaves the leases behind': (store) => (ctx) => {
+    const { inner, states } = base(store, ctx)
+    return {
+      ...inner,
+      async destroy() {
+        const leased = [...states].filter(([, state]) => state.lease !== null)
+        await inner.destroy?.()
+        // destroy drops the namespace's map: put the leases into the fresh one.
+        const fresh = store.namespace(ctx.namespace).states
+        for (const [key, state] of leased) {
+          fresh.set(key, { ...state, version: null, value: new Uint8Array(0) })
+        }
+      },
+    }
+  },
+
   'claims 64 MiB but refuses values above 16 MiB': (store) => (ctx) => {
     const { inner } = base(store, ctx)
     return {

@@ -107,6 +107,21 @@ export const decisionChecks: ContractCheck[] = [
     }
   }),
 
+  check('basic', 'destroy removes every value and lease of the namespace', async (h) => {
+    const a = await h.backend()
+    if (a.destroy === undefined) return
+    await a.put('ds/a', bytes('a'))
+    await a.put('ds/b/c', bytes('c'))
+    await a.acquireLease('ds/held', { holder: 'h', ttlMs: h.leaseTtlMs })
+    await a.destroy()
+    const b = await h.backend()
+    ensureEqual(await b.get('ds/a'), null, 'a value after destroy')
+    ensureEqual(await b.getLease('ds/held'), null, 'a lease after destroy')
+    ensureSame((await b.list({})).entries, [], 'the listing after destroy')
+    // The namespace is usable again: an unfenced write to the once-leased key succeeds.
+    await b.put('ds/held', bytes('free'))
+  }),
+
   check(
     'errors',
     'close of one instance leaves the others on the same storage working',
