@@ -1,4 +1,9 @@
-import { CONTRACT_CHECKS, type ConformanceSummary, skipReason } from '@agent-state/contract'
+import {
+  CONTRACT_CHECKS,
+  type ConformanceSummary,
+  skipCauseOf,
+  skipReason,
+} from '@agent-state/contract'
 import type { Capabilities } from '@agent-state/core'
 
 /** A check that was skipped although the backend's capabilities claim what it tests. */
@@ -11,11 +16,13 @@ export interface UnprovedCheck {
 const CAPABILITY_REASON = /^capability (\w+) is not claimed$/
 
 /**
- * The skipped checks of a conformance summary that the backend's claimed
- * capabilities enable: a claim that was not proved. A skip is accepted only
- * when the check, asked with these capabilities and a child-process module
- * given (verify always gives one), still declines to run: a capability the
- * backend does not claim, or a limit too large to test. A check this CLI does
+ * The skipped checks of a conformance summary that leave a claim unproved. A
+ * skip is accepted only when the check, asked with these capabilities and a
+ * child-process module given (verify always gives one), still declines to run
+ * for a reason that proves nothing is claimed: a capability the backend does
+ * not claim, or another declared model (`not-applicable`). A check skipped by
+ * omission (never started) or as not testable (a value limit above
+ * `AGENT_STATE_CONTRACT_MAX_VALUE_BYTES`) is unproved. A check this CLI does
  * not know is accepted only when its reason names a capability that is indeed
  * not claimed.
  */
@@ -37,7 +44,8 @@ export function unprovedChecks(
     const known = CONTRACT_CHECKS.find((check) => check.id === result.id)
     let accepted: boolean
     if (known !== undefined) {
-      accepted = skipReason(known, capabilities, options) !== undefined
+      const recomputed = skipReason(known, capabilities, options)
+      accepted = recomputed !== undefined && skipCauseOf(recomputed) !== 'not-testable'
     } else {
       const named = CAPABILITY_REASON.exec(reason)?.[1]
       accepted =

@@ -89,9 +89,16 @@ export async function verify(options: VerifyOptions): Promise<boolean> {
     if (options.jsonPath === undefined) await rm(reportPath, { force: true })
   }
   const { totals } = summary
+  // A declared limitation is neither a pass nor a skip: the count says how many there were.
+  const limited = totals.limitation > 0 ? `, ${totals.limitation} declared limitation` : ''
   console.log(
-    `agent-state verify ${shown}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`,
+    `agent-state verify ${shown}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped${limited}`,
   )
+  for (const check of summary.checks) {
+    if (check.status === 'limitation') {
+      console.log(`  DECLARED LIMITATION  ${check.id}: ${check.limitation ?? ''}`)
+    }
+  }
   const unproved = unprovedChecks(summary, capabilities)
   for (const check of unproved) {
     console.log(

@@ -1,5 +1,5 @@
 import type { Capabilities } from '@agent-state/core'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { unprovedChecks } from '../src/verify-gate.js'
 
 const caps = (over: Partial<Capabilities>): Capabilities => ({
@@ -56,5 +56,27 @@ describe('unprovedChecks (verify exits 1 when a claimed tier was skipped)', () =
       checks: [{ id: durabilityId, category: 'durability', title: 't', status: 'passed' as const }],
     }
     expect(unprovedChecks(summary, caps({ durable: true }))).toEqual([])
+  })
+})
+
+describe('unprovedChecks: a claim skipped as not testable or by omission is not proved', () => {
+  const valueId = 'errors/value-too-large-beyond-maxvaluebytes'
+
+  it('rejects the value-size check skipped above AGENT_STATE_CONTRACT_MAX_VALUE_BYTES', () => {
+    vi.stubEnv('AGENT_STATE_CONTRACT_MAX_VALUE_BYTES', String(1 << 20))
+    try {
+      const reason = `maxValueBytes ${1 << 26} is above AGENT_STATE_CONTRACT_MAX_VALUE_BYTES ${1 << 20}: the claim is not proved`
+      // The suite, asked again with the same cap, still declines: still not proved.
+      expect(unprovedChecks(skipped(valueId, reason), caps({ maxValueBytes: 1 << 26 }))).toEqual([
+        { id: valueId, reason },
+      ])
+    } finally {
+      vi.unstubAllEnvs()
+    }
+  })
+
+  it('rejects a check that never started (filtered out or stopped early)', () => {
+    const reason = 'not run (filtered out, or the run stopped early)'
+    expect(unprovedChecks(skipped(valueId, reason), caps({}))).toEqual([{ id: valueId, reason }])
   })
 })

@@ -25,7 +25,12 @@ export function createFsBackend(options: FsBackendOptions): FsBackend {
   return createFsBackendWithHooks(options)
 }
 
-/** {@link createFsBackend} with the write path's test seam (`hooks`); not exported from the package. */
+/**
+ * {@link createFsBackend} with the write path's test seam (`hooks`): for the
+ * contract suite's frozen-writer tier (the package's suite and
+ * `agent-state verify` stop a holder at each of `FS_WRITE_STEPS`).
+ * Never needed in production.
+ */
 export function createFsBackendWithHooks(options: FsBackendOptions, hooks?: WriteHooks): FsBackend {
   const resolved = parseBackendOptions(fsOptionsSchema, options, 'fs')
   const store = createFsRecordStore(resolve(resolved.root), resolved, hooks)

@@ -31,8 +31,22 @@ import { writeTempAsync, writeTempSync } from './temp-file.js'
 export type WriteStep = 'temp-written' | 'slot-taken' | 'checked' | 'renamed' | 'synced'
 
 /**
+ * Every {@link WriteStep}, in order: the steps the contract suite's
+ * frozen-writer tier stops a holder at, in the package's own suite and in
+ * `agent-state verify`.
+ */
+export const FS_WRITE_STEPS: readonly WriteStep[] = [
+  'temp-written',
+  'slot-taken',
+  'checked',
+  'renamed',
+  'synced',
+]
+
+/**
  * Test seam: lets a test stop a writer (`SIGSTOP`) at an exact point of its
- * write. Never needed in production.
+ * write (the contract suite's frozen-writer tier, through
+ * `createFsBackendWithHooks`). Never needed in production.
  */
 export interface WriteHooks {
   readonly onStep?: (step: WriteStep, key: string) => void

@@ -1,7 +1,5 @@
 import type { Backend } from '@agent-state/core'
-import { createFsBackendWithHooks } from '../src/fs-backend.js'
-import { createFsBackend } from '../src/index.js'
-import type { WriteStep } from '../src/write-path.js'
+import { createFsBackend, createFsBackendWithHooks, FS_WRITE_STEPS } from '../src/index.js'
 
 type ChildOptions = { root: string; maxValueBytes?: number }
 
@@ -31,15 +29,9 @@ export function createSteppedBackend(
   const { root } = options as ChildOptions
   return createFsBackendWithHooks(
     { root, namespace: ctx.namespace },
-    { onStep: (step: WriteStep) => onStep(step) },
+    { onStep: (step) => onStep(step) },
   )
 }
 
 /** The steps a stepped backend reports, in order. */
-export const WRITE_STEPS: readonly WriteStep[] = [
-  'temp-written',
-  'slot-taken',
-  'checked',
-  'renamed',
-  'synced',
-]
+export const WRITE_STEPS = FS_WRITE_STEPS

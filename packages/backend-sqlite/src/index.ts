@@ -1,5 +1,10 @@
 export { createBackendFromUrl, type SqliteUrlOptions } from './from-url.js'
 export {
+  SQLITE_WRITE_STEPS,
+  sqliteFrozenWriterLimitation,
+  steppedSqliteClock,
+} from './frozen-writer.js'
+export {
   DEFAULT_BUSY_TIMEOUT_MS,
   DEFAULT_MAX_VALUE_BYTES,
   MAX_MAX_VALUE_BYTES,

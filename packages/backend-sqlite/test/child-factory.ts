@@ -1,5 +1,5 @@
 import type { Backend } from '@agent-state/core'
-import { createSqliteBackend } from '../src/index.js'
+import { createSqliteBackend, steppedSqliteClock } from '../src/index.js'
 
 /**
  * Loaded by the contract suite's multi-process and crash tiers in child
@@ -30,9 +30,6 @@ export function createSteppedBackend(
   return createSqliteBackend({
     path,
     namespace: ctx.namespace,
-    clock: () => {
-      onStep('in-transaction')
-      return Date.now()
-    },
+    clock: steppedSqliteClock(onStep),
   })
 }

@@ -4,7 +4,11 @@ import { join } from 'node:path'
 import { describeBackendContract } from '@agent-state/contract'
 import Database from 'better-sqlite3'
 import { afterAll, expect, it } from 'vitest'
-import { createSqliteBackend, DEFAULT_BUSY_TIMEOUT_MS } from '../src/index.js'
+import {
+  createSqliteBackend,
+  SQLITE_WRITE_STEPS,
+  sqliteFrozenWriterLimitation,
+} from '../src/index.js'
 
 // One real database file shared by every instance of the suite; each check
 // works in its own namespace, as the contract asks.
@@ -29,15 +33,12 @@ describeBackendContract({
   process: {
     module: join(import.meta.dirname, 'child-factory.ts'),
     options: { path },
-    writeSteps: ['in-transaction'],
+    writeSteps: SQLITE_WRITE_STEPS,
   },
   // A holder frozen inside its write transaction keeps SQLite's database lock: no takeover is
   // possible until it wakes, so contenders must fail fast and say so (README, Caveats).
-  frozenWriterLimitation: {
-    code: 'UNAVAILABLE',
-    message: /a process holds the database lock/,
-    busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
-  },
+  // `agent-state verify` declares the same.
+  frozenWriterLimitation: sqliteFrozenWriterLimitation(),
   watchInterrupt: { notApplicable: POLLING },
 })
 

@@ -52,7 +52,10 @@ export interface ValueMeta {
   readonly size: number
   /** Who wrote the value, or `null` when the write named no writer. */
   readonly writer: WriterIdentity | null
-  /** When the value was written, in milliseconds since the epoch, by the backend's clock. */
+  /**
+   * When the value was written, in milliseconds since the epoch, on the backend's lease clock
+   * (an injected `host` clock included): docs/contract.md, Values and metadata.
+   */
   readonly updatedAt: number
 }
 
@@ -126,7 +129,10 @@ export interface ListOptions {
   readonly prefix?: string
   /** Opaque, exclusive cursor from a previous page. */
   readonly cursor?: string
-  /** Page size: at most this many entries plus prefixes. 1 to 10 000, default 1000. */
+  /**
+   * Page size: at most this many entries plus prefixes (delimiter groups count toward it).
+   * 1 to 10 000, default 1000. docs/contract.md, Listing.
+   */
   readonly limit?: number
   /** Only `'/'`: keys with a further `/` after the prefix are grouped into `prefixes`. */
   readonly delimiter?: '/'
@@ -227,8 +233,10 @@ export interface Backend {
   /** Takes the key's lease, or throws `LEASE_HELD` with `context.holder` when a live one exists. */
   acquireLease(key: string, options: AcquireLeaseOptions): Promise<Lease>
   /**
-   * Extends a lease that is still current and unexpired by its `ttlMs`,
-   * keeping its token. Throws `LEASE_LOST` otherwise, also with no contender.
+   * Extends a lease that is still current and unexpired: the new `expiresAt`
+   * is the renewal time plus its `ttlMs` (not the old `expiresAt` plus
+   * `ttlMs`), keeping its token (docs/contract.md, Leases and fencing).
+   * Throws `LEASE_LOST` otherwise, also with no contender.
    */
   renewLease(lease: Lease): Promise<Lease>
   /**
@@ -269,6 +277,10 @@ export interface Backend {
    * and `agent-state verify`, which must leave nothing behind.
    */
   destroy?(): Promise<void>
-  /** Releases clients and handles. Later calls fail with `CLOSED`. Idempotent. */
+  /**
+   * Releases this instance's clients and handles; what it shares with other
+   * live instances stays open for them (docs/contract.md, Errors). Later calls
+   * fail with `CLOSED`. Idempotent.
+   */
   close(): Promise<void>
 }

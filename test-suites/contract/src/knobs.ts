@@ -61,3 +61,32 @@ export function resolveReportPath(path: string | undefined): string | undefined 
   const fromEnv = process.env.AGENT_STATE_CONTRACT_REPORT
   return fromEnv !== undefined && fromEnv !== '' ? fromEnv : path
 }
+
+/**
+ * `AGENT_STATE_CONTRACT_MAX_VALUE_BYTES`: the largest value the suite may
+ * allocate to prove `maxValueBytes` (memory stays near three times it). Unset,
+ * every claimed limit is proved; a claim above a set cap is skipped as
+ * `not-testable`, which leaves it unproved (`agent-state verify` fails).
+ */
+export function valueBytesCap(): number | undefined {
+  return envInt('AGENT_STATE_CONTRACT_MAX_VALUE_BYTES')
+}
+
+/** The skip reason of a `maxValueBytes` claim above {@link valueBytesCap}, or `undefined`. */
+export function valueCapSkip(maxValueBytes: number): string | undefined {
+  const cap = valueBytesCap()
+  return cap !== undefined && maxValueBytes > cap
+    ? `maxValueBytes ${maxValueBytes} is above AGENT_STATE_CONTRACT_MAX_VALUE_BYTES ${cap}: the claim is not proved`
+    : undefined
+}
+
+/**
+ * `AGENT_STATE_CONTRACT_CHECKS`: a regular expression; only checks whose id
+ * matches run (to rerun one check while debugging). The others are declared
+ * but never started: the summary lists them as `not-run`, and
+ * `agent-state verify` fails on each one the capabilities claim.
+ */
+export function checkFilter(): RegExp | undefined {
+  const raw = process.env.AGENT_STATE_CONTRACT_CHECKS
+  return raw === undefined || raw === '' ? undefined : new RegExp(raw)
+}

@@ -10,9 +10,10 @@ import {
 } from '../src/index.js'
 import { HOLE_MUTANTS } from './hole-mutants.js'
 import { MUTANTS as FIRST_MUTANTS } from './memory-mutants.js'
+import { RULE_MUTANTS } from './rule-mutants.js'
 import { contractVerdict } from './verdict.js'
 
-const MUTANTS = { ...FIRST_MUTANTS, ...HOLE_MUTANTS }
+const MUTANTS = { ...FIRST_MUTANTS, ...HOLE_MUTANTS, ...RULE_MUTANTS }
 
 /** The checks each mutant must fail (and the correct memory backend must pass). */
 const EXPECTED_FAILURES: Record<string, readonly string[]> = {
@@ -95,6 +96,44 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
   ],
   'durable store forgets deleted keys (lease and fencing counter) on reopen': [
     'durability/a-fenced-delete-survives-reopen-with-its-lease-and-fencing-counter',
+  ],
+  'size of the first value kept after an unconditional overwrite': [
+    'metadata/an-unconditional-overwrite-with-a-value-of-another-length-reports-the-new-size',
+  ],
+  'a fenced write or delete skips its precondition': [
+    'leases/a-fenced-write-or-delete-that-also-names-ifmatch-or-ifnonematch-must-pass-both-checks',
+  ],
+  'continuation pages drop the prefix': [
+    'listing/every-continuation-page-of-a-prefixed-listing-stays-inside-the-prefix',
+  ],
+  "a holder's delete of the value drops the lease": [
+    'leases/a-lease-lives-on-when-its-holder-deletes-the-key-s-value',
+  ],
+  'lease lookup matches a leased prefix of the key': [
+    'leases/a-lease-belongs-to-its-exact-key-never-to-a-prefix-of-it',
+  ],
+  'TTLs rounded up to whole seconds': [
+    'leases/ttls-under-a-second-and-not-whole-seconds-expire-exactly-on-the-injected-clock',
+  ],
+  'renew extends from the old expiresAt': [
+    'leases/renewlease-extends-from-the-renewal-time-not-from-the-old-expiresat',
+  ],
+  'updatedAt from the system clock': [
+    'metadata/updatedat-is-on-the-lease-clock-the-backend-declares-and-follows-an-injected-one',
+  ],
+  'delimiter groups do not count toward limit': ['listing/delimiter-groups-count-toward-limit'],
+  'close closes the storage every instance shares': [
+    'errors/close-of-one-instance-leaves-the-others-on-the-same-storage-working',
+  ],
+  'claims 64 MiB but refuses values above 16 MiB': ['errors/value-too-large-beyond-maxvaluebytes'],
+  'a cursor that decodes to any JSON restarts the listing': [
+    'listing/a-bad-cursor-is-invalid-argument',
+  ],
+  'destroy leaves the leases behind': [
+    'basic/destroy-removes-every-value-and-lease-of-the-namespace',
+  ],
+  'renew of a released lease crashes': [
+    'leases/a-lease-lives-on-when-its-holder-deletes-the-key-s-value',
   ],
   'unfenced put accepted over a live lease': [
     'leases/fenced-writes-succeed-and-unfenced-writes-are-lease-held-while-live',

@@ -11,7 +11,7 @@ import type { RecordStoreContext } from '../src/index.js'
 /** A factory of stores for the record-store tier: one correct, the rest subtly broken. */
 export type StoreFactory = () => (ctx: RecordStoreContext) => RecordStore
 
-/** The limit the size-limit checks run at (the memory store's own 64 MiB is not testable). */
+/** The limit the size-limit checks run at (small, so each mutant test stays fast). */
 export const TEST_MAX_VALUE_BYTES = 1024 * 1024
 
 type Map_ = ReturnType<typeof createMemoryRecordMap>

@@ -70,9 +70,11 @@ describe('skip causes', () => {
     expect(skipCauseOf('not applicable: leaseClock server is not injectable')).toBe(
       'not-applicable',
     )
-    expect(skipCauseOf('maxValueBytes 67108864 is above the testable 16777216')).toBe(
-      'not-testable',
-    )
+    expect(
+      skipCauseOf(
+        'maxValueBytes 67108864 is above AGENT_STATE_CONTRACT_MAX_VALUE_BYTES 1048576: the claim is not proved',
+      ),
+    ).toBe('not-testable')
   })
 })
 

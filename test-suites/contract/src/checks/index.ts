@@ -1,12 +1,14 @@
 import type { ContractCheck } from '../check.js'
 import { basicChecks } from './basic.js'
 import { concurrencyChecks } from './concurrency.js'
+import { decisionChecks } from './decisions.js'
 import { errorChecks } from './errors.js'
 import { keyChecks } from './keys.js'
 import { leaseEdgeChecks } from './lease-edges.js'
 import { leaseChecks } from './leases.js'
 import { listingChecks } from './listing.js'
 import { propertyChecks } from './property.js'
+import { ruleCombinationChecks } from './rule-combinations.js'
 import { valueChecks } from './values.js'
 import { versionChecks } from './versions.js'
 
@@ -19,6 +21,8 @@ export const IN_PROCESS_CHECKS: readonly ContractCheck[] = [
   ...listingChecks,
   ...leaseChecks,
   ...leaseEdgeChecks,
+  ...ruleCombinationChecks,
+  ...decisionChecks,
   ...concurrencyChecks,
   ...propertyChecks,
   ...errorChecks,

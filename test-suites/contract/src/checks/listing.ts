@@ -188,6 +188,24 @@ export const listingChecks: ContractCheck[] = [
       'INVALID_ARGUMENT',
       'list with a garbage cursor',
     )
+    // Well-formed base64url JSON of the wrong shape: decoding alone must not make a cursor.
+    for (const forged of [
+      '{}',
+      'null',
+      '[]',
+      '"k"',
+      '{"v":2,"a":"k","g":0}',
+      '{"v":1,"a":5,"g":0}',
+      '{"v":1,"a":"k","g":2}',
+      '{"v":1,"g":0}',
+      '{"v":1,"a":"k"}',
+    ]) {
+      await rejectsWith(
+        b.list({ cursor: Buffer.from(forged, 'utf8').toString('base64url') }),
+        'INVALID_ARGUMENT',
+        `list with a forged cursor ${forged}`,
+      )
+    }
     await rejectsWith(b.list({ limit: 0 }), 'INVALID_ARGUMENT', 'list with limit 0')
     await rejectsWith(b.list({ limit: 1.5 }), 'INVALID_ARGUMENT', 'list with a fractional limit')
     await rejectsWith(b.list({ limit: 10_001 }), 'INVALID_ARGUMENT', 'list with limit above 10 000')

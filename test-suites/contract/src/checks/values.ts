@@ -21,8 +21,8 @@ function pattern(size: number, salt: number): Uint8Array {
 export function edgeSizes(maxValueBytes: number): number[] {
   const sizes = [0, 1, 2, 255, 256, 257, 4 * KIB - 1, 4 * KIB, 4 * KIB + 1]
   sizes.push(64 * KIB - 1, 64 * KIB, 64 * KIB + 1, MIB - 1, MIB, MIB + 1)
-  // The limit itself is exercised where writing it is cheap (the VALUE_TOO_LARGE check
-  // writes it for limits up to 16 MiB).
+  // The limit itself where writing it twice more is cheap (the VALUE_TOO_LARGE check writes
+  // and reads back a value of exactly the limit at any size).
   if (maxValueBytes <= 16 * MIB) sizes.push(maxValueBytes - 1, maxValueBytes)
   return [...new Set(sizes.filter((s) => s >= 0 && s <= maxValueBytes))].sort((a, b) => a - b)
 }
