@@ -3,6 +3,7 @@ import {
   type ConformanceSummary,
   skipCauseOf,
   skipReason,
+  type WatchInterrupt,
 } from '@agent-state/contract'
 import type { Capabilities } from '@agent-state/core'
 
@@ -24,11 +25,16 @@ const CAPABILITY_REASON = /^capability (\w+) is not claimed$/
  * omission (never started) or as not testable (a value limit above
  * `AGENT_STATE_CONTRACT_MAX_VALUE_BYTES`) is unproved. A check this CLI does
  * not know is accepted only when its reason names a capability that is indeed
- * not claimed.
+ * not claimed. `seams.watchInterrupt` is what the backend instance carries
+ * under core's `WATCH_INTERRUPT` (verify reads it in its preflight): a
+ * backend that declares the interrupted-watch check not applicable (hints
+ * handed over inside the write, or polling that loses nothing) is held to
+ * that declaration, as the suite's own probe is.
  */
 export function unprovedChecks(
   summary: Pick<ConformanceSummary, 'checks'>,
   capabilities: Capabilities,
+  seams: { readonly watchInterrupt?: WatchInterrupt | undefined } = {},
 ): UnprovedCheck[] {
   const unproved: UnprovedCheck[] = []
   const options = {
@@ -37,6 +43,7 @@ export function unprovedChecks(
       throw new Error('not called')
     },
     process: { module: 'child-factory' },
+    ...(seams.watchInterrupt === undefined ? {} : { watchInterrupt: seams.watchInterrupt }),
   }
   for (const result of summary.checks) {
     if (result.status !== 'skipped') continue

@@ -3,8 +3,8 @@ import { readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { ConformanceSummary } from '@agent-state/contract'
-import { type Backend, type Capabilities, redactUrl } from '@agent-state/core'
+import type { ConformanceSummary, WatchInterrupt } from '@agent-state/contract'
+import { type Backend, type Capabilities, redactUrl, watchInterruptOf } from '@agent-state/core'
 import { startVitest } from 'vitest/node'
 import { connect, DEFAULT_CONNECT_TIMEOUT_MS } from './connect.js'
 import { errLine } from './output.js'
@@ -20,13 +20,19 @@ export interface VerifyOptions {
   readonly timeoutMs?: number
 }
 
+/** What the preflight learned of the backend: its claims and its watch-interrupt seam. */
+interface Preflight {
+  readonly capabilities: Capabilities
+  readonly watchInterrupt?: WatchInterrupt
+}
+
 /**
  * Opens the backend in a throwaway namespace and writes, reads and deletes
  * one key, within a bounded time, so a bad URL, an unreachable server, a wrong
  * password or a missing bucket is one clear line before any check runs.
  * Resolves the capabilities the backend claims.
  */
-async function preflight(url: string, timeoutMs: number): Promise<Capabilities> {
+async function preflight(url: string, timeoutMs: number): Promise<Preflight> {
   const namespace = `t-preflight-${randomBytes(6).toString('hex')}`
   const probe = async (backend: Backend): Promise<void> => {
     const meta = await backend.put('agent-state-verify/probe', new TextEncoder().encode('probe'))
@@ -35,7 +41,14 @@ async function preflight(url: string, timeoutMs: number): Promise<Capabilities> 
   }
   const backend = await connect(url, { namespace, timeoutMs, probe })
   try {
-    return backend.capabilities
+    const seam = watchInterruptOf(backend)
+    return {
+      capabilities: backend.capabilities,
+      // The suite's probe reads the same seam; the gate must see it to recompute the same skip.
+      ...(seam === undefined
+        ? {}
+        : { watchInterrupt: typeof seam === 'string' ? { notApplicable: seam } : async () => {} }),
+    }
   } finally {
     await backend.destroy?.().catch(() => undefined)
     await backend.close().catch(() => undefined)
@@ -51,7 +64,10 @@ async function preflight(url: string, timeoutMs: number): Promise<Capabilities> 
 export async function verify(options: VerifyOptions): Promise<boolean> {
   const shown = redactUrl(options.url)
   console.log(`agent-state verify ${shown}`)
-  const capabilities = await preflight(options.url, options.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS)
+  const { capabilities, watchInterrupt } = await preflight(
+    options.url,
+    options.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+  )
   const here = dirname(fileURLToPath(import.meta.url))
   const entry = join(here, `verify-entry.contract${extname(fileURLToPath(import.meta.url))}`)
   const reportPath = options.jsonPath ?? join(tmpdir(), `agent-state-verify-${process.pid}.json`)
@@ -99,7 +115,7 @@ export async function verify(options: VerifyOptions): Promise<boolean> {
       console.log(`  DECLARED LIMITATION  ${check.id}: ${check.limitation ?? ''}`)
     }
   }
-  const unproved = unprovedChecks(summary, capabilities)
+  const unproved = unprovedChecks(summary, capabilities, { watchInterrupt })
   for (const check of unproved) {
     console.log(
       `  NOT PROVED  ${check.id}: skipped (${check.reason}) although the capabilities claim it`,

@@ -51,6 +51,23 @@ describe('unprovedChecks (verify exits 1 when a claimed tier was skipped)', () =
     expect(unprovedChecks(skipped('future/tier', 'no reason'), caps({}))).toHaveLength(1)
   })
 
+  it('holds a backend to the watch-interrupt seam it declares, as the suite does', () => {
+    const id = 'change-notification/an-interrupted-watch-resyncs-and-misses-no-write-made-meanwhile'
+    const reason = 'not applicable: polling loses nothing'
+    const summary = skipped(id, reason)
+    const claiming = caps({ changeNotification: { mode: 'poll', maxDelayMs: 500 } })
+    // Declared not applicable on the instance: the skip is the declaration, accepted.
+    expect(
+      unprovedChecks(summary, claiming, { watchInterrupt: { notApplicable: 'polling' } }),
+    ).toEqual([])
+    // No seam given (the gate before it read one): the claim's resync is unproved.
+    expect(unprovedChecks(summary, claiming)).toEqual([{ id, reason }])
+    // A backend that can be interrupted must run the check: its skip is unproved.
+    expect(unprovedChecks(summary, claiming, { watchInterrupt: async () => {} })).toEqual([
+      { id, reason },
+    ])
+  })
+
   it('ignores checks that passed or failed', () => {
     const summary = {
       checks: [{ id: durabilityId, category: 'durability', title: 't', status: 'passed' as const }],

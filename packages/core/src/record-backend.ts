@@ -25,8 +25,10 @@ import {
   type ChangeHint,
   createWatchSet,
   failedWatch,
+  setWatchInterrupt,
   type WatchOptions,
   type WatchSet,
+  watchInterruptOf,
 } from './change-notification.js'
 import { type Clock, systemClock } from './clock.js'
 import { AgentStateError, isAgentStateError } from './errors.js'
@@ -329,6 +331,10 @@ export function createRecordBackend(
       watchRecords(storeWatch, watches, prefix, watchOptions, maxKeyBytes, () => {
         assertOpen()
       })
+    // The store's declaration of how its watch channel can be cut (or why it cannot) is the
+    // backend's: the contract suite and `verify` read it from the instance.
+    const seam = watchInterruptOf(store)
+    if (seam !== undefined) setWatchInterrupt(backend, seam)
   }
   if (store.destroy !== undefined) {
     const destroy = store.destroy.bind(store)
