@@ -7,7 +7,6 @@ import {
   type WatchOptions,
   type WatchSet,
 } from '@agent-state/core'
-import type { MemoryRecordMap } from './memory-record-store.js'
 import type { MemoryStore } from './memory-store.js'
 
 /**
@@ -89,10 +88,17 @@ export function watchMemory(
   return stream
 }
 
-/** The record watches of every memory record map (weak: a dropped map takes them along). */
-const recordWatches = new WeakMap<MemoryRecordMap, WatchSet>()
+/**
+ * A memory record map, by identity only: the watches need nothing of its
+ * contents, and naming its type here would make `memory-record-store.ts`
+ * and this file import each other.
+ */
+type RecordMapIdentity = object
 
-function recordWatchSet(records: MemoryRecordMap): WatchSet {
+/** The record watches of every memory record map (weak: a dropped map takes them along). */
+const recordWatches = new WeakMap<RecordMapIdentity, WatchSet>()
+
+function recordWatchSet(records: RecordMapIdentity): WatchSet {
   let set = recordWatches.get(records)
   if (set === undefined) {
     set = createWatchSet()
@@ -102,12 +108,12 @@ function recordWatchSet(records: MemoryRecordMap): WatchSet {
 }
 
 /** Announces a stored record write or removal (after it is in the map). */
-export function announceRecord(records: MemoryRecordMap, key: string): void {
+export function announceRecord(records: RecordMapIdentity, key: string): void {
   recordWatches.get(records)?.key(key)
 }
 
 /** Announces that every record went (destroy). */
-export function announceAllRecords(records: MemoryRecordMap): void {
+export function announceAllRecords(records: RecordMapIdentity): void {
   recordWatches.get(records)?.prefixChanged('')
 }
 
@@ -117,7 +123,7 @@ export function announceAllRecords(records: MemoryRecordMap): void {
  * and ends the stream through the signal.
  */
 export function watchRecords(
-  records: MemoryRecordMap,
+  records: RecordMapIdentity,
   prefix: string,
   options: WatchOptions,
 ): AsyncIterable<ChangeHint> {
