@@ -1,6 +1,7 @@
 import {
   type AcquireLeaseOptions,
   AgentStateError,
+  afterPosition,
   applyAcquire,
   applyDelete,
   applyPut,
@@ -28,6 +29,7 @@ import {
   normalizeListOptions,
   type PutOptions,
   parseBackendOptions,
+  prefixRange,
   quoteForMessage,
   type StoredValue,
   type ValueMeta,
@@ -35,7 +37,7 @@ import {
 } from '@agent-state/core'
 import type pg from 'pg'
 import { type Connection, openConnection } from './connection.js'
-import { afterPosition, prefixRange } from './key-layout.js'
+
 import { type PostgresBackendOptions, postgresOptionsSchema } from './options.js'
 import {
   decodeListed,

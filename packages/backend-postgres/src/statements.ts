@@ -1,4 +1,4 @@
-import type { KeyRange } from './key-layout.js'
+import type { KeyRange } from '@agent-state/core'
 import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
 
 /**

@@ -3,6 +3,7 @@ import {
   ABSENT_STATE,
   type AcquireLeaseOptions,
   AgentStateError,
+  afterPosition,
   applyAcquire,
   applyDelete,
   applyPut,
@@ -31,6 +32,7 @@ import {
   normalizeListOptions,
   type PutOptions,
   parseBackendOptions,
+  prefixRange,
   quoteForMessage,
   type StoredValue,
   setWatchInterrupt,
@@ -46,7 +48,7 @@ import {
 import { openConnection } from './connection.js'
 import { isBusy, toAgentStateError, withStoredSize } from './errors.js'
 import { createGroupCommit } from './group-commit.js'
-import { afterPosition, prefixRange } from './key-layout.js'
+
 import { MEMORY_PATH, type SqliteBackendOptions, sqliteOptionsSchema } from './options.js'
 import {
   decodeLeaseRow,

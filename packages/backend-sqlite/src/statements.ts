@@ -1,6 +1,6 @@
+import type { KeyRange } from '@agent-state/core'
 import { AgentStateError } from '@agent-state/core'
 import type Database from 'better-sqlite3'
-import type { KeyRange } from './key-layout.js'
 import {
   type EntryParams,
   type LeaseParams,

@@ -84,6 +84,7 @@ export {
   type ErrorCode,
   isAgentStateError,
 } from './errors.js'
+export { afterPosition, type KeyRange, prefixEnd, prefixRange } from './key-range.js'
 export {
   ABSENT_STATE,
   applyAcquire,

@@ -1,9 +1,11 @@
-import { type CursorPosition, compareUtf8 } from '@agent-state/core'
+import { compareUtf8 } from './byte-order.js'
+import type { CursorPosition } from './cursor.js'
 
 /**
  * Turns a listing prefix and cursor position into bounds of an index range
- * scan. SQLite compares UTF-8 text with BINARY collation byte by byte, and
- * UTF-8 byte order is code-point order, so bounds are computed on code points.
+ * scan, for backends whose store compares keys byte by byte as UTF-8 (SQLite's
+ * BINARY collation, PostgreSQL's `COLLATE "C"` in a UTF8 database). UTF-8 byte
+ * order is code-point order, so bounds are computed on code points.
  */
 
 /** A key range: `key >= from` (or `key > from` when not `inclusive`), and `key < to` when `to` is set. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { prefixEnd, prefixRange } from '../src/key-layout.js'
+import { prefixEnd, prefixRange } from '../src/key-range.js'
 
 describe('prefix ranges', () => {
   it('computes the first string after every string with a prefix, in code-point order', () => {
