@@ -64,23 +64,7 @@ describe('service launchers', () => {
   })
 
   it('kills a redis-server whose test process was SIGKILLed, and wipes its directory', async () => {
-    const fixture = fileURLToPath(new URL('./fixtures/orphan-redis.ts', import.meta.url))
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fixture], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    const line = await new Promise<string>((resolve, reject) => {
-      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))
-      child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)))
-    })
-    const { pid, dir } = JSON.parse(line) as { pid: number; dir: string }
-    expect(alive(pid)).toBe(true)
-    child.kill('SIGKILL')
-    const deadline = Date.now() + 10_000
-    while ((alive(pid) || existsSync(dir)) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    expect(alive(pid)).toBe(false)
-    expect(existsSync(dir)).toBe(false)
+    await expectOrphanCleanedUp('orphan-redis', 10_000)
   })
 
   it('starts PostgreSQL as the service user, keeps its data across fast and immediate restarts, and stops completely', async () => {
@@ -134,23 +118,7 @@ describe('service launchers', () => {
   }, 120_000)
 
   it('kills a PostgreSQL whose test process was SIGKILLed, and wipes its directory', async () => {
-    const fixture = fileURLToPath(new URL('./fixtures/orphan-postgres.ts', import.meta.url))
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fixture], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    const line = await new Promise<string>((resolve, reject) => {
-      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))
-      child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)))
-    })
-    const { pid, dir } = JSON.parse(line) as { pid: number; dir: string }
-    expect(alive(pid)).toBe(true)
-    child.kill('SIGKILL')
-    const deadline = Date.now() + 15_000
-    while ((alive(pid) || existsSync(dir)) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    expect(alive(pid)).toBe(false)
-    expect(existsSync(dir)).toBe(false)
+    await expectOrphanCleanedUp('orphan-postgres', 15_000)
   }, 120_000)
 
   it('a TCP proxy forwards, drops connections mid-stream and refuses on demand', async () => {
@@ -197,3 +165,28 @@ describe('service launchers', () => {
     await expect(fetch(rgw.endpoint)).rejects.toThrow()
   })
 })
+
+/**
+ * Starts a fixture that starts a server and prints `{ pid, dir }`, SIGKILLs the
+ * fixture, and expects the watchdog to stop the server and wipe its directory
+ * within `waitMs`.
+ */
+async function expectOrphanCleanedUp(fixtureName: string, waitMs: number): Promise<void> {
+  const fixture = fileURLToPath(new URL(`./fixtures/${fixtureName}.ts`, import.meta.url))
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fixture], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const line = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))
+    child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)))
+  })
+  const { pid, dir } = JSON.parse(line) as { pid: number; dir: string }
+  expect(alive(pid)).toBe(true)
+  child.kill('SIGKILL')
+  const deadline = Date.now() + waitMs
+  while ((alive(pid) || existsSync(dir)) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  expect(alive(pid)).toBe(false)
+  expect(existsSync(dir)).toBe(false)
+}
