@@ -4,7 +4,8 @@
 //    Ceph RGW, PostgreSQL 15, PgBouncer) when they are missing, in the background while step 2 runs; the
 //    tests start and stop the servers themselves on free 127.0.0.1 ports;
 // 2. lint (biome, zero warnings) and typecheck (one tsc program over every package);
-// 3. every package's vitest suite through turbo;
+// 3. every package's vitest suite (see runSuites: the suites that run two files at once run
+//    alone, the others two at a time);
 // 4. the failures again, named with their first error lines, so that the tail
 //    of a long CI log says what broke;
 // 5. one closing line "tests: N passed, N failed, N skipped" summed over packages.
@@ -89,6 +90,109 @@ function ensureDebianPackages() {
   })
 }
 
+/**
+ * Suites that run two test files at a time themselves (their vitest configs' `maxWorkers`): each
+ * runs alone, so the machine never has more than two test files at once.
+ */
+const WIDE = ['apps/cli', 'packages/runtime']
+
+/**
+ * The other suites run one file at a time and mostly wait (on servers, fsyncs, lease expiries
+ * and child processes), so `AGENT_STATE_TEST_CONCURRENCY` of them (default 2) run side by side,
+ * longest first. The order is the last full run's durations (seconds, on the 2-core CI
+ * machine); a suite not listed runs last.
+ */
+const NARROW_ORDER = [
+  'test-suites/contract', // 272
+  'packages/backend-redis', // 266
+  'packages/langgraph', // 238
+  'packages/backend-postgres', // 176
+  'packages/backend-sqlite', // 147
+  'packages/backend-s3', // 140
+  'packages/backend-fs', // 120
+  'test-suites/packed-install', // 116
+  'packages/keyv', // 57
+  'benchmarks', // 46
+  'packages/backend-memory', // 19
+  'packages/core', // 17
+  'test-suites/services', // 13
+]
+
+/** One package's `vitest run`, its output streamed line by line under the package's name. */
+function runSuite(dir) {
+  const name = dir.slice(root.length + 1)
+  const args = ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${REPORT}`]
+  // The package's own vitest where it declares one, else the workspace root's (what
+  // `pnpm run test` puts on PATH); never npx, which could download one.
+  const own = join(dir, 'node_modules', '.bin', 'vitest')
+  const vitest = existsSync(own) ? own : join(root, 'node_modules', '.bin', 'vitest')
+  console.log(`\n=== ${name}: vitest ${args.join(' ')}`)
+  const started = Date.now()
+  return new Promise((resolve) => {
+    const child = spawn(vitest, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+    for (const stream of [child.stdout, child.stderr]) {
+      let pending = ''
+      stream.setEncoding('utf8')
+      stream.on('data', (chunk) => {
+        const lines = (pending + chunk).split('\n')
+        pending = lines.pop() ?? ''
+        for (const line of lines) console.log(`${name}: ${line}`)
+      })
+      stream.on('end', () => {
+        if (pending !== '') console.log(`${name}: ${pending}`)
+      })
+    }
+    const finish = (status) => {
+      console.log(`=== ${name}: exit ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      resolve(status === 0)
+    }
+    child.on('error', (error) => {
+      console.log(`${name}: ${error}`)
+      finish(null)
+    })
+    child.on('close', finish)
+  })
+}
+
+/**
+ * Every package's suite: the wide ones one after the other, then the rest in
+ * `AGENT_STATE_TEST_CONCURRENCY` lanes. Every suite runs whatever the others did. Resolves
+ * whether all passed.
+ */
+async function runSuites() {
+  const lanes = Number(process.env.AGENT_STATE_TEST_CONCURRENCY ?? '2')
+  if (!Number.isInteger(lanes) || lanes < 1) {
+    console.log(`AGENT_STATE_TEST_CONCURRENCY must be a positive integer (got ${lanes})`)
+    return false
+  }
+  const withTests = packages.filter(
+    (dir) =>
+      JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).scripts?.test !== undefined,
+  )
+  const relative = (dir) => dir.slice(root.length + 1)
+  const rank = (dir) => {
+    const at = NARROW_ORDER.indexOf(relative(dir))
+    return at === -1 ? NARROW_ORDER.length : at
+  }
+  const wide = withTests.filter((dir) => WIDE.includes(relative(dir)))
+  const narrow = withTests
+    .filter((dir) => !WIDE.includes(relative(dir)))
+    .sort((a, b) => rank(a) - rank(b))
+  const started = Date.now()
+  console.log(`\n=== test: ${wide.length} suites alone, then ${narrow.length} in ${lanes} lanes`)
+  let ok = true
+  for (const dir of wide) ok = (await runSuite(dir)) && ok
+  const queue = [...narrow]
+  const lane = async () => {
+    for (let dir = queue.shift(); dir !== undefined; dir = queue.shift()) {
+      ok = (await runSuite(dir)) && ok
+    }
+  }
+  await Promise.all(Array.from({ length: lanes }, lane))
+  console.log(`=== test: exit ${ok ? 0 : 1} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  return ok
+}
+
 for (const dir of packages) rmSync(join(dir, REPORT), { force: true })
 
 const debian = ensureDebianPackages()
@@ -111,23 +215,11 @@ ok =
   unchecked.length === 0 && step('typecheck', 'npx', ['tsc', '-p', 'tsconfig.typecheck.json']) && ok
 // The suites need the servers: wait for the install (it fails the run, never skips a suite).
 ok = (await debian) && ok
-const concurrency = process.env.AGENT_STATE_TEST_CONCURRENCY ?? '1'
 // The AWS SDK warns in every S3 test process that its 2027 releases need Node 22; the
 // warning is about future SDK versions, not this run, and buries real output. The package
 // itself never sets this: whether to silence it is each application's call.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
-ok =
-  step('test', 'npx', [
-    'turbo',
-    'run',
-    'test',
-    `--concurrency=${concurrency}`,
-    '--continue',
-    '--',
-    '--reporter=default',
-    '--reporter=json',
-    `--outputFile.json=${REPORT}`,
-  ]) && ok
+ok = (await runSuites()) && ok
 
 let passed = 0
 let failed = 0
@@ -137,7 +229,7 @@ const missing = []
 for (const dir of packages) {
   const file = join(dir, REPORT)
   if (!existsSync(file)) {
-    // A package with tests that left no report did not run (killed, or turbo skipped it): that is
+    // A package with tests that left no report did not run (killed, or its vitest crashed): that is
     // a failure, never a silent pass of fewer packages.
     const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
     if (manifest.scripts?.test !== undefined) {
