@@ -1,3 +1,4 @@
+import { escapeForDisplay } from '@agent-state/core'
 import { CliError, EXIT } from './exit-codes.js'
 
 /** How a listing is printed: aligned text for people, one JSON document, or one JSON object per line. */
@@ -55,13 +56,11 @@ export function alignRows(rows: readonly (readonly string[])[]): string[] {
   )
 }
 
-/** Escapes control characters so a key or message can never drive the terminal. */
+/**
+ * A key, value or message for the terminal: control, separator and bidirectional
+ * formatting characters escaped as `\uXXXX` (core's `escapeForDisplay`), so none can drive
+ * the terminal or reorder the line it is printed on.
+ */
 export function printable(text: string): string {
-  let out = ''
-  for (const c of text) {
-    const code = c.codePointAt(0) ?? 0
-    out +=
-      code < 0x20 || (code >= 0x7f && code <= 0x9f) ? `\\u${code.toString(16).padStart(4, '0')}` : c
-  }
-  return out
+  return escapeForDisplay(text)
 }

@@ -100,6 +100,7 @@ export {
 } from './key-state.js'
 export {
   assertValidKey,
+  escapeForDisplay,
   isValidKey,
   keyProblem,
   MAX_KEY_BYTES,

@@ -111,10 +111,32 @@ const UNSAFE_IN_MESSAGES = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-
  * input, and shows exactly which code units it holds.
  */
 export function quoteForMessage(text: string): string {
-  return JSON.stringify(text).replace(
-    UNSAFE_IN_MESSAGES,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  )
+  return JSON.stringify(text).replace(UNSAFE_IN_MESSAGES, escapeCodeUnit)
+}
+
+/** {@link UNSAFE_IN_MESSAGES} for one character (no `g`: a global expression's `test` is stateful). */
+const UNSAFE_CHAR = new RegExp(UNSAFE_IN_MESSAGES.source)
+
+/**
+ * `text` for a terminal or a table, unquoted: every control character (C0,
+ * DEL, C1), line and paragraph separator, bidirectional formatting character
+ * and U+FEFF written as `\uXXXX`, everything else as it is. A key, value or
+ * writer shown this way can neither drive the terminal nor reorder what is
+ * printed around it. A backslash is left as it is.
+ */
+export function escapeForDisplay(text: string): string {
+  let out = ''
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    const char = text.charAt(i)
+    // The C0 controls by code: a regular expression for them trips the linter's control-character rule.
+    out += code < 0x20 || UNSAFE_CHAR.test(char) ? escapeCodeUnit(char) : char
+  }
+  return out
+}
+
+function escapeCodeUnit(char: string): string {
+  return `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`
 }
 
 /**

@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   assertValidKey,
+  escapeForDisplay,
   isAgentStateError,
   keyProblem,
   MAX_KEY_BYTES,
@@ -237,5 +238,12 @@ describe('invalid keys in error messages', () => {
 
   it('quoteForMessage keeps ordinary text as JSON.stringify does', () => {
     expect(quoteForMessage('notes/été 🎉 "q"')).toBe(JSON.stringify('notes/été 🎉 "q"'))
+  })
+
+  it('escapeForDisplay escapes controls, separators and bidi characters, and nothing else', () => {
+    expect(
+      escapeForDisplay('a\u001b[31m\u009b1m\u202egnp.exe\u2066x\u2069\u2028\ufeff\u0000'),
+    ).toBe('a\\u001b[31m\\u009b1m\\u202egnp.exe\\u2066x\\u2069\\u2028\\ufeff\\u0000')
+    expect(escapeForDisplay('notes/été 🎉 "q" \\ 日本')).toBe('notes/été 🎉 "q" \\ 日本')
   })
 })

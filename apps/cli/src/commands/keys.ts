@@ -1,4 +1,5 @@
 import type { Backend, ValueMeta, WriterIdentity } from '@agent-state/core'
+import { printable } from '../output.js'
 
 /** One row of a key listing: a key, or (with a delimiter) a group of deeper keys. */
 export type KeyRow =
@@ -105,7 +106,7 @@ async function withWriters(backend: Backend, rows: KeyRow[]): Promise<KeyRow[]> 
   return result.filter((row): row is KeyRow => row !== null)
 }
 
-/** A writer identity as `writerId` plus its optional fields, for text output. */
+/** A writer identity as `writerId` plus its optional fields, for text output (escaped: see `printable`). */
 export function writerText(writer: WriterIdentity | null | undefined): string {
   if (writer === undefined) return '-'
   if (writer === null) return '(none)'
@@ -114,5 +115,5 @@ export function writerText(writer: WriterIdentity | null | undefined): string {
     writer.sessionId === undefined ? '' : `session=${writer.sessionId}`,
     writer.workerId === undefined ? '' : `worker=${writer.workerId}`,
   ].filter((part) => part !== '')
-  return extra.length === 0 ? writer.writerId : `${writer.writerId} (${extra.join(' ')})`
+  return printable(extra.length === 0 ? writer.writerId : `${writer.writerId} (${extra.join(' ')})`)
 }
