@@ -1,6 +1,8 @@
 export {
   Daemon,
   type DaemonFields,
+  type NextOptions,
+  nextOptionsSchema,
   type ResumeDaemonOptions,
   resumeDaemon,
   type SpawnDaemonOptions,
