@@ -11,32 +11,12 @@ import {
   startWorker,
 } from '../worker/index.js'
 import { openChangeWaiter } from './change-waiter.js'
+import { type DaemonFields, daemonFields, isWrapped, storedDecidedSeq } from './daemon-fields.js'
 import { createDaemonQueue, type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
 import type { Delivery, DeliveryOptions } from './delivery.js'
 import type { DaemonQueueOptions } from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
 import { decideTurn } from './turn-decision.js'
-
-/**
- * The daemon fields, kept in the worker snapshot's free-form state
- * (`state.daemon`, beside the application's `state.app`) and refreshed on
- * spawn, on every `ack` that carries an update, and on `stop`.
- */
-export interface DaemonFields {
-  readonly pendingEventCount: number
-  readonly queuedEventCount: number
-  readonly inflightEvent: { readonly seq: number; readonly attempt: number } | null
-  readonly wakeIntervalMs: number | null
-  readonly watchPaths: readonly string[]
-  readonly eventQueueCapacity: number
-  /**
-   * The newest event whose turn this snapshot decided: `ack` with an update
-   * stores it with the state, before the queue's head moves, and a claim of
-   * an event at or below it finishes the acknowledgement instead of handing
-   * the event out again. `null` before the first such `ack`.
-   */
-  readonly decidedSeq: number | null
-}
 
 /** Options of {@link Daemon.next}; the single source of their types. */
 export const nextOptionsSchema = z.strictObject({
@@ -288,12 +268,7 @@ export class Daemon {
 
   /** The stored `decidedSeq` (see {@link DaemonFields}). */
   #decidedSeq(): number | null {
-    const stored = this.#worker.state
-    if (!isWrapped(stored)) return null
-    const { daemon } = stored
-    if (daemon === null || typeof daemon !== 'object' || Array.isArray(daemon)) return null
-    const seq = (daemon as { readonly decidedSeq?: JsonValue }).decidedSeq
-    return typeof seq === 'number' ? seq : null
+    return storedDecidedSeq(this.#worker.state)
   }
 
   /**
@@ -308,36 +283,6 @@ export class Daemon {
         : await daemonFields(this.#queue, null, deciding.seq, 1)
     return { app, daemon: { ...fields } }
   }
-}
-
-async function daemonFields(
-  queue: DaemonQueue,
-  current: Delivery | null,
-  decidedSeq: number | null,
-  deciding: 0 | 1 = 0,
-): Promise<DaemonFields> {
-  const counts = await queue.counts()
-  const queued = counts.queuedCount - deciding
-  const inflight = current === null ? 0 : 1
-  return {
-    pendingEventCount: queued - inflight,
-    queuedEventCount: queued,
-    inflightEvent: current === null ? null : { seq: current.seq, attempt: current.attempt },
-    wakeIntervalMs: queue.config.wakeIntervalMs,
-    watchPaths: queue.config.watchPaths,
-    eventQueueCapacity: queue.capacity,
-    decidedSeq,
-  }
-}
-
-function isWrapped(value: JsonValue): value is { app: JsonValue; daemon: JsonValue } {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    !Array.isArray(value) &&
-    'daemon' in value &&
-    'app' in value
-  )
 }
 
 /**

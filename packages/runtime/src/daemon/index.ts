@@ -1,6 +1,5 @@
 export {
   Daemon,
-  type DaemonFields,
   type NextOptions,
   nextOptionsSchema,
   type ResumeDaemonOptions,
@@ -8,6 +7,7 @@ export {
   type SpawnDaemonOptions,
   spawnDaemon,
 } from './daemon.js'
+export type { DaemonFields } from './daemon-fields.js'
 export {
   createDaemonQueue,
   DaemonQueue,
