@@ -29,6 +29,8 @@ export {
   type InflightEvent,
   MAX_EVENT_BYTES_LIMIT,
   MAX_QUEUE_CAPACITY,
+  type NextOptions,
+  nextOptionsSchema,
   openDaemonQueue,
   type QueueConfig,
   type QueueCounts,

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createDaemonQueue, openDaemonQueue } from '../src/index.js'
 import { daemonEventKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
+import { watchOf } from './watch-of.js'
 
 /** Wraps `inner` so that puts of keys matching `pattern` wait until `open()` is called. */
 function gated(inner: Backend, pattern: RegExp) {
@@ -33,6 +34,7 @@ function gated(inner: Backend, pattern: RegExp) {
     renewLease: (lease) => inner.renewLease(lease),
     releaseLease: (lease) => inner.releaseLease(lease),
     getLease: (key) => inner.getLease(key),
+    ...watchOf(inner),
     close: () => inner.close(),
   }
   return { backend, open, reached }

@@ -73,6 +73,7 @@ describe.each(BACKENDS)('daemon lifecycle on $name', (factory) => {
         wakeIntervalMs: 1000,
         watchPaths: ['src/'],
         eventQueueCapacity: 8,
+        decidedSeq: null,
       },
     })
 

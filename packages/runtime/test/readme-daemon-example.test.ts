@@ -47,6 +47,7 @@ describe('the README daemon example: stop mid-turn in one process, resume in ano
         wakeIntervalMs: 30_000,
         watchPaths: ['src/'],
         eventQueueCapacity: 256,
+        decidedSeq: null,
       })
 
       const resumed = JSON.parse(
@@ -70,6 +71,11 @@ describe('the README daemon example: stop mid-turn in one process, resume in ano
         reviewed: ['src/lib.rs', 'src/main.rs', 'src/util.rs'],
       })
       expect(resumed.snapshot.worker.iterationsCompleted).toBe(3)
+      // Each ack stored its event's sequence number with the state, as one decision.
+      expect(resumed.snapshot.worker.state.daemon).toMatchObject({
+        decidedSeq: 2,
+        queuedEventCount: 0,
+      })
     },
     120_000,
   )

@@ -1,4 +1,5 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import { watchOf } from './watch-of.js'
 
 /** One call the wrapped backend saw, with how it ended. */
 export interface RecordedCall {
@@ -53,6 +54,7 @@ export function withRecording(inner: Backend): RecordingBackend {
       ),
     releaseLease: (lease) => inner.releaseLease(lease),
     getLease: (key) => inner.getLease(key),
+    ...watchOf(inner),
     close: () => inner.close(),
   }
 }
@@ -99,6 +101,7 @@ export function withSkewedLeaseClock(
       const lease = await inner.getLease(key)
       return lease === null ? null : out(lease)
     },
+    ...watchOf(inner),
     close: () => inner.close(),
   }
   return wrapper

@@ -1,4 +1,5 @@
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import { type Backend, isAgentStateError, MAX_LEASE_TTL_MS } from '@agent-state/core'
+import { z } from 'zod'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonError, runtimeError } from '../shared/errors.js'
 import { uuidv7 } from '../shared/ids.js'
@@ -9,24 +10,31 @@ import {
   type StartWorkerOptions,
   startWorker,
 } from '../worker/index.js'
+import { openChangeWaiter } from './change-waiter.js'
+import { type DaemonFields, daemonFields, isWrapped, storedDecidedSeq } from './daemon-fields.js'
 import { createDaemonQueue, type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
 import type { Delivery, DeliveryOptions } from './delivery.js'
 import type { DaemonQueueOptions } from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
+import { decideTurn } from './turn-decision.js'
 
-/**
- * The daemon fields, kept in the worker snapshot's free-form state
- * (`state.daemon`, beside the application's `state.app`) and refreshed on
- * spawn, on every `ack` that carries an update, and on `stop`.
- */
-export interface DaemonFields {
-  readonly pendingEventCount: number
-  readonly queuedEventCount: number
-  readonly inflightEvent: { readonly seq: number; readonly attempt: number } | null
-  readonly wakeIntervalMs: number | null
-  readonly watchPaths: readonly string[]
-  readonly eventQueueCapacity: number
-}
+/** Options of {@link Daemon.next}; the single source of their types. */
+export const nextOptionsSchema = z.strictObject({
+  /**
+   * How long to wait for an event when the queue is empty (or another
+   * delivery is live), in milliseconds. Default 0: answer at once.
+   */
+  waitMs: z.int().min(0).max(MAX_LEASE_TTL_MS).default(0),
+  /** First poll interval where the backend has no change notification; it doubles up to `pollMaxMs`. Default 5 ms. */
+  pollMinMs: z.int().min(1).max(60_000).default(5),
+  /** Longest poll interval where the backend has no change notification. Default 50 ms. */
+  pollMaxMs: z.int().min(1).max(60_000).default(50),
+  /** Aborting it ends the wait with `null`. */
+  signal: z.instanceof(AbortSignal).optional(),
+})
+
+/** What {@link Daemon.next} accepts. */
+export type NextOptions = z.input<typeof nextOptionsSchema>
 
 /** Options of {@link spawnDaemon}: the queue's, the worker's, and the delivery's. */
 export interface SpawnDaemonOptions
@@ -99,10 +107,24 @@ export class Daemon {
    * Takes the next event (the head of the queue, re-deliveries first), or
    * `null` when there is none. One at a time: call `ack` or `release` first.
    *
+   * First the daemon makes sure it still owns its worker (`Worker.reclaim`):
+   * a daemon that idled past its lease TTL takes the lease again if nobody
+   * took the daemon over meanwhile, and refuses to claim (`LEASE_LOST`,
+   * nothing claimed) if somebody did. An event whose turn an earlier `ack`
+   * already decided (its head write did not land) is acknowledged here and
+   * never handed out again.
+   *
+   * With `waitMs`, an empty queue is waited on: the wait wakes on the
+   * backend's change notification where it has one, on a change made through
+   * the same backend instance, and else polls (`pollMinMs` to `pollMaxMs`);
+   * `null` once `waitMs` passed or `signal` aborted.
+   *
    * @throws `WORKER_NOT_RUNNING` after stop, `DELIVERY_IN_FLIGHT` while a
-   *   delivery (this handle's or another consumer's) is live.
+   *   delivery (this handle's, or, without `waitMs`, another consumer's) is
+   *   live, `LEASE_LOST` when another owner took the daemon over,
+   *   `INVALID_QUEUE_OPTIONS`.
    */
-  async next(): Promise<Delivery | null> {
+  async next(options: NextOptions = {}): Promise<Delivery | null> {
     if (this.#worker.status !== 'running') {
       throw runtimeError('WORKER_NOT_RUNNING', `Daemon ${this.daemonId} is not running`, {
         daemonId: this.daemonId,
@@ -115,28 +137,87 @@ export class Daemon {
         seq: this.#current.seq,
       })
     }
-    this.#current = await this.#queue.claim({
-      holder: this.#worker.lease?.holder ?? this.#delivery.holder,
-      ...this.#delivery,
-    })
-    return this.#current
+    const parsed = nextOptionsSchema.safeParse(options)
+    if (!parsed.success) {
+      const path = parsed.error.issues[0]?.path.join('.') ?? ''
+      throw daemonError('INVALID_QUEUE_OPTIONS', `Invalid next option ${path}`, {
+        daemonId: this.daemonId,
+        path,
+      })
+    }
+    const { waitMs, pollMinMs, pollMaxMs, signal } = parsed.data
+    if (waitMs === 0) return this.#take()
+    const deadline = Date.now() + waitMs
+    const waiter = openChangeWaiter(this.#backend, this.daemonId)
+    try {
+      let interval = pollMinMs
+      for (;;) {
+        waiter.reset()
+        // A delivery lease that lapses or is released gives no change hint: poll for it.
+        let inFlight = false
+        try {
+          const delivery = await this.#take()
+          if (delivery !== null) return delivery
+        } catch (error) {
+          if (!isAgentStateError(error, 'DELIVERY_IN_FLIGHT')) throw error
+          inFlight = true
+        }
+        const remaining = deadline - Date.now()
+        if (remaining <= 0 || signal?.aborted === true) return null
+        const timeout = waiter.notified && !inFlight ? remaining : Math.min(interval, remaining)
+        const changed = await waiter.wait(timeout, signal)
+        interval = changed ? pollMinMs : Math.min(interval * 2, pollMaxMs)
+      }
+    } finally {
+      waiter.close()
+    }
+  }
+
+  /** Reclaims the worker, then claims, finishing the acknowledgement of decided events. */
+  async #take(): Promise<Delivery | null> {
+    await this.#worker.reclaim()
+    for (;;) {
+      const delivery = await this.#queue.claim({
+        holder: this.#worker.lease?.holder ?? this.#delivery.holder,
+        ...this.#delivery,
+      })
+      const decided = this.#decidedSeq()
+      if (delivery === null || decided === null || delivery.seq > decided) {
+        this.#current = delivery
+        return delivery
+      }
+      // Its turn is stored already (an ack whose head write did not land): move the head.
+      await delivery.ack()
+    }
   }
 
   /**
-   * Ends the turn: acknowledges `delivery` (fenced; `LEASE_LOST` if it went
-   * stale) and, when `update` is given, checkpoints the worker with it and
-   * one more iteration.
+   * Ends the turn. Without `update`: acknowledges `delivery` (fenced;
+   * `LEASE_LOST` if it went stale). With `update`: one decision, the
+   * worker's fenced checkpoint with the update, one more iteration and the
+   * event's sequence number (`decidedSeq`); then the head moves. If the
+   * checkpoint fails (for example `LEASE_LOST`: the daemon was taken over),
+   * the event is not acknowledged, the delivery is given back and the error
+   * is thrown; if only the head write fails, the turn stands and the next
+   * `next()` moves the head (see `decideTurn`). A daemon that idled past its
+   * lease TTL first takes its lease again, as in `next()`.
    */
   async ack(delivery: Delivery, update?: WorkerUpdate): Promise<void> {
-    await delivery.ack().finally(() => {
-      if (this.#current === delivery) this.#current = null
-    })
-    if (update !== undefined) {
-      await this.#worker.checkpoint({
-        ...update,
-        iterations: update.iterations ?? 1,
-        state: await this.#wrap(update.state ?? this.state),
+    try {
+      if (update === undefined) {
+        await delivery.ack()
+        return
+      }
+      await decideTurn(delivery, async () => {
+        await this.#worker.reclaim()
+        await this.#worker.checkpoint({
+          ...update,
+          iterations: update.iterations ?? 1,
+          state: await this.#wrap(update.state ?? this.state, delivery),
+        })
       })
+    } finally {
+      if (this.#current === delivery) this.#current = null
     }
   }
 
@@ -147,8 +228,13 @@ export class Daemon {
     })
   }
 
-  /** Renews the worker's lease and the current delivery's visibility timeout. */
+  /**
+   * Renews the worker's lease (taking it again if it lapsed and nobody took
+   * the daemon over; see `Worker.reclaim`) and the current delivery's
+   * visibility timeout.
+   */
   async heartbeat(): Promise<void> {
+    await this.#worker.reclaim()
     await this.#worker.heartbeat()
     await this.#current?.heartbeat()
   }
@@ -168,6 +254,10 @@ export class Daemon {
         if (!isAgentStateError(error, 'LEASE_LOST')) throw error
       })
     }
+    // A daemon that idled past its lease TTL takes it again first (LEASE_LOST if taken over).
+    if (this.#worker.status === 'running' && this.#worker.lease !== null) {
+      await this.#worker.reclaim()
+    }
     const suspension = await this.#worker.suspend(
       { reason, initiator: 'operator' },
       { ...update, state: await this.#wrap(update.state ?? this.state) },
@@ -176,32 +266,23 @@ export class Daemon {
     return suspension
   }
 
-  async #wrap(app: JsonValue): Promise<JsonValue> {
-    return { app, daemon: { ...(await daemonFields(this.#queue, this.#current)) } }
+  /** The stored `decidedSeq` (see {@link DaemonFields}). */
+  #decidedSeq(): number | null {
+    return storedDecidedSeq(this.#worker.state)
   }
-}
 
-async function daemonFields(queue: DaemonQueue, current: Delivery | null): Promise<DaemonFields> {
-  const counts = await queue.counts()
-  const inflight = current === null ? 0 : 1
-  return {
-    pendingEventCount: counts.queuedCount - inflight,
-    queuedEventCount: counts.queuedCount,
-    inflightEvent: current === null ? null : { seq: current.seq, attempt: current.attempt },
-    wakeIntervalMs: queue.config.wakeIntervalMs,
-    watchPaths: queue.config.watchPaths,
-    eventQueueCapacity: queue.capacity,
+  /**
+   * The worker state to store: `app` and the daemon fields. With `deciding`,
+   * the fields describe the queue as it is once that delivery is
+   * acknowledged, and record it as decided.
+   */
+  async #wrap(app: JsonValue, deciding?: Delivery): Promise<JsonValue> {
+    const fields =
+      deciding === undefined
+        ? await daemonFields(this.#queue, this.#current, this.#decidedSeq())
+        : await daemonFields(this.#queue, null, deciding.seq, 1)
+    return { app, daemon: { ...fields } }
   }
-}
-
-function isWrapped(value: JsonValue): value is { app: JsonValue; daemon: JsonValue } {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    !Array.isArray(value) &&
-    'daemon' in value &&
-    'app' in value
-  )
 }
 
 /**
@@ -236,7 +317,7 @@ export async function spawnDaemon(
   const app = state ?? null
   const worker = await startWorker(backend, {
     workerId: id,
-    state: { app, daemon: { ...(await daemonFields(queue, null)) } },
+    state: { app, daemon: { ...(await daemonFields(queue, null, null)) } },
     ...defined({ holder, leaseTtlMs, hooks, clock, transcript, summary }),
   })
   return new Daemon(backend, worker, queue, defined({ holder, visibilityTimeoutMs }))

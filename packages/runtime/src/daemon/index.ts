@@ -1,11 +1,13 @@
 export {
   Daemon,
-  type DaemonFields,
+  type NextOptions,
+  nextOptionsSchema,
   type ResumeDaemonOptions,
   resumeDaemon,
   type SpawnDaemonOptions,
   spawnDaemon,
 } from './daemon.js'
+export type { DaemonFields } from './daemon-fields.js'
 export {
   createDaemonQueue,
   DaemonQueue,

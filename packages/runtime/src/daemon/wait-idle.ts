@@ -1,6 +1,7 @@
 import type { Backend } from '@agent-state/core'
 import { z } from 'zod'
 import { daemonError } from '../shared/errors.js'
+import { openChangeWaiter } from './change-waiter.js'
 import { openDaemonQueue } from './daemon-queue.js'
 import {
   type DaemonSnapshot,
@@ -9,7 +10,6 @@ import {
   snapshotFrom,
   stateOf,
 } from './daemon-snapshot.js'
-import { onQueueChange } from './queue-signals.js'
 
 /** Options of {@link waitForIdle}; the single source of their types. */
 export const waitForIdleOptionsSchema = z.strictObject({
@@ -21,9 +21,12 @@ export const waitForIdleOptionsSchema = z.strictObject({
     .min(0)
     .max(24 * 60 * 60 * 1000)
     .default(5000),
-  /** First poll interval; it doubles up to `pollMaxMs`. Default 5 ms. */
+  /** First poll interval where the backend has no change notification; it doubles up to `pollMaxMs`. Default 5 ms. */
   pollMinMs: z.int().min(1).max(60_000).default(5),
-  /** Longest poll interval: the worst wake-up delay for a change made by another process. Default 50 ms. */
+  /**
+   * Longest poll interval where the backend has no change notification: the
+   * worst wake-up delay for a change made by another process there. Default 50 ms.
+   */
   pollMaxMs: z.int().min(1).max(60_000).default(50),
   /** Pending events included in the returned snapshot. Default 16. */
   pageSize: z.int().min(0).max(1000).default(16),
@@ -35,11 +38,12 @@ export type WaitForIdleOptions = z.input<typeof waitForIdleOptionsSchema>
 /**
  * Resolves the daemon's snapshot once it is idle (no live delivery), its
  * queue is empty and its total iterations reach `minIterations`
- * (docs/runtime/daemons.md). The caller writes no sleep loop: the wait polls
- * the queue's records with a doubling interval (`pollMinMs` to `pollMaxMs`),
- * and a change made in this process through the same backend instance wakes
- * it at once. The Backend contract has no change notifications, so a change
- * from another process is seen within `pollMaxMs` plus one read.
+ * (docs/runtime/daemons.md). The caller writes no sleep loop: the wait reads
+ * the daemon's records again on every change notification of the backend
+ * (`backend.watch`, where `capabilities.changeNotification` is claimed) and
+ * on every change made through the same backend instance in this process.
+ * Only where the backend has no notification does it poll, with an
+ * interval doubling from `pollMinMs` to `pollMaxMs`.
  *
  * @throws `DAEMON_STOPPED` when the daemon is (or becomes) stopped, done or
  *   closed; `WAIT_TIMEOUT` (with the last counts in `context`);
@@ -61,22 +65,19 @@ export async function waitForIdle(
   const { minIterations, timeoutMs, pollMinMs, pollMaxMs, pageSize } = parsed.data
   const queue = await openDaemonQueue(backend, daemonId)
   const deadline = Date.now() + timeoutMs
-  let wake: (() => void) | null = null
-  let changed = false
-  const unsubscribe = onQueueChange(backend, daemonId, () => {
-    changed = true
-    wake?.()
-  })
+  const waiter = openChangeWaiter(backend, daemonId)
   try {
     let interval = pollMinMs
     for (;;) {
-      changed = false
+      waiter.reset()
       const reading = await readDaemon(backend, queue)
       const state = stateOf(reading)
       if (state === 'stopped' || state === 'done' || state === 'closed') {
         throw daemonError('DAEMON_STOPPED', `Daemon ${daemonId} is ${state}`, { daemonId, state })
       }
       const queued = reading.tail.next - reading.head.head
+      // Idle is only ever reached by a write (an ack moves the head; a lapsing delivery
+      // lease leaves its event queued), so a notified waiter needs no poll at all.
       if (liveClaim(reading) === null && queued === 0 && reading.head.iterations >= minIterations) {
         return await snapshotFrom(queue, reading, pageSize)
       }
@@ -95,20 +96,10 @@ export async function waitForIdle(
           },
         )
       }
-      if (!changed) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, Math.min(interval, remaining))
-          function done() {
-            clearTimeout(timer)
-            wake = null
-            resolve()
-          }
-          wake = done
-        })
-      }
+      const changed = await waiter.wait(waiter.notified ? remaining : Math.min(interval, remaining))
       interval = changed ? pollMinMs : Math.min(interval * 2, pollMaxMs)
     }
   } finally {
-    unsubscribe()
+    waiter.close()
   }
 }

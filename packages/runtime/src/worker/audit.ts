@@ -8,6 +8,7 @@ export const AUDIT_EVENTS = [
   'pre_suspend_denied',
   'worker_resumed',
   'worker_recovered',
+  'lease_retaken',
   'pre_resume_denied',
   'worker_completed',
   'worker_closed',

@@ -1,8 +1,14 @@
-import { AgentStateError, type Backend, type Clock } from '@agent-state/core'
+import { AgentStateError, type Backend, type Clock, isAgentStateError } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { workerSnapshotKey } from '../shared/layout.js'
-import { type OwnedLease, releaseQuietly, renewalDue, renewOwned } from '../shared/owned-lease.js'
+import {
+  acquireOwned,
+  type OwnedLease,
+  releaseQuietly,
+  renewalDue,
+  renewOwned,
+} from '../shared/owned-lease.js'
 import { type AuditEntry, appendAudit } from './audit.js'
 import { type LifecycleHookEvent, type LifecycleHooks, runPostHook, runPreHook } from './hooks.js'
 import {
@@ -159,6 +165,63 @@ export class Worker {
     this.#owned = await renewOwned(this.#backend, this.#requireRunning('heartbeat'))
   }
 
+  /**
+   * Makes sure this handle still owns the worker before it acts after a
+   * pause (a daemon waking from idle): nothing while the lease is young,
+   * a renewal once half its TTL has passed, and once it has lapsed, a new
+   * lease, kept only if nobody wrote the worker since this handle's last
+   * write. That check is the fenced compare-and-set of the snapshot that
+   * records the new owner (audited `lease_retaken`), so a takeover (for
+   * example `resumeWorker` with `recoverRunning`) is never undone.
+   *
+   * @throws `LEASE_LOST` when another owner holds or took over the worker
+   *   (nothing is written then), `WORKER_NOT_RUNNING`.
+   */
+  async reclaim(): Promise<void> {
+    const owned = this.#requireRunning('reclaim')
+    const due = renewalDue(owned)
+    if (due === 'none') return
+    if (due === 'renew') {
+      try {
+        this.#owned = await renewOwned(this.#backend, owned)
+        return
+      } catch (error) {
+        if (!isAgentStateError(error, 'LEASE_LOST')) throw error
+      }
+    }
+    // Our own lapsed grant, if it is still the key's current one, goes first: on an observer
+    // clock (S3) a contender (us, now) would otherwise have to watch it for a whole TTL.
+    await releaseQuietly(this.#backend, owned.lease)
+    let retaken: OwnedLease
+    try {
+      retaken = await acquireOwned(
+        this.#backend,
+        this.snapshotKey,
+        owned.lease.holder,
+        owned.lease.ttlMs,
+      )
+    } catch (error) {
+      if (isAgentStateError(error, 'LEASE_HELD')) throw this.#takenOver(error)
+      throw error
+    }
+    this.#owned = retaken
+    try {
+      await this.#persist({
+        ...this.#body,
+        owner: { holder: retaken.lease.holder, token: retaken.lease.token },
+        audit: this.#audited(this.#body.audit, 'lease_retaken', {
+          previousToken: owned.lease.token,
+        }),
+      })
+    } catch (error) {
+      // The handle keeps its lapsed lease: every later write of it is refused by the fence.
+      this.#owned = owned
+      await releaseQuietly(this.#backend, retaken.lease)
+      if (isAgentStateError(error, 'PRECONDITION_FAILED')) throw this.#takenOver(error)
+      throw error
+    }
+  }
+
   /** Persists progress while running (a fenced write). */
   async checkpoint(update: WorkerUpdate = {}): Promise<void> {
     this.#requireRunning('checkpoint')
@@ -310,6 +373,14 @@ export class Worker {
       'LEASE_LOST',
       `Worker ${this.workerId} is running under another owner; this handle no longer owns it`,
       { context: { workerId: this.workerId, owner: loaded.body.owner?.holder ?? null } },
+    )
+  }
+
+  #takenOver(cause: unknown): AgentStateError {
+    return new AgentStateError(
+      'LEASE_LOST',
+      `Worker ${this.workerId}'s lease lapsed and another owner took it over`,
+      { context: { workerId: this.workerId }, cause },
     )
   }
 
