@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
 import { createPostgresBackend } from '@agent-state/postgres'
@@ -6,6 +7,8 @@ import { startPostgresServer } from '@agent-state/test-services'
 import KeyvPostgres from '@keyv/postgres'
 import Keyv from 'keyv'
 import pg from 'pg'
+import { type LangGraphWorkload, langGraphPaths } from './postgres-langgraph.js'
+import { rebuildReports } from './report/rebuild.js'
 
 /**
  * The PostgreSQL backend against the raw `pg` client and `@keyv/postgres` on
@@ -20,10 +23,14 @@ import pg from 'pg'
  *   version check, no fencing): the floor, and what LangGraph's saver does;
  * - `keyv`: `@keyv/postgres` 2 (upsert, no versions).
  *
+ * Then the LangGraph savers (`postgres-langgraph.ts`): ours, ours with thread
+ * ownership, and `@langchain/langgraph-checkpoint-postgres`'s PostgresSaver.
+ *
  * Closed loop: `c` callers each issue an operation and await it, for
  * `BENCH_PG_SECONDS` (default 3) per repetition; repetitions interleave the
  * paths (rotated order). Knobs: `BENCH_PG_REPS` (3), `BENCH_PG_SECONDS`,
- * `BENCH_PG_CONCURRENCY` (`1,64`). Writes `results/postgres.json`.
+ * `BENCH_PG_CONCURRENCY` (`1,64`). Writes `results/postgres.json`, then
+ * rebuilds `BENCHMARKS.md` (its PostgreSQL section comes from that file).
  */
 
 const REPS = Number(process.env.BENCH_PG_REPS ?? 3)
@@ -38,7 +45,7 @@ interface Path {
   readonly name: string
   readonly ops: Partial<Record<Workload, Op>>
 }
-type Workload = 'put-1KiB' | 'get-1KiB' | 'cas'
+type Workload = 'put-1KiB' | 'get-1KiB' | 'cas' | LangGraphWorkload
 
 const key = (worker: number, i: number) => `bench/${(worker * 7919 + i) % KEYS}`
 
@@ -184,16 +191,13 @@ async function run(op: Op, concurrency: number): Promise<{ opsPerSecond: number;
 const median = (values: readonly number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
 
-const server = await startPostgresServer({ settings: { max_connections: '400' } })
-try {
-  const paths: Path[] = [
-    await agentStatePath(server.url),
-    await rawSamePath(server.url),
-    await rawUpsertPath(server.url),
-    await keyvPath(server.url),
-  ]
-  const cells: Cell[] = []
-  for (const workload of ['put-1KiB', 'get-1KiB', 'cas'] as const) {
+/** Measures every path that has each workload, at every concurrency, repetitions interleaved. */
+async function measure(
+  paths: readonly Path[],
+  workloads: readonly Workload[],
+  cells: Cell[],
+): Promise<void> {
+  for (const workload of workloads) {
     for (const concurrency of CONCURRENCY) {
       const here = paths.filter((path) => path.ops[workload] !== undefined)
       const results = new Map(
@@ -213,17 +217,46 @@ try {
       for (const [path, { ops, p50 }] of results) {
         cells.push({ path, workload, concurrency, opsPerSecond: ops, p50Ms: p50 })
         console.log(
-          `${workload.padEnd(9)} c=${String(concurrency).padEnd(3)} ${path.padEnd(12)} ${median(ops).toFixed(0).padStart(7)} ops/s  p50 ${median(p50).toFixed(3)} ms`,
+          `${workload.padEnd(11)} c=${String(concurrency).padEnd(3)} ${path.padEnd(17)} ${median(ops).toFixed(0).padStart(7)} ops/s  p50 ${median(p50).toFixed(3)} ms`,
         )
       }
     }
   }
+}
+
+const loadAtStart = loadavg()
+const server = await startPostgresServer({ settings: { max_connections: '400' } })
+try {
+  const paths: Path[] = [
+    await agentStatePath(server.url),
+    await rawSamePath(server.url),
+    await rawUpsertPath(server.url),
+    await keyvPath(server.url),
+  ]
+  const cells: Cell[] = []
+  await measure(paths, ['put-1KiB', 'get-1KiB', 'cas'], cells)
+  const savers = await langGraphPaths(server.url, Math.max(...CONCURRENCY), POOL)
+  await measure(savers, ['lg-put', 'lg-getTuple', 'lg-list'], cells)
+  for (const saver of savers) await saver.close()
   const out = join(import.meta.dirname, '..', 'results', 'postgres.json')
   writeFileSync(
     out,
-    `${JSON.stringify({ date: new Date().toISOString(), reps: REPS, seconds: SECONDS, pool: POOL, cells }, null, 2)}\n`,
+    `${JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        reps: REPS,
+        seconds: SECONDS,
+        pool: POOL,
+        cpus: cpus().length,
+        loadAvg: { start: loadAtStart, end: loadavg() },
+        cells,
+      },
+      null,
+      2,
+    )}\n`,
   )
   console.log(`written ${out}`)
+  console.log(`rebuilt ${rebuildReports().join(', ')}`)
   for (const path of paths) {
     const closable = path as Partial<{ backend: Backend; pool: pg.Pool; keyv: Keyv }>
     await closable.backend?.close()

@@ -7,6 +7,7 @@ import { runBenchmarks } from '../src/bench.js'
 import { readConfig } from '../src/config.js'
 import { runTimed } from '../src/measure.js'
 import { renderMarkdown } from '../src/report/markdown.js'
+import { readPostgresResults } from '../src/report/postgres.js'
 import { readmeHeadlineOf, renderReadmeHeadline } from '../src/report/readme.js'
 import { type RunSummary, serializeSummary, summarizeRun } from '../src/report/summary.js'
 import { renderRatioSvg } from '../src/report/svg.js'
@@ -311,7 +312,12 @@ describe('the README headline table', () => {
   })
 
   it('BENCHMARKS.md is too, and results/latest.json is the summaries, one case per line', () => {
-    expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toBe(renderMarkdown(result))
+    const postgres = readPostgresResults(join(root, 'benchmarks', 'results'))
+    expect(
+      postgres,
+      'results/postgres.json (bench:postgres) renders the PostgreSQL section',
+    ).toBeDefined()
+    expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toBe(renderMarkdown(result, postgres))
     const committed = readFileSync(join(root, 'benchmarks', 'results', 'latest.json'), 'utf8')
     expect(committed).toBe(serializeSummary(summarizeRun(result)))
   })

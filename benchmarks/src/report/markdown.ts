@@ -1,6 +1,7 @@
 import type { BackendKind, PathKind } from '../subject.js'
 import { countLabel } from '../workloads.js'
 import { escapeCell, formatMicros, formatRate, formatRatio, formatSpread } from './format.js'
+import { type PostgresResults, renderPostgresSection } from './postgres.js'
 import type { CaseSummary, RatioSummary, RunSummary, SubjectSummary } from './summary.js'
 
 /** The latency target: agent-state p50 at most this multiple of the raw client's (put, CAS, get). */
@@ -193,7 +194,7 @@ function notesTable(result: RunSummary, backend: BackendKind): string[] {
  * figure in one table only. The hand-written analysis, `benchmarks/FINDINGS.md`,
  * is linked, not copied.
  */
-export function renderMarkdown(result: RunSummary): string {
+export function renderMarkdown(result: RunSummary, postgres?: PostgresResults): string {
   const machine = result.machine
   const versions = Object.entries(result.versions)
     .map(([name, version]) => `${name} ${version}`)
@@ -263,6 +264,7 @@ export function renderMarkdown(result: RunSummary): string {
     '',
     ...growthTable(result),
     '',
+    ...(postgres === undefined ? [] : [...renderPostgresSection(postgres), '']),
     '## Full results',
     '',
     'Each cell: ops/s · p50 · p99. `↑`: in the Target 1 table (the headline workloads, with their ranges over',

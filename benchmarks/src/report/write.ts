@@ -2,14 +2,16 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BenchConfig } from '../config.js'
 import { renderMarkdown } from './markdown.js'
+import { readPostgresResults } from './postgres.js'
 import { renderReadmeHeadline, replaceReadmeHeadline } from './readme.js'
 import type { RunSummary } from './summary.js'
 import { renderRatioSvg } from './svg.js'
 
 /**
  * Writes every view of one run's results: `ratios.svg`, the Markdown report
- * and the README's headline table, so none of them can disagree with
- * `latest.json`. Returns the paths written.
+ * (with the PostgreSQL section from `postgres.json` when it exists) and the
+ * README's headline table, so none of them can disagree with `latest.json`.
+ * Returns the paths written.
  */
 export function writeReports(
   result: RunSummary,
@@ -17,7 +19,7 @@ export function writeReports(
 ): string[] {
   const written = [join(config.outDir, 'ratios.svg'), config.markdownPath]
   writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
-  writeFileSync(config.markdownPath, renderMarkdown(result))
+  writeFileSync(config.markdownPath, renderMarkdown(result, readPostgresResults(config.outDir)))
   if (config.readmePath !== undefined) {
     const readme = readFileSync(config.readmePath, 'utf8')
     writeFileSync(config.readmePath, replaceReadmeHeadline(readme, renderReadmeHeadline(result)))

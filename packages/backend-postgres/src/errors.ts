@@ -29,6 +29,28 @@ export function sqlState(error: unknown): string | undefined {
 const TRANSIENT = new Set(['57014', '55P03', '40001', '40P01', '53300', '57P03'])
 
 /**
+ * PgBouncer answers with SQLSTATE `08P01` both when it refused a query
+ * before sending it anywhere and when the server connection carrying it
+ * died: only its message tells them apart. These messages (PgBouncer 1.x)
+ * mean the query never left PgBouncer, so nothing was done (`UNAVAILABLE`
+ * even for a write); any other `08P01` is a lost connection.
+ */
+const PGBOUNCER_NOT_SENT = [
+  'server login has been failing',
+  'pgbouncer cannot connect to server',
+  'query_wait_timeout',
+  'no more connections allowed',
+  'client_login_timeout',
+]
+
+/** Whether `error` is PgBouncer refusing a query it never forwarded (see {@link PGBOUNCER_NOT_SENT}). */
+function refusedByPgBouncer(state: string | undefined, error: unknown): boolean {
+  if (state !== '08P01') return false
+  const message = (error as { message?: unknown } | null)?.message
+  return typeof message === 'string' && PGBOUNCER_NOT_SENT.some((text) => message.includes(text))
+}
+
+/**
  * SQLSTATEs meaning "the connection went away": the server shut down
  * (`57P01` also comes from `pg_terminate_backend`), crashed, or the link
  * failed. During a write nobody knows whether it committed.
@@ -62,6 +84,12 @@ export function mapPostgresError(error: unknown, failed: FailedOperation): Agent
   if (state !== undefined && TRANSIENT.has(state)) {
     return fail(
       `PostgreSQL ${operation} did not run (${state}: ${reason(state)}); nothing was written`,
+      { mayHaveApplied: false, retryable: true },
+    )
+  }
+  if (refusedByPgBouncer(state, error)) {
+    return fail(
+      `PgBouncer could not reach PostgreSQL during ${operation} (${state}); nothing was sent`,
       { mayHaveApplied: false, retryable: true },
     )
   }

@@ -21,6 +21,18 @@ const OWN = {
   connectTimeoutMs: 'integer',
   startupTimeouts: 'boolean',
   maxValueBytes: 'integer',
+  changeNotification: 'boolean',
+} as const
+
+/**
+ * Where the `LISTEN` connection goes when the URL's host is a
+ * transaction-pooling PgBouncer: the PostgreSQL server itself, reached with
+ * the URL's user, password, database and TLS parameters. Host and port only,
+ * so that no second set of credentials travels in a query string.
+ */
+const LISTEN = {
+  listenHost: 'string',
+  listenPort: 'integer',
 } as const
 
 /**
@@ -68,7 +80,7 @@ export async function createBackendFromUrl(
   const question = url.indexOf('?', Math.max(at, 0))
   const base = question < 0 ? url : url.slice(0, question)
   const search = new URLSearchParams(question < 0 ? '' : url.slice(question + 1))
-  const values = readUrlQuery('PostgreSQL', url, search, { ...OWN, ...PASSED })
+  const values = readUrlQuery('PostgreSQL', url, search, { ...OWN, ...PASSED, ...LISTEN })
   const authority = base.replace(/^postgres(?:ql)?:\/\//i, '')
   const hostPart = authority.slice(authority.lastIndexOf('@') + 1).split('/')[0] ?? ''
   if (hostPart === '' && values.host === undefined) {
@@ -96,11 +108,31 @@ export async function createBackendFromUrl(
     if (value !== undefined) Object.assign(fromQuery, { [name]: value })
   }
   const rest = passed.toString()
+  const connectionString = rest === '' ? base : `${base}?${rest}`
+  if (values.listenHost !== undefined || values.listenPort !== undefined) {
+    fromQuery.listenConnectionString = listenUrl(url, connectionString, values)
+  }
   // The lease clock is the database's: a host clock (openBackend's `clock`) does not apply.
   const { clock: _hostClock, ...given } = options
-  return openPostgresBackend({
-    ...fromQuery,
-    ...given,
-    connectionString: rest === '' ? base : `${base}?${rest}`,
-  })
+  return openPostgresBackend({ ...fromQuery, ...given, connectionString })
+}
+
+/** The pool's URL with host and port replaced by `listenHost` / `listenPort`. */
+function listenUrl(
+  url: string,
+  connectionString: string,
+  values: { listenHost?: string | undefined; listenPort?: number | undefined },
+): string {
+  let parsed: URL
+  try {
+    parsed = new URL(connectionString)
+  } catch {
+    throw invalidBackendUrl('PostgreSQL', url, 'listenHost/listenPort need a URL with a host')
+  }
+  if (values.listenPort !== undefined && (values.listenPort < 1 || values.listenPort > 65535)) {
+    throw invalidBackendUrl('PostgreSQL', url, 'query parameter "listenPort" must be 1-65535')
+  }
+  if (values.listenHost !== undefined) parsed.hostname = values.listenHost
+  if (values.listenPort !== undefined) parsed.port = String(values.listenPort)
+  return parsed.toString()
 }

@@ -82,6 +82,22 @@ export const postgresOptionsSchema = z.strictObject({
     .positive()
     .max(MAX_MAX_VALUE_BYTES)
     .default(DEFAULT_MAX_VALUE_BYTES),
+  /**
+   * Whether this instance offers `watch` (change notification through
+   * `LISTEN/NOTIFY`). Writes announce their keys either way, so watchers on
+   * other instances see this one's writes. Default `true`.
+   */
+  changeNotification: z.boolean().default(true),
+  /**
+   * Where the `LISTEN` connection of `watch` goes: a direct PostgreSQL
+   * connection URL, same form as `connectionString`. Needed when
+   * `connectionString` goes through a transaction-pooling PgBouncer, which
+   * cannot carry `LISTEN` (a session state). Default: `connectionString`.
+   */
+  listenConnectionString: z
+    .string()
+    .min(1, 'listenConnectionString must be a non-empty string')
+    .optional(),
 })
 
 /** Options of `openPostgresBackend` (what a caller passes; see {@link postgresOptionsSchema}). */

@@ -32,13 +32,24 @@ import {
   prefixRange,
   quoteForMessage,
   type StoredValue,
+  setWatchInterrupt,
   type ValueMeta,
+  type WatchOptions,
   type WriterIdentity,
 } from '@agent-state/core'
 import type pg from 'pg'
+import {
+  createPostgresWatcher,
+  POSTGRES_CHANGE_NOTIFICATION,
+  type WatcherHooks,
+} from './change-notification.js'
 import { type Connection, openConnection } from './connection.js'
 
-import { type PostgresBackendOptions, postgresOptionsSchema } from './options.js'
+import {
+  type PostgresBackendOptions,
+  postgresOptionsSchema,
+  type ResolvedPostgresOptions,
+} from './options.js'
 import {
   decodeListed,
   decodeState,
@@ -48,7 +59,7 @@ import {
   valueParams,
 } from './row-codec.js'
 import { type MigrationHooks, migrate } from './schema.js'
-import { buildStatements, type Statements } from './statements.js'
+import { buildStatements, changeChannel, type Statements } from './statements.js'
 
 /** Test hooks (frozen-writer tier): not part of the options, never set in production. */
 export interface PostgresBackendHooks {
@@ -58,6 +69,8 @@ export interface PostgresBackendHooks {
   readonly migration?: MigrationHooks
   /** Replaces statements (mutants of the fencing guard in tests). */
   readonly statements?: (statements: Statements) => Statements
+  /** Hooks of the watcher (see `WatcherHooks`). */
+  readonly watcher?: WatcherHooks
 }
 
 /** How many lost races (a concurrent write changed the row) one operation retries. */
@@ -159,9 +172,7 @@ export function createWithHooks(
     return migrated
   }
   const backend = createBackend(
-    resolved.namespace,
-    resolved.schema,
-    resolved.maxValueBytes,
+    resolved,
     {
       server: connection.server,
       use: async (operation, writing, body) => {
@@ -186,12 +197,11 @@ function openFailure(error: unknown, server: string): unknown {
 }
 
 function createBackend(
-  namespace: string,
-  schema: string,
-  maxValueBytes: number,
+  options: ResolvedPostgresOptions,
   connection: Connection,
   hooks: PostgresBackendHooks,
 ): Backend {
+  const { namespace, schema, maxValueBytes } = options
   const built = buildStatements(schema)
   const sql = hooks.statements?.(built) ?? built
   const capabilities: Capabilities = {
@@ -201,12 +211,24 @@ function createBackend(
     leaseClock: 'server',
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes,
+    ...(options.changeNotification ? { changeNotification: POSTGRES_CHANGE_NOTIFICATION } : {}),
   }
   let closed = false
 
   function assertOpen(): void {
     if (closed) throw new AgentStateError('CLOSED', 'The postgres backend is closed')
   }
+
+  const watcher = options.changeNotification
+    ? createPostgresWatcher(
+        options,
+        connection,
+        changeChannel(schema),
+        namespace,
+        assertOpen,
+        hooks.watcher,
+      )
+    : undefined
 
   async function load(client: pg.ClientBase, key: string, withValue: boolean) {
     const result = await client.query<StateRow>(withValue ? sql.readWithValue : sql.read, [
@@ -311,7 +333,7 @@ function createBackend(
     })
   }
 
-  return {
+  const backend: Backend = {
     contractVersion: CONTRACT_VERSION,
     name: 'postgres',
     capabilities,
@@ -411,9 +433,15 @@ function createBackend(
     async close(): Promise<void> {
       if (closed) return
       closed = true
+      await watcher?.close()
       await connection.end()
     },
   }
+  if (watcher === undefined) return backend
+  backend.watch = (prefix: string, watchOptions?: WatchOptions) =>
+    watcher.watch(prefix, watchOptions)
+  // The contract's resync check (and `agent-state verify`) ends the listen connection's server process.
+  return setWatchInterrupt(backend, () => watcher.interrupt())
 }
 
 /**

@@ -2,6 +2,16 @@ import type { KeyRange } from '@agent-state/core'
 import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
 
 /**
+ * The `NOTIFY` channel of the backends in `schema` (all their namespaces):
+ * `agent_state:<schema>`, cut to PostgreSQL's 63-byte channel names. Two
+ * schemas whose names share their first 51 characters share a channel, which
+ * costs their watchers spurious hints (allowed), never a lost one.
+ */
+export function changeChannel(schema: string): string {
+  return `agent_state:${schema}`.slice(0, 63)
+}
+
+/**
  * The SQL of every operation, for one schema. Each operation is ONE
  * statement sent as an unnamed extended-protocol query (no named prepared
  * statement: PgBouncer's transaction pooling may run the next statement on
@@ -27,7 +37,7 @@ export interface Statements {
   readonly remove: string
   /** Live keys of a range in byte order: `$1` namespace, `$2` from, [`$3` to], then the limit. */
   scan(range: KeyRange): string
-  /** Every row of a namespace. */
+  /** Every row of a namespace; announces the namespace (payload `<namespace>/`, no key). */
   readonly destroy: string
 }
 
@@ -45,6 +55,16 @@ export const NOW_MS = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigi
 /** Builds the statements of the backend in `schema` (an identifier checked by the options schema). */
 export function buildStatements(schema: string): Statements {
   const table = `${schema}.${ENTRIES_TABLE}`
+  // The change hint of a write: `pg_notify` in the write's own statement, so
+  // it is queued by the same transaction and delivered exactly when the write
+  // commits (never before it is durable and visible, never for a write that
+  // did not happen). The payload is `<namespace>/<key>` ($1, $2), at most
+  // 128 + 1 + 1024 bytes: always under NOTIFY's 8000-byte payload limit.
+  const channel = `'${changeChannel(schema)}'`
+  const notified = (write: string, when = 'true') =>
+    `WITH w AS (${write})
+     SELECT w.row_version, CASE WHEN ${when} THEN pg_notify(${channel}, $1 || '/' || $2) END AS hinted
+     FROM w`
   const read = (value: boolean) =>
     `SELECT n.now_ms, ${STATE_COLUMNS}${value ? ', e.value' : ''}
      FROM (SELECT ${NOW_MS} AS now_ms) n
@@ -59,26 +79,34 @@ export function buildStatements(schema: string): Statements {
   return {
     read: read(false),
     readWithValue: read(true),
-    insert: `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
+    // A row created by a lease acquisition holds no value: nothing to announce.
+    insert: notified(
+      `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
         value_crc, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
       ON CONFLICT (namespace, key) DO NOTHING RETURNING row_version`,
+      '$3::text IS NOT NULL',
+    ),
     writeValue: (fenced) =>
-      `UPDATE ${table} SET version = $4, revision = $5, writer = $6, updated_at = $7, size = $8,
+      notified(`UPDATE ${table} SET version = $4, revision = $5, writer = $6, updated_at = $7, size = $8,
          value = $9, value_crc = $10, row_version = ${nextRowVersion}
        WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 11)}
-       RETURNING row_version`,
+       RETURNING row_version`),
+    // Lease steps change no value and announce nothing (the contract promises them no hint).
     writeLease: (fenced) =>
       `UPDATE ${table} SET lease_holder = $4, lease_token = $5, lease_ttl_ms = $6,
          lease_expires_at = $7, fence = $8, row_version = ${nextRowVersion}
        WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 9)}
        RETURNING row_version`,
-    remove: `DELETE FROM ${table} WHERE namespace = $1 AND key = $2 AND row_version = $3 RETURNING row_version`,
+    remove: notified(
+      `DELETE FROM ${table} WHERE namespace = $1 AND key = $2 AND row_version = $3 RETURNING row_version`,
+    ),
     scan: (range) =>
       `SELECT key, version, size, updated_at FROM ${table}
        WHERE namespace = $1 AND version IS NOT NULL AND key ${range.inclusive ? '>=' : '>'} $2
        ${range.to === undefined ? '' : 'AND key < $3'}
        ORDER BY key COLLATE "C" LIMIT $${range.to === undefined ? 3 : 4}`,
-    destroy: `DELETE FROM ${table} WHERE namespace = $1`,
+    destroy: `WITH d AS (DELETE FROM ${table} WHERE namespace = $1 RETURNING 1)
+      SELECT pg_notify(${channel}, $1 || '/') FROM (SELECT count(*) FROM d) c`,
   }
 }

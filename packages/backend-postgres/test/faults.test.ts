@@ -1,4 +1,4 @@
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import { type Backend, type ChangeHint, isAgentStateError } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openPostgresBackend } from '../src/index.js'
@@ -70,13 +70,36 @@ async function eventually<T>(attempt: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A watch recording its hints, each with the time it arrived. */
+function record(backend: Backend, prefix: string) {
+  const controller = new AbortController()
+  const hints: Array<{ hint: ChangeHint; at: number }> = []
+  const done = (async () => {
+    for await (const hint of backend.watch?.(prefix, { signal: controller.signal }) ?? []) {
+      hints.push({ hint, at: performance.now() })
+    }
+  })()
+  return {
+    hints,
+    stop: async () => {
+      controller.abort()
+      await done
+    },
+  }
+}
+
 describe.each(['fast', 'immediate'] as const)('a %s server restart', (mode) => {
   it('fails operations with UNAVAILABLE or INDETERMINATE, keeps acknowledged writes, and tokens keep growing', async () => {
     const backend = await open(`restart-${mode}`)
+    const watching = await open(`restart-${mode}`)
+    const watch = record(watching, '')
     const before = await backend.acquireLease('fenced', { holder: 'a', ttlMs: 200 })
     const loop = writeLoop(backend, 'counter')
     while (loop.acknowledged.length < 20) await new Promise((resolve) => setTimeout(resolve, 10))
+    const hintsBefore = watch.hints.length
+    expect(hintsBefore).toBeGreaterThan(1)
     await server.restart({ mode, downMs: 500 })
+    const back = performance.now()
     const acknowledgedBefore = loop.acknowledged.length
     while (loop.acknowledged.length < acknowledgedBefore + 20) {
       await new Promise((resolve) => setTimeout(resolve, 10))
@@ -86,11 +109,25 @@ describe.each(['fast', 'immediate'] as const)('a %s server restart', (mode) => {
     // The restart was felt: at least one operation failed across it.
     expect(loop.codes.size).toBeGreaterThan(0)
     await expectConsistent(backend, 'counter', loop)
+    // The watch lost its listen connection with the server: it reopened it and resynced, within
+    // the claimed delay (plus the tier's loaded-host margin) of the server being back, and the
+    // writes after it are hinted again.
+    const after = watch.hints.slice(hintsBefore)
+    const resync = after.find((h) => h.hint.kind === 'resync')
+    expect(resync).toBeDefined()
+    const claimed = watching.capabilities.changeNotification?.maxDelayMs as number
+    expect((resync?.at as number) - back).toBeLessThan(claimed + 2000)
+    expect(after.slice(after.indexOf(resync as (typeof after)[number]) + 1)).toContainEqual({
+      hint: { kind: 'key', key: 'counter' },
+      at: expect.any(Number),
+    })
+    await watch.stop()
+    await watching.close()
     await new Promise((resolve) => setTimeout(resolve, 250))
-    const after = await eventually(() =>
+    const taken = await eventually(() =>
       backend.acquireLease('fenced', { holder: 'b', ttlMs: 1000 }),
     )
-    expect(after.token).toBeGreaterThan(before.token)
+    expect(taken.token).toBeGreaterThan(before.token)
     await backend.close()
   }, 120_000)
 })

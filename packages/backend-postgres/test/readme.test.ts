@@ -19,7 +19,8 @@ describe('README', () => {
     expect(blocks.map((block) => [block.language, ...block.flags].join(' '))).toEqual([
       'ts',
       'sql',
-      // The URL grammar, not code.
+      // The URL grammar and the PgBouncer example URL, not code.
+      'text',
       'text',
       // The Tests commands: this suite's own files.
       'sh',

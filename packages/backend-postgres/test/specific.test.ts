@@ -107,6 +107,26 @@ describe('error mapping (unit)', () => {
       mapPostgresError(pgError(code), { operation: 'put', mayHaveApplied: writing }).code,
     ).toBe(expected)
   })
+  it('08P01 is UNAVAILABLE when PgBouncer never sent the query, INDETERMINATE when its server connection died', () => {
+    const pgbouncer = (message: string) => Object.assign(new Error(message), { code: '08P01' })
+    for (const message of [
+      'server login has been failing, try again later (server_login_retry)',
+      'pgbouncer cannot connect to server',
+      'query_wait_timeout',
+      'no more connections allowed (max_client_conn)',
+    ]) {
+      expect(
+        mapPostgresError(pgbouncer(message), { operation: 'put', mayHaveApplied: true }).code,
+        message,
+      ).toBe('UNAVAILABLE')
+    }
+    expect(
+      mapPostgresError(pgbouncer('server conn crashed?'), {
+        operation: 'put',
+        mayHaveApplied: true,
+      }).code,
+    ).toBe('INDETERMINATE')
+  })
   it('a lost connection without SQLSTATE is INDETERMINATE for a write, UNAVAILABLE for a read', () => {
     const lost = new Error('Connection terminated unexpectedly')
     expect(mapPostgresError(lost, { operation: 'put', mayHaveApplied: true }).code).toBe(

@@ -57,6 +57,18 @@ describe('postgres:// URLs', () => {
     expect(tables.trim()).toBe('agent_state_entries,agent_state_migrations')
   }, 60_000)
 
+  it('changeNotification=false drops the capability and watch', async () => {
+    const url = server.urlFor(APP_ROLE, APP_PASSWORD, 'postgres', 'schema=url_schema')
+    const on = await createBackendFromUrl(url)
+    const off = await createBackendFromUrl(`${url}&changeNotification=false`)
+    expect(on.capabilities.changeNotification).toEqual({ mode: 'push', maxDelayMs: 1000 })
+    expect(typeof on.watch).toBe('function')
+    expect(off.capabilities.changeNotification).toBeUndefined()
+    expect(off.watch).toBeUndefined()
+    await on.close()
+    await off.close()
+  }, 60_000)
+
   it('a wrong password fails with UNAVAILABLE naming the server, never the password', async () => {
     const wrong = `${APP_PASSWORD}-wrong`
     const error = await failure(() =>
@@ -69,7 +81,15 @@ describe('postgres:// URLs', () => {
   }, 60_000)
 
   it('a malformed URL is INVALID_ARGUMENT without the password', async () => {
-    for (const query of ['bogus=1', 'sslmode=sometimes', 'poolSize=many', 'schema=a&schema=b']) {
+    for (const query of [
+      'bogus=1',
+      'sslmode=sometimes',
+      'poolSize=many',
+      'schema=a&schema=b',
+      'listenPort=0',
+      'listenPort=x',
+      'changeNotification=maybe',
+    ]) {
       const url = server.urlFor(APP_ROLE, APP_PASSWORD, 'postgres', query)
       const error = await failure(() => createBackendFromUrl(url))
       expect(isAgentStateError(error, 'INVALID_ARGUMENT')).toBe(true)

@@ -1,0 +1,149 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/**
+ * The PostgreSQL section of `BENCHMARKS.md`, rendered from
+ * `results/postgres.json` (written by `bench:postgres`, which measures
+ * outside the main run: its own server, its own peers). Every figure is a
+ * median over the interleaved repetitions; a ratio is computed within each
+ * repetition (both paths measured side by side), then its median is taken.
+ */
+
+/** One path, workload and concurrency of `results/postgres.json`: one value per repetition. */
+export interface PostgresCell {
+  readonly path: string
+  readonly workload: string
+  readonly concurrency: number
+  readonly opsPerSecond: readonly number[]
+  readonly p50Ms: readonly number[]
+}
+
+/** `results/postgres.json`. */
+export interface PostgresResults {
+  readonly date: string
+  readonly reps: number
+  readonly seconds: number
+  readonly pool: number
+  /** `os.loadavg()` at the start and the end of the run (absent in older files). */
+  readonly loadAvg?: { readonly start: readonly number[]; readonly end: readonly number[] }
+  readonly cpus?: number
+  readonly cells: readonly PostgresCell[]
+}
+
+/** Reads `results/postgres.json` from `outDir`, or `undefined` when it was never written. */
+export function readPostgresResults(outDir: string): PostgresResults | undefined {
+  const path = join(outDir, 'postgres.json')
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as PostgresResults) : undefined
+}
+
+const median = (values: readonly number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+
+function cellOf(
+  results: PostgresResults,
+  path: string,
+  workload: string,
+  concurrency: number,
+): PostgresCell | undefined {
+  return results.cells.find(
+    (c) => c.path === path && c.workload === workload && c.concurrency === concurrency,
+  )
+}
+
+function shown(cell: PostgresCell | undefined): string {
+  if (cell === undefined) return '–'
+  const p50 = median(cell.p50Ms)
+  return `${median(cell.opsPerSecond).toFixed(0)} ops/s, p50 ${p50 < 10 ? p50.toFixed(2) : p50.toFixed(1)} ms`
+}
+
+/** Median over the repetitions of `a`'s p50 divided by `b`'s p50 in the same repetition. */
+function p50Ratio(a: PostgresCell | undefined, b: PostgresCell | undefined): string {
+  if (a === undefined || b === undefined) return '–'
+  const ratios = a.p50Ms.map((p50, rep) => p50 / (b.p50Ms[rep] ?? Number.NaN))
+  return `${median(ratios).toFixed(2)}×`
+}
+
+function concurrencies(results: PostgresResults, workloads: readonly string[]): number[] {
+  return [
+    ...new Set(
+      results.cells.filter((c) => workloads.includes(c.workload)).map((c) => c.concurrency),
+    ),
+  ].sort((a, b) => a - b)
+}
+
+function table(
+  results: PostgresResults,
+  workloads: readonly string[],
+  paths: readonly string[],
+  ratios: ReadonlyArray<readonly [string, string]>,
+): string[] {
+  const lines = [
+    `| workload | c | ${[...paths, ...ratios.map(([a, b]) => `p50 ${a} / ${b}`)].join(' | ')} |`,
+    `| --- | --- | ${[...paths, ...ratios].map(() => '---').join(' | ')} |`,
+  ]
+  for (const workload of workloads) {
+    for (const c of concurrencies(results, workloads)) {
+      const cells = paths.map((path) => shown(cellOf(results, path, workload, c)))
+      const quoted = ratios.map(([a, b]) =>
+        p50Ratio(cellOf(results, a, workload, c), cellOf(results, b, workload, c)),
+      )
+      lines.push(`| ${workload} | ${c} | ${[...cells, ...quoted].join(' | ')} |`)
+    }
+  }
+  return lines
+}
+
+/** c=64 over c=1 throughput of `path` for `workload` (medians), as quoted under the table. */
+function scaling(results: PostgresResults, path: string, workload: string): string {
+  const levels = concurrencies(results, [workload])
+  const low = cellOf(results, path, workload, levels[0] ?? 1)
+  const high = cellOf(results, path, workload, levels[levels.length - 1] ?? 1)
+  if (low === undefined || high === undefined || low === high) return '–'
+  return `${(median(high.opsPerSecond) / median(low.opsPerSecond)).toFixed(1)}×`
+}
+
+/** The `## PostgreSQL` section of `BENCHMARKS.md`. */
+export function renderPostgresSection(results: PostgresResults): string[] {
+  const load =
+    results.loadAvg === undefined
+      ? ''
+      : `; load average ${results.loadAvg.start.map((n) => n.toFixed(1)).join('/')} at the start, ${results.loadAvg.end.map((n) => n.toFixed(1)).join('/')} at the end`
+  const levels = concurrencies(results, ['put-1KiB'])
+  return [
+    '## PostgreSQL (`bench:postgres`)',
+    '',
+    `Measured by \`npx -y pnpm@12.4.2 bench:postgres\` (\`benchmarks/src/postgres-bench.ts\`) on ${results.date}: one private`,
+    `PostgreSQL 15 (\`fsync\` on, \`synchronous_commit\` on), pools of ${results.pool}, 1 KiB values, closed loop,`,
+    `${results.reps} interleaved repetitions of ${results.seconds} s per path${results.cpus === undefined ? '' : `, ${results.cpus} CPUs`}${load}.`,
+    'Cells: median ops/s and median p50. Ratios: the p50 of the two paths in the same repetition, median over',
+    'the repetitions (lower is better for agent-state). `raw-same` runs the backend’s own read and conditional',
+    '`UPDATE` through `pg` without core’s rules, checksum or decoding (and without the change notification);',
+    '`raw-upsert` is one `INSERT … ON CONFLICT DO UPDATE` (last writer wins).',
+    '',
+    ...table(
+      results,
+      ['put-1KiB', 'get-1KiB', 'cas'],
+      ['agent-state', 'raw-same', 'raw-upsert', 'keyv'],
+      [['agent-state', 'raw-same']],
+    ),
+    '',
+    `agent-state \`put\` throughput at c=${levels[levels.length - 1] ?? '?'} over c=${levels[0] ?? '?'}: ${scaling(results, 'agent-state', 'put-1KiB')} (raw-same ${scaling(results, 'raw-same', 'put-1KiB')}, raw-upsert ${scaling(results, 'raw-upsert', 'put-1KiB')}).`,
+    '',
+    '### LangGraph savers on PostgreSQL',
+    '',
+    '`@agent-state/langgraph` on this backend (plain, and `owned`: thread ownership, every write fenced by the',
+    'thread’s lease) against `@langchain/langgraph-checkpoint-postgres`’s `PostgresSaver` (upserts, no fencing)',
+    'on the same server. Each caller works on its own thread of 20+ checkpoints: `lg-put` writes a checkpoint',
+    'with one 1 KiB channel value, `lg-getTuple` reads the latest, `lg-list` the 10 newest.',
+    '',
+    ...table(
+      results,
+      ['lg-put', 'lg-getTuple', 'lg-list'],
+      ['agent-state', 'agent-state owned', 'PostgresSaver'],
+      [
+        ['agent-state', 'PostgresSaver'],
+        ['agent-state owned', 'PostgresSaver'],
+      ],
+    ),
+  ]
+}
