@@ -6,7 +6,7 @@ import { codeOf } from './error-code.js'
 import { sleep } from './queue-helpers.js'
 
 /** The backends with change notification today (docs/runtime/daemons.md, Waiting). */
-const NOTIFYING = ['memory', 'fs', 'sqlite', 'redis']
+const NOTIFYING = ['memory', 'fs', 'sqlite', 'redis', 'postgres']
 
 async function onFixture<T>(
   factory: BackendFactory,
@@ -19,6 +19,19 @@ async function onFixture<T>(
     await fixture.cleanup()
   }
 }
+
+describe('the notifying backends of these tests', () => {
+  it('are exactly the backends that claim change notification', async () => {
+    const claimed: string[] = []
+    for (const factory of BACKENDS) {
+      await onFixture(factory, async (fixture) => {
+        const backend = fixture.create()
+        if (backend.capabilities.changeNotification !== undefined) claimed.push(factory.name)
+      })
+    }
+    expect(claimed.sort()).toEqual([...NOTIFYING].sort())
+  })
+})
 
 describe.concurrent.each(BACKENDS.filter((factory) => NOTIFYING.includes(factory.name)))(
   'waiters on $name wake on its change notification',
