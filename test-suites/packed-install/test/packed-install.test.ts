@@ -17,7 +17,7 @@ import { DEMO_RUN_ROW, DEMO_STORY } from '../../../apps/cli/test/demo-story.js'
 import { lint, lintTarball } from './lint-package.js'
 import { runtimeReadmeExamples } from './readme-examples.js'
 import { startRegistry } from './registry.js'
-import { publishStaged, stageRelease, versionStaged } from './release.js'
+import { pinWorkspaceRanges, publishStaged, stageRelease, versionStaged } from './release.js'
 import {
   buildStaged,
   type PublishablePackage,
@@ -363,6 +363,7 @@ describe('the published packages, installed with npm outside the workspace', () 
     const { staging, packages } = built
     stageRelease(staging)
     const versions = await timed('changeset version', () => versionStaged(staging, packages))
+    pinWorkspaceRanges(staging, packages, versions)
     const registry = await timed('registry start', () => startRegistry(join(temp, 'registry')))
     try {
       const npmrc = join(temp, 'rehearsal.npmrc')

@@ -43,6 +43,33 @@ export async function versionStaged(
 }
 
 /**
+ * Sets the staged manifests' `workspace:` ranges of the released packages to their new versions
+ * (`workspace:^` → `^<version>`, `workspace:~` → `~<version>`, `workspace:*` → `<version>`), what
+ * `pnpm publish` does in a real checkout. Here pnpm would read the versions through the staged
+ * packages' `node_modules`, which link to the checkout's packages and so hold the versions from
+ * before `changeset version`.
+ */
+export function pinWorkspaceRanges(
+  staging: string,
+  packages: readonly { name: string; dir: string }[],
+  versions: ReadonlyMap<string, string>,
+): void {
+  for (const { dir } of packages) {
+    const path = join(staging, dir, 'package.json')
+    const pkg = JSON.parse(readFileSync(path, 'utf8'))
+    for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies']) {
+      for (const [name, spec] of Object.entries((pkg[field] ?? {}) as Record<string, string>)) {
+        const version = versions.get(name)
+        if (!spec.startsWith('workspace:') || version === undefined) continue
+        const range = spec.slice('workspace:'.length)
+        pkg[field][name] = range === '*' ? version : `${range}${version}`
+      }
+    }
+    writeFileSync(path, `${JSON.stringify(pkg, null, 2)}\n`)
+  }
+}
+
+/**
  * `pnpm publish -r` of the staged tree to `registry` (pnpm turns `workspace:^` into the new
  * versions, as `pnpm pack` does), with an npmrc of its own holding the registry's token.
  */
