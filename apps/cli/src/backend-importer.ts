@@ -1,11 +1,16 @@
 import { createRequire } from 'node:module'
 import { isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { BACKEND_PACKAGES } from '@agent-state/core'
+import { BACKEND_PACKAGES, isPackageMissing } from '@agent-state/core'
+import { loadOptional } from './optional-package.js'
 
 /**
- * Loads backend packages from the CLI's own dependencies, so `openBackend`
- * finds them wherever `@agent-state/core` itself is installed.
+ * The built-in backend packages (core's scheme table, `BACKEND_PACKAGES`),
+ * each imported from the CLI's own location. Only fs and memory are
+ * dependencies of the CLI; Redis, S3, SQLite and PostgreSQL are optional
+ * peers, installed by the user who needs them (see the README): a missing
+ * one fails here with Node's "Cannot find package", which `openBackend`
+ * turns into "install @agent-state/redis to use redis: URLs".
  */
 const loaders: Record<string, () => Promise<unknown>> = {
   '@agent-state/memory': () => import('@agent-state/memory'),
@@ -14,6 +19,15 @@ const loaders: Record<string, () => Promise<unknown>> = {
   '@agent-state/redis': () => import('@agent-state/redis'),
   '@agent-state/s3': () => import('@agent-state/s3'),
   '@agent-state/postgres': () => import('@agent-state/postgres'),
+} satisfies Record<(typeof BACKEND_PACKAGES)[keyof typeof BACKEND_PACKAGES], unknown>
+
+/** Where `packageName` resolves from the working directory's project, or `undefined`. */
+function resolveFromWorkingDirectory(packageName: string): string | undefined {
+  try {
+    return createRequire(join(process.cwd(), 'package.json')).resolve(packageName)
+  } catch {
+    return undefined
+  }
 }
 
 /** The environment variable `--module` sets, so vitest workers and child processes see it too. */
@@ -45,13 +59,25 @@ export function resolveModuleSpecifier(specifier: string): string {
 
 /**
  * An `importer` for `openBackend`: the built-in backend packages from the
- * CLI's dependencies; a third-party module file directly (TypeScript through
- * tsx, a dependency of the CLI); a third-party package from the working
- * directory's project first, then from the CLI's location.
+ * CLI's location, then from the working directory's project; a third-party
+ * module file directly (TypeScript through tsx, an optional peer of the
+ * CLI); a third-party package from the working directory's project first,
+ * then from the CLI's location.
  */
 export async function importBackendPackage(packageName: string): Promise<unknown> {
   const load = loaders[packageName]
-  if (load !== undefined) return load()
+  if (load !== undefined) {
+    try {
+      return await load()
+    } catch (error) {
+      // Not beside the CLI (an `npx` copy): the project in the working directory may have it.
+      const resolved = isPackageMissing(packageName, error)
+        ? resolveFromWorkingDirectory(packageName)
+        : undefined
+      if (resolved === undefined) throw error
+      return import(pathToFileURL(resolved).href)
+    }
+  }
   if (isModuleFile(packageName)) {
     const url = packageName.startsWith('file:')
       ? packageName
@@ -61,18 +87,17 @@ export async function importBackendPackage(packageName: string): Promise<unknown
     // every instance opened in this process shares the module's state.
     let loaded = typescriptModules.get(url)
     if (loaded === undefined) {
-      loaded = import('tsx/esm/api').then(({ tsImport }) => tsImport(url, import.meta.url))
+      loaded = loadOptional(
+        () => import('tsx/esm/api'),
+        ['tsx'],
+        'a TypeScript --module file (or build it to JavaScript)',
+      ).then(({ tsImport }) => tsImport(url, import.meta.url))
       typescriptModules.set(url, loaded)
       loaded.catch(() => typescriptModules.delete(url))
     }
     return loaded
   }
-  let resolved: string | undefined
-  try {
-    resolved = createRequire(join(process.cwd(), 'package.json')).resolve(packageName)
-  } catch {
-    // Not installed in the working directory's project: try the CLI's own location.
-  }
+  const resolved = resolveFromWorkingDirectory(packageName)
   return import(resolved === undefined ? packageName : pathToFileURL(resolved).href)
 }
 

@@ -17,8 +17,8 @@ import {
 import { runDemo } from './demo/demo.js'
 import { EXIT, type ExitCode } from './exit-codes.js'
 import { describeFailure } from './failure.js'
+import { loadOptional } from './optional-package.js'
 import { errLine, type FormatFlags, formatOf, outLine } from './output.js'
-import { verify } from './verify.js'
 
 const EXIT_CODES_HELP = `
 Exit codes:
@@ -36,11 +36,18 @@ Backend URLs: memory:  file:./.agent-state  sqlite:./state.db  redis://[user:pas
   agent-state --module ./my-backend.ts verify lmdb:./data
 Passwords in URLs are never printed.`
 
+/** What `verify` loads beyond the CLI's dependencies (optional peers, see the README). */
+const VERIFY_PACKAGES = ['@agent-state/contract', 'vitest'] as const
+
 function buildProgram(setCode: (code: ExitCode) => void): Command {
   const program = new Command('agent-state')
     .description('Durable state for long-running AI agents: check, inspect and copy a backend.')
     .addHelpText('after', EXIT_CODES_HELP)
     .showSuggestionAfterError(true)
+    // Every command's help lists the program's own options (`--module`) under "Global Options":
+    // set before the commands are added, which inherit it, so `verify --help` shows a third
+    // party how to verify their backend.
+    .configureHelp({ showGlobalOptions: true })
     .addOption(
       new Option(
         '--module <path-or-package>',
@@ -78,15 +85,21 @@ function buildProgram(setCode: (code: ExitCode) => void): Command {
       .option('--json <file>', 'write the conformance summary as JSON'),
   ).action(async (url: string, flags: { json?: string; timeout: number }) => {
     setCode(
-      await guarded('verify', [url], async () =>
-        (await verify({
+      await guarded('verify', [url], async () => {
+        // The contract suite and its runner are optional peers: loaded only here.
+        const { verify } = await loadOptional(
+          () => import('./verify.js'),
+          VERIFY_PACKAGES,
+          'agent-state verify',
+        )
+        return (await verify({
           url,
           timeoutMs: flags.timeout,
           ...(flags.json === undefined ? {} : { jsonPath: flags.json }),
         }))
           ? EXIT.OK
-          : EXIT.FAILED,
-      ),
+          : EXIT.FAILED
+      }),
     )
   })
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { MIN_CRASH_CYCLES } from '@agent-state/contract'
@@ -53,6 +53,48 @@ describe('agent-state --module (a third-party backend)', () => {
     })
     expect(wrong.status).toBe(3)
     expect(wrong.stderr).toContain('does not export createBackendFromUrl')
+  })
+
+  it('says why an installed package cannot be loaded, and names the user’s package manager', async () => {
+    // A project on disk whose backend package's entry is TypeScript: plain node refuses it.
+    const project = tempDir('agent-state-cli-ts-entry-')
+    const pkg = join(project, 'node_modules', 'ts-entry-backend')
+    mkdirSync(join(pkg, 'src'), { recursive: true })
+    writeFileSync(join(project, 'package.json'), '{"name":"p","private":true,"type":"module"}')
+    writeFileSync(
+      join(pkg, 'package.json'),
+      '{"name":"ts-entry-backend","version":"1.0.0","type":"module","exports":"./src/index.ts"}',
+    )
+    writeFileSync(
+      join(pkg, 'src', 'index.ts'),
+      'export const createBackendFromUrl = (u: string) => u\n',
+    )
+    const npm = { npm_config_user_agent: 'npm/10.8.2 node/v20.19.0 linux x64 workspaces/false' }
+    const ts = await runCli(['--module', 'ts-entry-backend', 'ls', '-u', 'tsb:'], {
+      cwd: project,
+      env: npm,
+    })
+    expect(ts.status, ts.stderr).toBe(3)
+    expect(ts.stderr).toContain(
+      'package ts-entry-backend is installed but could not be loaded: Unknown file extension ".ts"',
+    )
+    expect(ts.stderr).toContain('build it to JavaScript first, npm run build')
+    expect(ts.stderr).toContain('node --import tsx')
+    expect(ts.stderr).not.toContain('install it')
+    expect(ts.stderr).not.toContain('pnpm')
+    const yarn = await runCli(['--module', 'lmdb-backend-missing', 'ls', '-u', 'lmdb:'], {
+      cwd: project,
+      env: { npm_config_user_agent: 'yarn/4.5.0 npm/? node/v20.19.0 linux x64' },
+    })
+    expect(yarn.status).toBe(3)
+    expect(yarn.stderr).toContain(
+      'needs the package lmdb-backend-missing, which is not installed: install it to use lmdb: URLs (yarn add lmdb-backend-missing)',
+    )
+    const none = await runCli(['--module', 'lmdb-backend-missing', 'ls', '-u', 'lmdb:'], {
+      cwd: project,
+      env: { npm_config_user_agent: '' },
+    })
+    expect(none.stderr).toContain('(npm install lmdb-backend-missing)')
   })
 
   it('refuses an unknown scheme without --module as a usage error naming the way to add one', async () => {

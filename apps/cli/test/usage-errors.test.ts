@@ -7,6 +7,7 @@ import { redisUrl, s3Env, s3Url, services } from './services.js'
 afterAll(removeTemps)
 
 const COMMANDS = [
+  'demo',
   'verify',
   'ls',
   'cat',
@@ -21,6 +22,15 @@ const COMMANDS = [
   'quarantine key',
   'quarantine list',
 ]
+
+/**
+ * The `--module` line of a help text's "Global Options:" section (the program's options shown
+ * in a command's help), or `undefined` when that section does not list it.
+ */
+function globalModuleOption(help: string): string | undefined {
+  const section = help.split(/^Global Options:$/m)[1]
+  return section?.split('\n').find((line) => line.trimStart().startsWith('--module <'))
+}
 
 /** The last non-empty line of stderr, and how many non-empty lines it had. */
 function errorLines(stderr: string): string[] {
@@ -37,7 +47,17 @@ describe('help and usage', () => {
       const result = await runCli([...name.split(' '), '--help'])
       expect(result.status, name).toBe(0)
       expect(result.stdout).toContain(`Usage: agent-state ${name}`)
+      // A third party reading only `verify --help` finds how to verify their backend.
+      expect(globalModuleOption(result.stdout), `${name} --help`).toBeDefined()
     }
+  })
+
+  it('the Global Options check fails on a help that lists --module only as its own option', async () => {
+    // The mutant: the program's own help names --module under "Options:", as every command's help
+    // did before they showed the global options; the check must not take it for a global one.
+    const root = await runCli(['--help'])
+    expect(root.stdout).toContain('--module <path-or-package>')
+    expect(globalModuleOption(root.stdout)).toBeUndefined()
   })
 
   it('exits 2 with one line for an unknown command, a bad flag, a bad value and no command', async () => {

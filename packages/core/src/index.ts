@@ -111,6 +111,11 @@ export {
 export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
 export { mapLimited } from './map-limited.js'
 export {
+  describeModuleLoadFailure,
+  isPackageMissing,
+  type ModuleLoadFailure,
+} from './module-load-failure.js'
+export {
   type BackendUrlModule,
   type BackendUrlOptions,
   DEFAULT_BACKEND_URL,
@@ -119,6 +124,12 @@ export {
   openBackend,
   redactUrl,
 } from './open-backend.js'
+export {
+  installCommand,
+  type PackageManager,
+  runScriptCommand,
+  userPackageManager,
+} from './package-manager.js'
 export { createRecordBackend, type RecordBackendOptions } from './record-backend.js'
 export { decodeKeyState, encodeKeyState, type KeyState, type StoredLease } from './record-codec.js'
 export {

@@ -11,6 +11,7 @@ import {
 } from './backend-schemes.js'
 import type { Clock } from './clock.js'
 import { AgentStateError } from './errors.js'
+import { describeModuleLoadFailure } from './module-load-failure.js'
 
 /** The embedded default: the filesystem backend in `./.agent-state`. */
 export const DEFAULT_BACKEND_URL = 'file:./.agent-state'
@@ -129,7 +130,9 @@ async function defaultImporter(packageName: string): Promise<unknown> {
  * `registerBackendScheme` (loaded the same lazy way).
  *
  * @throws `INVALID_ARGUMENT` for an unknown scheme or bad options;
- *   `UNSUPPORTED` naming the package to install when it is missing.
+ *   `UNSUPPORTED` naming the package to install when it is missing (with
+ *   the user's package manager), or, for a module that is there but fails to
+ *   load, why (the cause's message; a TypeScript entry needs a build or tsx).
  */
 export async function openBackend(url: string, options: OpenBackendOptions = {}): Promise<Backend> {
   if (typeof url !== 'string' || url.length === 0) {
@@ -163,14 +166,16 @@ export async function openBackend(url: string, options: OpenBackendOptions = {})
   try {
     module = (await importer(packageName)) as Partial<BackendUrlModule>
   } catch (cause) {
-    const why = cause instanceof Error ? `: ${cause.message}` : ''
-    throw new AgentStateError(
-      'UNSUPPORTED',
-      isModulePath(packageName)
-        ? `The ${scheme} backend's module ${packageName} could not be loaded${why}`
-        : `The ${scheme} backend needs the package ${packageName}: install it (pnpm add ${packageName})`,
-      { context: { packageName }, cause },
+    const failure = describeModuleLoadFailure(
+      scheme as string,
+      packageName,
+      isModulePath(packageName),
+      cause,
     )
+    throw new AgentStateError('UNSUPPORTED', failure.message, {
+      context: { packageName, missing: failure.missing },
+      cause,
+    })
   }
   if (typeof module?.createBackendFromUrl !== 'function') {
     throw new AgentStateError(

@@ -62,7 +62,7 @@ describe('third-party schemes', () => {
     registerBackendScheme('lmdb:', '@acme/agent-state-lmdb-not-installed')
     const error = await failure(openBackend('lmdb:./x'))
     expect(error.code).toBe('UNSUPPORTED')
-    expect(error.message).toContain('pnpm add @acme/agent-state-lmdb-not-installed')
+    expect(error.message).toContain('which is not installed: install it to use lmdb: URLs')
   })
 
   it('refuses a module without createBackendFromUrl with UNSUPPORTED', async () => {

@@ -55,9 +55,12 @@ export async function sh(
     })
     return { stdout: result.stdout, stderr: result.stderr }
   } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; message: string }
-    throw new Error(
-      `${command} ${args.join(' ')} failed in ${options.cwd}: ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}`,
+    const e = error as { stdout?: string; stderr?: string; message: string; code?: unknown }
+    throw Object.assign(
+      new Error(
+        `${command} ${args.join(' ')} failed in ${options.cwd} (exit ${String(e.code)}): ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}`,
+      ),
+      { exitCode: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' },
     )
   }
 }
