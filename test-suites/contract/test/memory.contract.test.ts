@@ -1,5 +1,10 @@
 import { fileURLToPath } from 'node:url'
-import { createRecordBackend } from '@agent-state/core'
+import {
+  createRecordBackend,
+  setWatchInterrupt,
+  type WatchInterruptSeam,
+  watchInterruptOf,
+} from '@agent-state/core'
 import {
   createMemoryBackend,
   createMemoryRecordMap,
@@ -30,7 +35,9 @@ describeBackendContract({
 // The third-party path: the record primitive wrapped by core. Namespaces share one map, so
 // prefix record keys with nothing: each test's keys stay isolated by a per-namespace map.
 // The second run lets puts start from each instance's cached state (as on S3), so the
-// concurrency and linearizability checks race stale guesses against each other.
+// concurrency and linearizability checks race stale guesses against each other. The first runs
+// without the store's optional `remove`, so both ways a delete can end run: a tombstone for every
+// delete here, a removal (where no lease was ever issued) in the second.
 for (const versionChangesWithBytes of [false, true]) {
   const maps = new Map<string, ReturnType<typeof createMemoryRecordMap>>()
   describeBackendContract({
@@ -41,9 +48,14 @@ for (const versionChangesWithBytes of [false, true]) {
         records = createMemoryRecordMap()
         maps.set(ctx.namespace, records)
       }
-      return createRecordBackend(createMemoryRecordStore({ records, versionChangesWithBytes }), {
-        clock: ctx.clock,
-      })
+      const store = createMemoryRecordStore({ records, versionChangesWithBytes })
+      // A copy without `remove` keeps the store's declared watch seam (not an own enumerable key).
+      const { remove: _remove, ...withoutRemove } = store
+      const seam = watchInterruptOf(store) as WatchInterruptSeam
+      return createRecordBackend(
+        versionChangesWithBytes ? store : setWatchInterrupt(withoutRemove, seam),
+        { clock: ctx.clock },
+      )
     },
     process: { module: childModule, options: { records: true } },
     watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
