@@ -35,9 +35,9 @@ describeBackendContract({
 // The third-party path: the record primitive wrapped by core. Namespaces share one map, so
 // prefix record keys with nothing: each test's keys stay isolated by a per-namespace map.
 // The second run lets puts start from each instance's cached state (as on S3), so the
-// concurrency and linearizability checks race stale guesses against each other. The first runs
-// without the store's optional `remove`, so both ways a delete can end run: a tombstone for every
-// delete here, a removal (where no lease was ever issued) in the second.
+// concurrency and linearizability checks race stale guesses against each other. The second also
+// runs without the store's optional `remove`, so both ways a delete can end run: a removal (where
+// no lease was ever issued) in the first, a tombstone for every delete in the second.
 for (const versionChangesWithBytes of [false, true]) {
   const maps = new Map<string, ReturnType<typeof createMemoryRecordMap>>()
   describeBackendContract({
@@ -53,7 +53,7 @@ for (const versionChangesWithBytes of [false, true]) {
       const { remove: _remove, ...withoutRemove } = store
       const seam = watchInterruptOf(store) as WatchInterruptSeam
       return createRecordBackend(
-        versionChangesWithBytes ? store : setWatchInterrupt(withoutRemove, seam),
+        versionChangesWithBytes ? setWatchInterrupt(withoutRemove, seam) : store,
         { clock: ctx.clock },
       )
     },
