@@ -8,9 +8,27 @@
 // 'path:lines'`), listed in runs.json as [{ name, report, mutate, start, end, commit, concurrency }]:
 // the summary names each run, its ranges and its own score, and the score over their union (a
 // mutant measured twice counts once, by the later run). It never states more than was run.
-import { readFileSync, writeFileSync } from 'node:fs'
+//
+// test-suites/contract/mutation-equivalent.json lists the survivors argued equivalent in
+// mutation-testing.md, by `file:line` (and, where a line also holds other survivors, the
+// replacement), each with its class: the summary marks them and gives the score over the
+// non-equivalent mutants beside the raw one. An entry matches the line numbers of the runs'
+// commit; an entry that matches no survivor is listed as stale.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 
 const OUT = 'test-suites/contract/mutation-summary.md'
+const EQUIVALENT = 'test-suites/contract/mutation-equivalent.json'
+/** @type {{ at: string, replacement?: string, class: string }[]} */
+const equivalents = existsSync(EQUIVALENT) ? JSON.parse(readFileSync(EQUIVALENT, 'utf8')) : []
+const used = new Set()
+function equivalenceOf(m) {
+  const at = `${m.file}:${m.line}`
+  const found = equivalents.find(
+    (e) => e.at === at && (e.replacement === undefined || e.replacement === m.replacement),
+  )
+  if (found !== undefined) used.add(found)
+  return found?.class
+}
 const manifest = process.argv[2]
 const runs =
   manifest === undefined
@@ -67,7 +85,13 @@ for (const m of merged.values()) {
 const survivors = [...merged.values()]
   .filter((m) => m.status === 'Survived' || m.status === 'NoCoverage')
   .sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line)
+  .map((m) => ({ ...m, equivalent: equivalenceOf(m) }))
 const all = score(total)
+const equivalentCount = survivors.filter((s) => s.equivalent !== undefined).length
+const nonEquivalent = all.valid - equivalentCount
+const nonEquivalentScore =
+  nonEquivalent === 0 ? 'n/a' : ((100 * all.detected) / nonEquivalent).toFixed(2)
+const stale = equivalents.filter((e) => !used.has(e))
 const single = manifest === undefined
 
 const out = [
@@ -100,6 +124,8 @@ const out = [
     : []),
   `Mutation score${single ? '' : ' over the runs above'}: **${all.percent} %** (${all.detected} of ${all.valid} mutants detected: ${total.Killed} killed, ${total.Timeout} timed out; ${total.Survived} survived, ${total.NoCoverage} not covered).`,
   '',
+  `Over the non-equivalent mutants: **${nonEquivalentScore} %** (${all.detected} of ${nonEquivalent}; ${equivalentCount} survivors argued equivalent, by class, in [mutation-testing.md](mutation-testing.md) and listed in \`mutation-equivalent.json\`).`,
+  '',
   '| file | killed | timed out | survived | no coverage |',
   '| --- | --- | --- | --- | --- |',
   ...[...files.entries()]
@@ -110,13 +136,25 @@ const out = [
   '',
   '## Survivors',
   '',
-  `| file:line | status | mutator | original line | replacement |${single ? '' : ' run |'}`,
-  `| --- | --- | --- | --- | --- |${single ? '' : ' --- |'}`,
+  `| file:line | status | mutator | original line | replacement | equivalent (class) |${single ? '' : ' run |'}`,
+  `| --- | --- | --- | --- | --- | --- |${single ? '' : ' --- |'}`,
   ...survivors.map(
     (s) =>
-      `| ${s.file}:${s.line} | ${s.status} | ${s.mutator} | \`${cell(s.original)}\` | \`${cell(s.replacement)}\` |${single ? '' : ` ${s.run} |`}`,
+      `| ${s.file}:${s.line} | ${s.status} | ${s.mutator} | \`${cell(s.original)}\` | \`${cell(s.replacement)}\` | ${s.equivalent ?? '**no**'} |${single ? '' : ` ${s.run} |`}`,
   ),
   '',
+  ...(stale.length === 0
+    ? []
+    : [
+        '## Stale equivalence entries',
+        '',
+        'These entries of `mutation-equivalent.json` match no survivor of the runs above:',
+        '',
+        ...stale.map(
+          (e) => `- \`${e.at}\`${e.replacement === undefined ? '' : ` → \`${e.replacement}\``}`,
+        ),
+        '',
+      ]),
 ]
 writeFileSync(OUT, out.join('\n'))
 console.log(

@@ -1,10 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import {
-  createRecordBackend,
-  setWatchInterrupt,
-  type WatchInterruptSeam,
-  watchInterruptOf,
-} from '@agent-state/core'
+import { createRecordBackend } from '@agent-state/core'
 import {
   createMemoryBackend,
   createMemoryRecordMap,
@@ -35,9 +30,11 @@ describeBackendContract({
 // The third-party path: the record primitive wrapped by core. Namespaces share one map, so
 // prefix record keys with nothing: each test's keys stay isolated by a per-namespace map.
 // The second run lets puts start from each instance's cached state (as on S3), so the
-// concurrency and linearizability checks race stale guesses against each other. The second also
-// runs without the store's optional `remove`, so both ways a delete can end run: a removal (where
-// no lease was ever issued) in the first, a tombstone for every delete in the second.
+// concurrency and linearizability checks race stale guesses against each other. It also runs
+// without the store's optional `remove` and `watch` (so without change notification, which core
+// then does not claim): both ways a delete can end (a removal where no lease was ever issued in
+// the first run, a tombstone for every delete in the second) and a Backend over a store that
+// cannot watch are tested.
 for (const versionChangesWithBytes of [false, true]) {
   const maps = new Map<string, ReturnType<typeof createMemoryRecordMap>>()
   describeBackendContract({
@@ -49,15 +46,10 @@ for (const versionChangesWithBytes of [false, true]) {
         maps.set(ctx.namespace, records)
       }
       const store = createMemoryRecordStore({ records, versionChangesWithBytes })
-      // A copy without `remove` keeps the store's declared watch seam (not an own enumerable key).
-      const { remove: _remove, ...withoutRemove } = store
-      const seam = watchInterruptOf(store) as WatchInterruptSeam
-      return createRecordBackend(
-        versionChangesWithBytes ? setWatchInterrupt(withoutRemove, seam) : store,
-        { clock: ctx.clock },
-      )
+      const { remove: _remove, watch: _watch, ...plain } = store
+      return createRecordBackend(versionChangesWithBytes ? plain : store, { clock: ctx.clock })
     },
     process: { module: childModule, options: { records: true } },
-    watchInterrupt: { notApplicable: MEMORY_IN_PROCESS },
+    ...(versionChangesWithBytes ? {} : { watchInterrupt: { notApplicable: MEMORY_IN_PROCESS } }),
   })
 }

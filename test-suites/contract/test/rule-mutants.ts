@@ -311,6 +311,14 @@ export const RULE_MUTANTS: Record<string, MutantFactory> = {
     }
   },
 
+  // core's record backend building a watch over a store that has none (the claim is dropped, the
+  // method kept): here the memory backend without its claim, its watch left in place.
+  'a watch without the changeNotification claim': (store) => (ctx) => {
+    const { inner } = base(store, ctx)
+    const { changeNotification: _claim, ...capabilities } = inner.capabilities
+    return { ...inner, capabilities }
+  },
+
   // The memory backend's own bug until the Buffer check: `value.slice()` copies a plain
   // Uint8Array but is a view of a Buffer's memory.
   "a Buffer is stored as a view of the caller's memory": (store) => (ctx) => {

@@ -26,6 +26,11 @@ export const basicChecks: ContractCheck[] = [
       'maxValueBytes is positive',
     )
     ensure(!c.multiHost || c.multiProcess, 'multiHost implies multiProcess')
+    // The other direction (claimed, no watch) fails the change-notification tier.
+    ensure(
+      c.changeNotification !== undefined || b.watch === undefined,
+      'watch exists only when changeNotification is claimed',
+    )
   }),
 
   check('basic', 'stores all 256 byte values and the empty value', async (h) => {
