@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { createRecordBackend } from '@agent-state/core'
+import { AgentStateError, createRecordBackend } from '@agent-state/core'
 import {
   createMemoryBackend,
   createMemoryRecordMap,
@@ -29,12 +29,12 @@ describeBackendContract({
 
 // The third-party path: the record primitive wrapped by core. Namespaces share one map, so
 // prefix record keys with nothing: each test's keys stay isolated by a per-namespace map.
-// The second run lets puts start from each instance's cached state (as on S3), so the
-// concurrency and linearizability checks race stale guesses against each other. It also runs
-// without the store's optional `remove` and `watch` (so without change notification, which core
-// then does not claim): both ways a delete can end (a removal where no lease was ever issued in
-// the first run, a tombstone for every delete in the second) and a Backend over a store that
-// cannot watch are tested.
+// The first run uses every optional method of the store (`remove`, `watch` with its claim,
+// `destroy`). The second lets puts start from each instance's cached state (as on S3), so the
+// concurrency and linearizability checks race stale guesses against each other, over the minimal
+// store: the required methods only, plus a `watch` it does not claim (core must then give the
+// Backend no watch), and a `close` that refuses a second call (core closes a store once). Between them both ways a delete ends run (a removal where no lease was ever
+// issued, a tombstone for every delete).
 for (const versionChangesWithBytes of [false, true]) {
   const maps = new Map<string, ReturnType<typeof createMemoryRecordMap>>()
   describeBackendContract({
@@ -46,8 +46,18 @@ for (const versionChangesWithBytes of [false, true]) {
         maps.set(ctx.namespace, records)
       }
       const store = createMemoryRecordStore({ records, versionChangesWithBytes })
-      const { remove: _remove, watch: _watch, ...plain } = store
-      return createRecordBackend(versionChangesWithBytes ? plain : store, { clock: ctx.clock })
+      if (!versionChangesWithBytes) return createRecordBackend(store, { clock: ctx.clock })
+      const { remove: _remove, destroy: _destroy, capabilities, ...minimal } = store
+      const { changeNotification: _claim, ...unclaimed } = capabilities
+      let closed = false
+      const close = async () => {
+        if (closed) throw new AgentStateError('CLOSED', 'this store is closed already')
+        closed = true
+      }
+      return createRecordBackend(
+        { ...minimal, capabilities: unclaimed, close },
+        { clock: ctx.clock },
+      )
     },
     process: { module: childModule, options: { records: true } },
     ...(versionChangesWithBytes ? {} : { watchInterrupt: { notApplicable: MEMORY_IN_PROCESS } }),
