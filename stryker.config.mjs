@@ -4,7 +4,8 @@
  * memory backend and core's record backend, lease and listing code, and runs only the contract
  * suite (test-suites/contract/vitest.mutation.config.ts) against each mutant. A mutant that
  * survives is a behaviour change the suite does not notice. The summary of the latest run is
- * docs/mutation-testing.md; the run is not part of .ci/run.
+ * test-suites/contract/mutation-summary.md (`node scripts/mutation-summary.mjs`), the argument
+ * for each survivor test-suites/contract/mutation-testing.md; the run is not part of .ci/run.
  *
  * In place: the workspace packages resolve each other through pnpm's symlinks to their
  * `src/`, so a sandbox copy would test the unmutated originals. Stryker restores the files when

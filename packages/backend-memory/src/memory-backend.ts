@@ -121,7 +121,8 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
 
       async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
         const writer = checkPut(key, value, putOptions, capabilities)
-        const next = applyPut(key, stateOf(key), value.slice(), writer, putOptions, clock())
+        // A copy, not `value.slice()`: a Buffer's `slice` is a view of the caller's memory.
+        const next = applyPut(key, stateOf(key), new Uint8Array(value), writer, putOptions, clock())
         setState(open(), key, next)
         announceKey(store, namespaceName, key)
         return metaOf(key, next) as ValueMeta

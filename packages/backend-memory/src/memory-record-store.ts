@@ -64,7 +64,8 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
       versionChangesWithBytes: options.versionChangesWithBytes === true,
       async read(key) {
         const found = records.data.get(key)
-        return found === undefined ? null : { data: found.data, version: found.version }
+        // The caller's own copy: what it does with the bytes must not reach the stored record.
+        return found === undefined ? null : { data: found.data.slice(), version: found.version }
       },
       async write(key, data, condition) {
         const current = records.data.get(key)
@@ -74,7 +75,8 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
         const version = String(++records.counter)
         if (current === undefined)
           records.sortedKeys.splice(indexAfter(records.sortedKeys, key), 0, key)
-        records.data.set(key, { data: data.slice(), version })
+        // A copy, not `data.slice()`: a Buffer's `slice` is a view of the caller's memory.
+        records.data.set(key, { data: new Uint8Array(data), version })
         announceRecord(records, key)
         return version
       },
@@ -93,7 +95,7 @@ export function createMemoryRecordStore(options: MemoryRecordStoreOptions = {}):
         for (; index < records.sortedKeys.length && out.length < limit; index++) {
           const key = records.sortedKeys[index] as string
           if (!key.startsWith(prefix)) return { records: out, done: true }
-          out.push({ key, data: (records.data.get(key) as { data: Uint8Array }).data })
+          out.push({ key, data: (records.data.get(key) as { data: Uint8Array }).data.slice() })
         }
         const next = records.sortedKeys[index]
         return { records: out, done: next === undefined || !next.startsWith(prefix) }

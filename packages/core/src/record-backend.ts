@@ -222,8 +222,9 @@ export function createRecordBackend(
     async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
       assertOpen()
       const writer = checkPut(key, value, putOptions, capabilities)
-      // Copy once: the caller may reuse its buffer after we return.
-      const bytes = value.slice()
+      // Copy once: the caller may reuse its buffer after we return (not `value.slice()`, which
+      // is a view of the caller's memory for a Buffer).
+      const bytes = new Uint8Array(value)
       return update(
         key,
         (state) => {

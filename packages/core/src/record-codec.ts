@@ -120,7 +120,9 @@ export function decodeKeyState(key: string, data: Uint8Array): KeyState {
     revision: header.r,
     writer: header.w,
     updatedAt: header.t,
-    value: data.slice(8 + length, data.byteLength - 4),
+    // A copy even when a store hands over a Buffer (whose `slice` is a view): the value goes to
+    // the caller of `get`, who may mutate it.
+    value: Uint8Array.prototype.slice.call(data, 8 + length, data.byteLength - 4),
     lease: header.l,
     fence: header.n,
   }

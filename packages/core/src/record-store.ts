@@ -36,7 +36,10 @@ export function recordChanged(key: string): AgentStateError {
 
 /** A record as read from the store. */
 export interface VersionedRecord {
-  /** The bytes last written, complete. */
+  /**
+   * The bytes last written, complete, and the caller's own: mutating them
+   * must not change the stored record (never a view of the store's storage).
+   */
   readonly data: Uint8Array
   /**
    * The store's version of the record: opaque, changes on every write (also
@@ -60,7 +63,7 @@ export type RecordCondition = { readonly absent: true } | { readonly version: st
 export interface ScannedRecord {
   /** The record's key, exactly as written. */
   readonly key: string
-  /** The record's complete bytes. */
+  /** The record's complete bytes, the caller's own (as {@link VersionedRecord.data}). */
   readonly data: Uint8Array
 }
 
@@ -138,7 +141,9 @@ export interface RecordStore {
    * Atomically writes the record if the condition holds at the moment of the
    * write, across every instance sharing the store (of N concurrent writers
    * with the same condition exactly one wins). Resolves the new version. The
-   * store keeps its own copy: the caller may reuse `data` afterwards.
+   * store keeps its own copy: the caller may reuse `data` afterwards. `data`
+   * may be a `Buffer` or any view, and a `Buffer`'s `slice()` is a view of
+   * the caller's memory, not a copy (copy with `new Uint8Array(data)`).
    */
   write(key: string, data: Uint8Array, condition: RecordCondition): Promise<string>
   /**

@@ -11,6 +11,7 @@ import {
   expectRecord,
   oneWinner,
   sameBytes,
+  text,
   walk,
   writeAll,
 } from './record-store-assert.js'
@@ -226,6 +227,105 @@ export const RECORD_STORE_CHECKS: readonly RecordStoreCheck[] = [
     )
     expectKeys(before.records, ['b'], 'scan with an after that sorts before the prefix')
   }),
+
+  check('scan after a stored key equal to the prefix is exclusive', async (h) => {
+    const store = await h.store()
+    // A walk of prefix "fo" in pages of 1 asks exactly this after its first page: a store that
+    // reads an `after` equal to the prefix as "start at the prefix" returns "fo" again, forever.
+    await writeAll(store, ['f', 'fo', 'fo/1', 'foo', 'fp'])
+    for (const limit of [1, 5]) {
+      const page = await storeCall(
+        'scan',
+        store.scan({ prefix: 'fo', after: 'fo', limit }),
+        `scan({ prefix: "fo", after: "fo", limit: ${limit} })`,
+      )
+      expectKeys(
+        page.records,
+        ['fo/1', 'foo'].slice(0, limit),
+        `scan({ prefix: "fo", after: "fo", limit: ${limit} }) with "fo" stored`,
+      )
+    }
+    expectKeys(
+      await walk(store, 'fo', 1),
+      ['fo', 'fo/1', 'foo'],
+      'a walk of prefix "fo" in pages of 1',
+    )
+  }),
+
+  check('scan lists a rewritten or re-created key once', async (h) => {
+    const store = await h.store()
+    const keys = ['k/1', 'k/2', 'k/3']
+    await writeAll(store, keys)
+    // Rewrites (same bytes, so expectKeys still knows the data) must not index a key again.
+    for (const key of keys) {
+      for (let i = 0; i < 2; i++) {
+        const current = await storeCall('read', store.read(key), 'read')
+        storeEnsure('read', current !== null, `read(${JSON.stringify(key)}) gave null`)
+        await storeCall(
+          'write',
+          store.write(key, bytes(`v:${key}`), { version: current.version }),
+          `rewrite of ${JSON.stringify(key)}`,
+        )
+      }
+    }
+    if (store.remove !== undefined) {
+      const current = await storeCall('read', store.read('k/2'), 'read')
+      storeEnsure('read', current !== null, 'read("k/2") gave null')
+      await storeCall('remove', store.remove('k/2', { version: current.version }), 'remove')
+      await writeAll(store, ['k/2'])
+    }
+    const page = await storeCall('scan', store.scan({ prefix: 'k/', limit: 100 }), 'scan')
+    expectKeys(page.records, keys, 'scan after rewrites (and a remove and re-create)')
+    expectKeys(await walk(store, 'k/', 1), keys, 'a walk in pages of 1 after rewrites')
+  }),
+
+  check(
+    'write keeps its own copy and read and scan give the caller its own also for Buffers',
+    async (h) => {
+      const store = await h.store()
+      // Into the store: a small Buffer is a view into Node's shared pool, and a Buffer's
+      // `slice()` is a view of the same memory, not a copy (unlike a plain Uint8Array's).
+      const inputs: [string, Uint8Array][] = [
+        ['in/buffer', Buffer.from('v:in/buffer')],
+        ['in/subarray', Buffer.from('xx v:in/subarray xx').subarray(3, 16)],
+        ['in/view', new Uint8Array(bytes('xx v:in/view xx').buffer, 3, 9)],
+      ]
+      for (const [key, data] of inputs) {
+        storeEnsure('write', text(data) === `v:${key}`, `test setup: ${text(data)}`)
+        const version = await storeCall('write', store.write(key, data, { absent: true }), 'write')
+        data.fill(0x41)
+        const found = await storeCall('read', store.read(key), 'read')
+        storeEnsure(
+          'write',
+          found !== null && found.version === version && text(found.data) === `v:${key}`,
+          `the caller overwrote the ${data.constructor.name} it wrote to ${JSON.stringify(key)} and the record changed to ${JSON.stringify(found === null ? null : text(found.data))}: write must keep a copy (a Buffer's slice() is a view)`,
+        )
+      }
+      // Out of the store: the caller may mutate what read and scan give.
+      const version = await storeCall(
+        'write',
+        store.write('out', Buffer.from('v:out'), { absent: true }),
+        'write',
+      )
+      const read = await storeCall('read', store.read('out'), 'read')
+      storeEnsure('read', read !== null, 'read("out") gave null')
+      read.data.fill(0x42)
+      const afterRead = await storeCall('read', store.read('out'), 'read')
+      storeEnsure(
+        'read',
+        afterRead !== null && afterRead.version === version && text(afterRead.data) === 'v:out',
+        `mutating the bytes read gave changed the record to ${JSON.stringify(afterRead === null ? null : text(afterRead.data))}: read must give the caller its own copy, not a view of the store's`,
+      )
+      const page = await storeCall('scan', store.scan({ prefix: 'out', limit: 1 }), 'scan')
+      page.records[0]?.data.fill(0x43)
+      const afterScan = await storeCall('read', store.read('out'), 'read')
+      storeEnsure(
+        'scan',
+        afterScan !== null && text(afterScan.data) === 'v:out',
+        `mutating the bytes scan gave changed the record to ${JSON.stringify(afterScan === null ? null : text(afterScan.data))}: scan must give the caller its own copy, not a view of the store's`,
+      )
+    },
+  ),
 
   check('scan keeps to both bounds of the prefix', async (h) => {
     const store = await h.store()

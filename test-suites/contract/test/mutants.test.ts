@@ -135,6 +135,15 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
   'renew of a released lease crashes': [
     'leases/a-lease-lives-on-when-its-holder-deletes-the-key-s-value',
   ],
+  'a watch without the changeNotification claim': [
+    'basic/declares-contract-version-1-a-name-and-well-formed-capabilities',
+  ],
+  "a Buffer is stored as a view of the caller's memory": [
+    'basic/get-returns-a-copy-unaffected-by-later-buffer-writes',
+  ],
+  'a scan restart after deleted keys skips the keys that extend them': [
+    'listing/deleted-keys-are-never-listed',
+  ],
   'unfenced put accepted over a live lease': [
     'leases/fenced-writes-succeed-and-unfenced-writes-are-lease-held-while-live',
     'property/model-based-random-command-sequences-match-the-model',

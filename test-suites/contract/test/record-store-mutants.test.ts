@@ -4,6 +4,9 @@ import { RECORD_STORE_CHECKS, runRecordStoreCheck } from '../src/index.js'
 import { correctStores, RECORD_STORE_MUTANTS } from './record-store-mutants.js'
 import { contractVerdict } from './verdict.js'
 
+const BUFFER_CHECK =
+  'record-store/write-keeps-its-own-copy-and-read-and-scan-give-the-caller-its-own-also-for-buffers'
+
 /** The record-store checks each mutant must fail, and the method each failure must name. */
 const EXPECTED_FAILURES: Record<string, { checks: readonly string[]; method: string }> = {
   'inclusive after in scan': {
@@ -50,6 +53,20 @@ const EXPECTED_FAILURES: Record<string, { checks: readonly string[]; method: str
     checks: ['record-store/scan-honours-limit-and-done'],
     method: 'scan',
   },
+  'an after equal to the prefix read as the start of the prefix': {
+    checks: ['record-store/scan-after-a-stored-key-equal-to-the-prefix-is-exclusive'],
+    method: 'scan',
+  },
+  'an overwrite indexes the key again': {
+    checks: ['record-store/scan-lists-a-rewritten-or-re-created-key-once'],
+    method: 'scan',
+  },
+  "write keeps the caller's Buffer (slice is a view)": {
+    checks: [BUFFER_CHECK],
+    method: 'write',
+  },
+  'read gives a view of the stored bytes': { checks: [BUFFER_CHECK], method: 'read' },
+  'scan gives the stored bytes themselves': { checks: [BUFFER_CHECK], method: 'scan' },
   'maxValueBytes counted against the whole record': {
     checks: ['record-store/a-record-of-maxvaluebytes-plus-the-record-overhead-is-accepted-whole'],
     method: 'write',

@@ -33,15 +33,39 @@ export function correctStores(wrap: (store: RecordStore) => RecordStore = (s) =>
   }
 }
 
-/** A per-instance version counter over a map shared by every instance: versions repeat. */
-function perInstanceCounter(): (ctx: RecordStoreContext) => RecordStore {
-  const shared = new Map<string, Map<string, { data: Uint8Array; version: string }>>()
+/** How a {@link simpleStores} store goes wrong (every option off: a correct store). */
+interface SimpleFlaws {
+  /** Versions from a counter per instance, over records every instance shares: versions repeat. */
+  readonly perInstanceCounter?: boolean
+  /** What `write` keeps of the caller's bytes (default: a copy). */
+  readonly keep?: (data: Uint8Array) => Uint8Array
+  /** What `read` gives of the stored bytes (default: a copy). */
+  readonly giveRead?: (stored: Uint8Array) => Uint8Array
+  /** What `scan` gives of the stored bytes (default: a copy). */
+  readonly giveScan?: (stored: Uint8Array) => Uint8Array
+  /** Insert the key into the sorted index on every write, not only on a create. */
+  readonly indexEveryWrite?: boolean
+}
+
+/** A store over a map and a sorted key index shared by every instance of a namespace. */
+function simpleStores(flaws: SimpleFlaws): (ctx: RecordStoreContext) => RecordStore {
+  const copy = (data: Uint8Array) => new Uint8Array(data)
+  const keep = flaws.keep ?? copy
+  const giveRead = flaws.giveRead ?? copy
+  const giveScan = flaws.giveScan ?? copy
+  type Shared = {
+    records: Map<string, { data: Uint8Array; version: string }>
+    index: string[]
+    counter: number
+  }
+  const shared = new Map<string, Shared>()
   return (ctx) => {
-    const records = shared.get(ctx.namespace) ?? new Map()
-    shared.set(ctx.namespace, records)
-    let counter = 0
+    const space = shared.get(ctx.namespace) ?? { records: new Map(), index: [], counter: 0 }
+    shared.set(ctx.namespace, space)
+    const { records, index } = space
+    let own = 0
     return {
-      name: 'per-instance-counter',
+      name: 'simple-store',
       capabilities: {
         durable: false,
         multiProcess: false,
@@ -50,28 +74,34 @@ function perInstanceCounter(): (ctx: RecordStoreContext) => RecordStore {
         maxValueBytes: TEST_MAX_VALUE_BYTES,
       },
       async read(key) {
-        return records.get(key) ?? null
+        const found = records.get(key)
+        return found === undefined ? null : { data: giveRead(found.data), version: found.version }
       },
       async write(key, data, condition) {
         const current = records.get(key)
         const holds =
           'absent' in condition ? current === undefined : current?.version === condition.version
         if (!holds) throw new AgentStateError('PRECONDITION_FAILED', 'record changed')
-        const version = String(++counter)
-        records.set(key, { data: data.slice(), version })
+        const version = String(flaws.perInstanceCounter === true ? ++own : ++space.counter)
+        if (current === undefined || flaws.indexEveryWrite === true) {
+          const at = index.findIndex((k) => compareUtf8(k, key) > 0)
+          index.splice(at < 0 ? index.length : at, 0, key)
+        }
+        records.set(key, { data: keep(data), version })
         return version
       },
       async scan({ prefix, after, limit }) {
-        const keys = [...records.keys()]
-          .filter((k) => k.startsWith(prefix) && (after === undefined || compareUtf8(k, after) > 0))
-          .sort(compareUtf8)
+        const keys = index.filter(
+          (k) => k.startsWith(prefix) && (after === undefined || compareUtf8(k, after) > 0),
+        )
         const page: ScannedRecord[] = keys
           .slice(0, limit)
-          .map((key) => ({ key, data: (records.get(key) as { data: Uint8Array }).data }))
+          .map((key) => ({ key, data: giveScan((records.get(key) as { data: Uint8Array }).data) }))
         return { records: page, done: keys.length <= limit }
       },
       async destroy() {
         records.clear()
+        index.length = 0
       },
       async close() {},
     }
@@ -122,7 +152,27 @@ export const RECORD_STORE_MUTANTS: Record<string, StoreFactory> = {
     const stores = correctStores()
     return () => stores({ namespace: 'everyone' })
   },
-  'versions from a per-instance counter': perInstanceCounter,
+  'versions from a per-instance counter': () => simpleStores({ perInstanceCounter: true }),
+  'an after equal to the prefix read as the start of the prefix': () =>
+    correctStores((store) => ({
+      ...store,
+      // "Start at the prefix unless after is past it", with >= where > was meant.
+      scan: ({ prefix, after, limit }) =>
+        store.scan(
+          after === undefined || compareUtf8(after, prefix) <= 0
+            ? { prefix, limit }
+            : { prefix, after, limit },
+        ),
+    })),
+  'an overwrite indexes the key again': () => simpleStores({ indexEveryWrite: true }),
+  "write keeps the caller's Buffer (slice is a view)": () =>
+    simpleStores({ keep: (data) => data.slice() }),
+  'read gives a view of the stored bytes': () =>
+    simpleStores({
+      keep: (data) => Buffer.from(data),
+      giveRead: (stored) => (stored as Buffer).slice(),
+    }),
+  'scan gives the stored bytes themselves': () => simpleStores({ giveScan: (stored) => stored }),
   'a refused write throws a raw error': () =>
     correctStores((store) => ({
       ...store,

@@ -1,11 +1,20 @@
 import {
   AgentStateError,
   type Backend,
+  createRecordBackend,
+  decodeKeyState,
   type KeyState,
   type ListEntry,
   type ListPage,
+  type RecordStore,
 } from '@agent-state/core'
-import { createMemoryBackend, type MemoryStore } from '@agent-state/memory'
+import {
+  createMemoryBackend,
+  createMemoryRecordMap,
+  createMemoryRecordStore,
+  type MemoryRecordMap,
+  type MemoryStore,
+} from '@agent-state/memory'
 import type { ContractContext } from '../src/index.js'
 import type { MutantFactory } from './memory-mutants.js'
 
@@ -42,6 +51,9 @@ const staleSizes = perStore(() => new Map<string, number>())
 const closedNamespaces = perStore(() => new Set<string>())
 
 const MIB = 1024 * 1024
+
+/** Record maps per namespace, for the mutants built on core's record backend. */
+const recordMaps = perStore(() => new Map<string, MemoryRecordMap>())
 
 /** The mutants, by name. */
 export const RULE_MUTANTS: Record<string, MutantFactory> = {
@@ -297,5 +309,59 @@ export const RULE_MUTANTS: Record<string, MutantFactory> = {
         return inner.put(key, value, options)
       },
     }
+  },
+
+  // core's record backend building a watch over a store that has none (the claim is dropped, the
+  // method kept): here the memory backend without its claim, its watch left in place.
+  'a watch without the changeNotification claim': (store) => (ctx) => {
+    const { inner } = base(store, ctx)
+    const { changeNotification: _claim, ...capabilities } = inner.capabilities
+    return { ...inner, capabilities }
+  },
+
+  // The memory backend's own bug until the Buffer check: `value.slice()` copies a plain
+  // Uint8Array but is a view of a Buffer's memory.
+  "a Buffer is stored as a view of the caller's memory": (store) => (ctx) => {
+    const { inner, states } = base(store, ctx)
+    return {
+      ...inner,
+      async put(key, value, options) {
+        const meta = await inner.put(key, value, options)
+        const after = states.get(key) as KeyState
+        states.set(key, { ...after, value: value.slice() })
+        return meta
+      },
+    }
+  },
+
+  // core's list-page restarting a scan after the last examined (not listed) key as if it were a
+  // delimiter group: a record backend whose scan batch ends on deleted keys skips the live keys
+  // that extend the last one. Here the store's scan makes that restart skip the same way.
+  'a scan restart after deleted keys skips the keys that extend them': (store) => (ctx) => {
+    const maps = recordMaps(store)
+    let records = maps.get(ctx.namespace)
+    if (records === undefined) {
+      records = createMemoryRecordMap()
+      maps.set(ctx.namespace, records)
+    }
+    const inner = createMemoryRecordStore({ records })
+    let restartAfterDeleted: string | undefined
+    const skipping: RecordStore = {
+      ...inner,
+      async scan(options) {
+        const after =
+          options.after !== undefined && options.after === restartAfterDeleted
+            ? `${options.after}\u{10FFFF}`
+            : options.after
+        const page = await inner.scan(after === undefined ? options : { ...options, after })
+        const last = page.records[page.records.length - 1]
+        restartAfterDeleted =
+          !page.done && last !== undefined && decodeKeyState(last.key, last.data).version === null
+            ? last.key
+            : undefined
+        return page
+      },
+    }
+    return createRecordBackend(skipping, { clock: ctx.clock })
   },
 }

@@ -26,6 +26,11 @@ export const basicChecks: ContractCheck[] = [
       'maxValueBytes is positive',
     )
     ensure(!c.multiHost || c.multiProcess, 'multiHost implies multiProcess')
+    // The other direction (claimed, no watch) fails the change-notification tier.
+    ensure(
+      c.changeNotification !== undefined || b.watch === undefined,
+      'watch exists only when changeNotification is claimed',
+    )
   }),
 
   check('basic', 'stores all 256 byte values and the empty value', async (h) => {
@@ -78,13 +83,27 @@ export const basicChecks: ContractCheck[] = [
 
   check('basic', 'get returns a copy unaffected by later buffer writes', async (h) => {
     const b = await h.backend()
-    const buffer = bytes('original')
-    await b.put('copy', buffer)
-    buffer.fill(0x41)
-    ensureBytes((await b.get('copy'))?.value, bytes('original'), 'caller mutation after put')
-    const first = await b.get('copy')
-    first?.value.fill(0x42)
-    ensureBytes((await b.get('copy'))?.value, bytes('original'), 'mutating a returned value')
+    // A plain Uint8Array (whose `slice` copies) and a pooled Buffer (whose `slice` is a view of
+    // the caller's memory): a backend must copy either.
+    for (const [key, buffer, what] of [
+      ['copy', bytes('original'), 'a Uint8Array'],
+      ['copy/buffer', Buffer.from('original'), 'a Buffer'],
+    ] as const) {
+      await b.put(key, buffer)
+      buffer.fill(0x41)
+      ensureBytes(
+        (await b.get(key))?.value,
+        bytes('original'),
+        `caller mutation of ${what} after put`,
+      )
+      const first = await b.get(key)
+      first?.value.fill(0x42)
+      ensureBytes(
+        (await b.get(key))?.value,
+        bytes('original'),
+        `mutating a returned value (${what})`,
+      )
+    }
   }),
 
   check('metadata', 'writer identity and updatedAt are returned by head and get', async (h) => {
