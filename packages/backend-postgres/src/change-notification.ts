@@ -56,6 +56,11 @@ export interface WatcherHooks {
   readonly resyncOnReconnect?: boolean
   /** `false`: the listen connection counts as working without its probe (a mutant). */
   readonly probe?: boolean
+  /**
+   * `false`: watches opened while a dropped connection attempt is still in flight wait for it
+   * and get no connection of their own (a mutant: daemons' `next({ waitMs })` hung on it).
+   */
+  readonly connectForLateWatches?: boolean
 }
 
 /**
@@ -255,7 +260,10 @@ export function createPostgresWatcher(
       }
       pendingStreams.add(stream)
       fresh.add(stream)
-      if (listener === undefined && retry === undefined && !connecting) void connect()
+      // An attempt still in flight after a drop (its last watch ended) is stale: it never becomes
+      // the listener (and a client ended mid-connect may never settle), so do not wait for it.
+      const waitForStale = hooks.connectForLateWatches === false && connecting
+      if (listener === undefined && retry === undefined && !waitForStale) void connect()
       return stream
     },
     async interrupt() {

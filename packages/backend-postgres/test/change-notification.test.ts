@@ -1,4 +1,5 @@
 import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '@agent-state/contract'
+import type { ChangeHint } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openWithHooks } from '../src/postgres-backend.js'
@@ -53,4 +54,64 @@ describe('the change-notification tier catches a broken PostgreSQL watch', () =>
     expect((caught as Error).name).toBe('AssertionError')
     expect((caught as Error).message).toMatch(/made after the watch was interrupted/)
   }, 60_000)
+})
+
+/** The next hint of `hints`, or `'none'` after `ms`. */
+async function nextHint(
+  hints: AsyncIterator<ChangeHint>,
+  ms: number,
+): Promise<ChangeHint | 'none'> {
+  let timer: NodeJS.Timeout | undefined
+  const none = new Promise<'none'>((resolve) => {
+    timer = setTimeout(() => resolve('none'), ms)
+  })
+  try {
+    return await Promise.race([hints.next().then((step) => step.value as ChangeHint), none])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * The last watch ends while the listen connection is still being opened, and a new watch starts
+ * at once (what a daemon's `next({ waitMs })` does twice in a row): the new watch must get a
+ * connection of its own, its first hint and the next write.
+ */
+async function watchOpenedWhileConnecting(connectForLateWatches: boolean) {
+  const namespace = `late-${Math.random().toString(36).slice(2)}`
+  const watcher = await openWithHooks(
+    { connectionString: server.url, namespace, poolSize: 2 },
+    { watcher: { connectForLateWatches } },
+  )
+  const writer = await openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, {})
+  const first = new AbortController()
+  const second = new AbortController()
+  try {
+    const watch = watcher.watch?.bind(watcher)
+    if (watch === undefined) throw new Error('the backend has no watch')
+    // Opening the watch starts the connection; aborting it drops the attempt in flight.
+    watch('jobs/', { signal: first.signal })
+    first.abort()
+    const hints = watch('jobs/', { signal: second.signal })[Symbol.asyncIterator]()
+    const started = await nextHint(hints, 5_000)
+    if (started === 'none') return { started, write: 'none' as const }
+    await writer.put('jobs/a', new TextEncoder().encode('x'))
+    return { started, write: await nextHint(hints, 5_000) }
+  } finally {
+    second.abort()
+    await Promise.all([watcher.close(), writer.close()])
+  }
+}
+
+describe('a watch opened while the previous listen connection was being dropped', () => {
+  it('gets a connection of its own: its first hint, then the next write', async () => {
+    expect(await watchOpenedWhileConnecting(true)).toEqual({
+      started: { kind: 'resync' },
+      write: { kind: 'key', key: 'jobs/a' },
+    })
+  }, 30_000)
+
+  it('mutant: waiting on the dropped attempt, the watch never starts', async () => {
+    expect(await watchOpenedWhileConnecting(false)).toEqual({ started: 'none', write: 'none' })
+  }, 30_000)
 })
