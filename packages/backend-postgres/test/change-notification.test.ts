@@ -115,3 +115,37 @@ describe('a watch opened while the previous listen connection was being dropped'
     expect(await watchOpenedWhileConnecting(false)).toEqual({ started: 'none', write: 'none' })
   }, 30_000)
 })
+
+const LATE =
+  'change-notification/a-watch-opened-as-the-instance-s-previous-watch-ends-still-starts-and-is-hinted'
+
+describe("the contract's check of a watch opened as the previous one ends", () => {
+  const late = CONTRACT_CHECKS.find((c) => c.id === LATE)
+  const lateOptions = (connectForLateWatches: boolean): ContractOptions => ({
+    ...options(true),
+    name: `postgres: connect for late watches ${connectForLateWatches}`,
+    create: (ctx) =>
+      openWithHooks(
+        { connectionString: server.url, namespace: ctx.namespace, poolSize: 2 },
+        { watcher: { connectForLateWatches } },
+      ),
+  })
+
+  it('passes on the correct watch', async () => {
+    if (late === undefined) throw new Error(`no check ${LATE}`)
+    await runContractCheck(late, lateOptions(true))
+  }, 60_000)
+
+  it('fails on the mutant that waits on the dropped attempt', async () => {
+    if (late === undefined) throw new Error(`no check ${LATE}`)
+    let caught: unknown
+    try {
+      await runContractCheck(late, lateOptions(false))
+    } catch (error) {
+      caught = error
+    }
+    expect(caught, 'the check must fail on the mutant').toBeInstanceOf(Error)
+    expect((caught as Error).name).toBe('AssertionError')
+    expect((caught as Error).message).toMatch(/ended while opening did not start/)
+  }, 60_000)
+})

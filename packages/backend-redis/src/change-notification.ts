@@ -55,10 +55,15 @@ export function createRedisWatcher(
   let subscribed = false
   let retry: NodeJS.Timeout | undefined
   let attempt = 0
-  let connecting = false
   // Bumped whenever the subscription is dropped on purpose: a connect still in flight then
   // finds itself stale and closes what it opened.
   let generation = 0
+  /**
+   * The generation of the connect in flight, if any. A watch opened while a stale one (dropped
+   * with the instance's last watch) is still in flight starts its own: the stale attempt will
+   * only close what it opens.
+   */
+  let inFlight: number | undefined
 
   function drop(): void {
     generation++
@@ -83,14 +88,14 @@ export function createRedisWatcher(
   async function connect(): Promise<void> {
     const mine = ++generation
     let c: Redis
-    connecting = true
+    inFlight = mine
     try {
       c = await connection.subscriber('watch', channel)
     } catch {
       if (mine === generation) schedule()
       return
     } finally {
-      connecting = false
+      if (inFlight === mine) inFlight = undefined
     }
     if (mine !== generation || watches.size === 0) {
       c.disconnect()
@@ -148,7 +153,9 @@ export function createRedisWatcher(
       })
       if (stream.ended) return stream
       if (subscribed) stream.resync()
-      else if (subscriber === undefined && retry === undefined && !connecting) void connect()
+      else if (subscriber === undefined && retry === undefined && inFlight !== generation) {
+        void connect()
+      }
       return stream
     },
     interrupt() {

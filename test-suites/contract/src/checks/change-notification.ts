@@ -275,6 +275,50 @@ export const changeNotificationChecks: ContractCheck[] = [
 
   check(
     'change-notification',
+    "a watch opened as the instance's previous watch ends still starts and is hinted",
+    async (h) => {
+      // A backend that opens its channel with the first watch and closes it with the last must
+      // give a watch opened in between a working channel, whether the previous watch ended while
+      // its channel was still opening (never iterated) or once it was established.
+      const allowed = allowedDelayMs(h)
+      const [writer] = await writers(h, 1)
+      if (writer === undefined) fail('no writer')
+      const b = await h.backend({ realClock: true })
+      for (const previous of ['ended while opening', 'ended once established'] as const) {
+        if (previous === 'ended while opening') {
+          const abandoned = new AbortController()
+          watchOf(b)('again/', { signal: abandoned.signal })
+          abandoned.abort()
+        } else {
+          const earlier = new Watcher(b, 'again/', false)
+          await earlier.established(allowed)
+          await earlier.stop()
+        }
+        const watcher = new Watcher(b, 'again/', false)
+        try {
+          await watcher.established(allowed)
+        } catch (error) {
+          fail(`a watch opened as the previous one ${previous} did not start: ${String(error)}`)
+        }
+        const key = `again/${previous === 'ended while opening' ? 'opening' : 'established'}`
+        const from = watcher.hints.length
+        await writer.put(key, 'v')
+        const hinted = await watcher.until(
+          () => watcher.hints.slice(from).some((s) => covers(s.hint, key)),
+          allowed,
+        )
+        await watcher.stop()
+        ensure(
+          hinted,
+          `a watch opened as the previous one ${previous} was not hinted of ${key} within ${allowed} ms`,
+        )
+      }
+    },
+    skip,
+  ),
+
+  check(
+    'change-notification',
     'a watcher on a/ gets nothing for ab or b/x',
     async (h) => {
       const allowed = allowedDelayMs(h)
