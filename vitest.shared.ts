@@ -1,4 +1,5 @@
 import { defineConfig, mergeConfig, type ViteUserConfig } from 'vitest/config'
+import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 /** The export condition under which workspace packages resolve to their TypeScript sources. */
 const SOURCE = ['@agent-state/source']
@@ -31,4 +32,32 @@ export const sharedConfig = defineConfig({
  */
 export function packageConfig(own: ViteUserConfig = {}): ViteUserConfig {
   return mergeConfig(sharedConfig, own)
+}
+
+/**
+ * A test sequencer that starts the files named in `longest` first, in that order, then the
+ * others in vitest's own order. Vitest orders by the durations it cached from earlier runs, and
+ * without them (a fresh clone, CI) by file size, which can leave a package's longest file to
+ * start last and the run waiting on it alone. `longest` names files by their path under the
+ * package (`test/verify.test.ts`), longest first, from a measured run.
+ *
+ * @example
+ * ```ts
+ * export default packageConfig({
+ *   test: { sequence: { sequencer: longestFirst(['test/crash.test.ts']) } },
+ * })
+ * ```
+ */
+export function longestFirst(longest: readonly string[]): typeof BaseSequencer {
+  return class LongestFirstSequencer extends BaseSequencer {
+    override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+      const sorted = await super.sort(files)
+      const rank = (file: TestSpecification): number => {
+        const at = longest.findIndex((name) => file.moduleId.endsWith(`/${name}`))
+        return at === -1 ? longest.length : at
+      }
+      // Array sort is stable: files not named keep vitest's order after the named ones.
+      return [...sorted].sort((a, b) => rank(a) - rank(b))
+    }
+  }
 }

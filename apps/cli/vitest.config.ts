@@ -1,4 +1,4 @@
-import { packageConfig } from '../../vitest.shared.js'
+import { longestFirst, packageConfig } from '../../vitest.shared.js'
 
 export default packageConfig({
   test: {
@@ -11,5 +11,18 @@ export default packageConfig({
     // wait on child processes and servers. Set AGENT_STATE_TEST_WORKERS=1 for one file at a
     // time (a heavily loaded machine).
     maxWorkers: Number(process.env.AGENT_STATE_TEST_WORKERS ?? 2),
+    // The longest files first (seconds in the 2026-12-02 clean-clone run: copy 288, verify 489
+    // before it was split into verify-servers and verify), so that no long file starts last.
+    sequence: {
+      sequencer: longestFirst([
+        'test/copy.test.ts',
+        'test/verify-servers.test.ts',
+        'test/verify.test.ts',
+        'test/demo.test.ts',
+        'test/usage-errors.test.ts',
+        'test/readme.test.ts',
+        'test/third-party-module.test.ts',
+      ]),
+    },
   },
 })
