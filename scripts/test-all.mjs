@@ -118,6 +118,19 @@ const NARROW_ORDER = [
   'test-suites/services', // 13
 ]
 
+/**
+ * The suites' environment: this process's, without what `pnpm test` adds for its scripts
+ * (`npm_config_*`, `npm_package_*`, `npm_lifecycle_*`, `PNPM_*`, ...). The tests stand for a
+ * user's shell: a `npm_config_user_agent` naming pnpm would change what the CLI tells a user who
+ * runs plain npm, and `npm_config_registry` could send the packed-install test's npm elsewhere.
+ * `npm_config_nodedir` stays (native builds' headers).
+ */
+const SUITE_ENV = Object.fromEntries(
+  Object.entries(process.env).filter(
+    ([name]) => !/^(npm_|pnpm_)/i.test(name) || name.toLowerCase() === 'npm_config_nodedir',
+  ),
+)
+
 /** One package's `vitest run`, its output streamed line by line under the package's name. */
 function runSuite(dir) {
   const name = dir.slice(root.length + 1)
@@ -129,7 +142,11 @@ function runSuite(dir) {
   console.log(`\n=== ${name}: vitest ${args.join(' ')}`)
   const started = Date.now()
   return new Promise((resolve) => {
-    const child = spawn(vitest, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(vitest, args, {
+      cwd: dir,
+      env: SUITE_ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     for (const stream of [child.stdout, child.stderr]) {
       let pending = ''
       stream.setEncoding('utf8')

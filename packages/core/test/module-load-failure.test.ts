@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import {
   type AgentStateError,
   describeModuleLoadFailure,
@@ -74,13 +74,25 @@ describe('the package manager named in messages', () => {
     expect(userPackageManager('pnpm/12.4.2 npm/? node/v20.19.0 linux x64')).toBe('pnpm')
     expect(userPackageManager('yarn/4.5.0 npm/? node/v20.19.0 linux x64')).toBe('yarn')
     expect(userPackageManager('bun/1.1.30 npm/? node/v20.19.0 linux x64')).toBe('bun')
-    expect(userPackageManager(undefined)).toBe('npm')
     expect(userPackageManager('')).toBe('npm')
     expect(userPackageManager('deno/2.0.0')).toBe('npm')
     expect(installCommand('@agent-state/redis', 'npm')).toBe('npm install @agent-state/redis')
     expect(installCommand('@agent-state/redis', 'pnpm')).toBe('pnpm add @agent-state/redis')
     expect(installCommand('@agent-state/redis', 'yarn')).toBe('yarn add @agent-state/redis')
     expect(installCommand('@agent-state/redis', 'bun')).toBe('bun add @agent-state/redis')
+  })
+
+  it("reads the running process's npm_config_user_agent when given none (npm without one)", () => {
+    try {
+      vi.stubEnv('npm_config_user_agent', undefined)
+      expect(userPackageManager()).toBe('npm')
+      expect(installCommand('@agent-state/redis')).toBe('npm install @agent-state/redis')
+      vi.stubEnv('npm_config_user_agent', 'pnpm/12.4.2 npm/? node/v20.19.0 linux x64')
+      expect(userPackageManager()).toBe('pnpm')
+      expect(installCommand('@agent-state/redis')).toBe('pnpm add @agent-state/redis')
+    } finally {
+      vi.unstubAllEnvs()
+    }
   })
 })
 

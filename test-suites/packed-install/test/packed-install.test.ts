@@ -38,7 +38,9 @@ afterAll(() => rmSync(temp, { recursive: true, force: true }))
 
 // The pnpm shim that starts vitest sets NODE_PATH to the workspace's hoisted packages: through it
 // the project could load workspace code instead of the tarballs. A user's shell has none.
-const USER = { NODE_PATH: '' }
+// A user's shell: no workspace NODE_PATH, and no package manager's user agent (run through
+// `pnpm test`, pnpm's would make the CLI name pnpm to this test's plain-npm user).
+const USER = { NODE_PATH: '', npm_config_user_agent: '' }
 const SMALL = {
   ...USER,
   AGENT_STATE_CONTRACT_INSTANCES: '16',
