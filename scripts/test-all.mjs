@@ -99,23 +99,26 @@ const WIDE = ['apps/cli', 'packages/runtime']
 /**
  * The other suites run one file at a time and mostly wait (on servers, fsyncs, lease expiries
  * and child processes), so `AGENT_STATE_TEST_CONCURRENCY` of them (default 2) run side by side,
- * longest first. The order is the last full run's durations (seconds, on the 2-core CI
- * machine); a suite not listed runs last.
+ * longest first. The order is the durations of the clean-clone run of 2026-12-02 (seconds, two
+ * suites side by side on a quiet 2-core machine); a suite not listed runs last.
  */
 const NARROW_ORDER = [
-  'test-suites/contract', // 272
-  'packages/backend-redis', // 266
-  'packages/langgraph', // 238
-  'packages/backend-postgres', // 176
-  'packages/backend-sqlite', // 147
-  'packages/backend-s3', // 140
-  'packages/backend-fs', // 120
-  'test-suites/packed-install', // 116
-  'packages/keyv', // 57
-  'benchmarks', // 46
-  'packages/backend-memory', // 19
-  'packages/core', // 17
-  'test-suites/services', // 13
+  'packages/backend-redis', // 315
+  'packages/backend-postgres', // 304
+  'test-suites/contract', // 295
+  'test-suites/packed-install', // 248
+  'packages/backend-s3', // 209
+  'packages/backend-sqlite', // 205
+  'packages/backend-fs', // 149
+  'packages/langgraph', // 141
+  'packages/keyv', // 55
+  'benchmarks', // 53
+  'packages/core', // 28
+  'test-suites/services', // 20
+  'test-suites/readme-blocks', // 14
+  'packages/backend-memory', // 13
+  'test-suites/import-loops', // 8
+  'test-suites/child-bundles', // 4
 ]
 
 /**
