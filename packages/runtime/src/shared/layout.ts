@@ -101,3 +101,36 @@ export function runStepsPrefix(runId: string): string {
 export function runStepKey(runId: string, seq: number): string {
   return `${runStepsPrefix(runId)}${String(seq).padStart(10, '0')}.json`
 }
+
+// --- Wakes (docs/runtime/wakes.md) ---
+
+/** Prefix of the due-time index: `wakes/due/<bucket>/<wake id>`, one record per unfinished wake. */
+export const WAKES_DUE_PREFIX = 'wakes/due/'
+/** Prefix of finished wakes (delivered or cancelled): `wakes/done/<wake id>`. */
+export const WAKES_DONE_PREFIX = 'wakes/done/'
+
+/**
+ * Width of one due-time bucket in milliseconds. Part of the storage format: every process
+ * registering or dispatching wakes over one namespace must agree on it, so it is a constant.
+ */
+export const WAKE_BUCKET_MS = 60_000
+
+/** The bucket segment of a due time: the bucket's start in ms, zero-padded to 13 digits so buckets sort in time order. */
+export function wakeBucketOf(dueAt: number): string {
+  return String(Math.floor(dueAt / WAKE_BUCKET_MS) * WAKE_BUCKET_MS).padStart(13, '0')
+}
+
+/** The prefix listing one bucket's wakes. */
+export function wakeBucketPrefix(bucket: string): string {
+  return `${WAKES_DUE_PREFIX}${bucket}/`
+}
+
+/** Where an unfinished wake lives in the index; its lease is the firing lease. */
+export function wakeDueKey(wakeId: string, dueAt: number): string {
+  return `${wakeBucketPrefix(wakeBucketOf(dueAt))}${wakeId}`
+}
+
+/** Where a finished wake is archived. */
+export function wakeDoneKey(wakeId: string): string {
+  return `${WAKES_DONE_PREFIX}${wakeId}`
+}
