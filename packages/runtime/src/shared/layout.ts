@@ -104,10 +104,14 @@ export function runStepKey(runId: string, seq: number): string {
 
 // --- Wakes (docs/runtime/wakes.md) ---
 
-/** Prefix of the due-time index: `wakes/due/<bucket>/<wake id>`, one record per unfinished wake. */
+/** Prefix of every wake record: `wakes/records/<wake id>`, kept after the wake finishes. */
+export const WAKES_RECORDS_PREFIX = 'wakes/records/'
+/**
+ * Prefix of the due-time index: `wakes/due/<bucket>/<wake id>`, one empty marker per unfinished
+ * wake. Markers are never leased, so deleting one leaves nothing behind (a key that had a lease
+ * keeps a tombstone with its fencing counter) and the index holds only unfinished wakes.
+ */
 export const WAKES_DUE_PREFIX = 'wakes/due/'
-/** Prefix of finished wakes (delivered or cancelled): `wakes/done/<wake id>`. */
-export const WAKES_DONE_PREFIX = 'wakes/done/'
 
 /**
  * Width of one due-time bucket in milliseconds. Part of the storage format: every process
@@ -120,17 +124,17 @@ export function wakeBucketOf(dueAt: number): string {
   return String(Math.floor(dueAt / WAKE_BUCKET_MS) * WAKE_BUCKET_MS).padStart(13, '0')
 }
 
-/** The prefix listing one bucket's wakes. */
+/** The prefix listing one bucket's markers. */
 export function wakeBucketPrefix(bucket: string): string {
   return `${WAKES_DUE_PREFIX}${bucket}/`
 }
 
-/** Where an unfinished wake lives in the index; its lease is the firing lease. */
+/** The index marker of an unfinished wake. */
 export function wakeDueKey(wakeId: string, dueAt: number): string {
   return `${wakeBucketPrefix(wakeBucketOf(dueAt))}${wakeId}`
 }
 
-/** Where a finished wake is archived. */
-export function wakeDoneKey(wakeId: string): string {
-  return `${WAKES_DONE_PREFIX}${wakeId}`
+/** The wake's record; its lease is the firing lease. */
+export function wakeRecordKey(wakeId: string): string {
+  return `${WAKES_RECORDS_PREFIX}${wakeId}`
 }

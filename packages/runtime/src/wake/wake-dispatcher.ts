@@ -7,13 +7,14 @@ import { takeWake, writeUnderLease } from './wake-firing.js'
 import {
   decodeWake,
   dueAtOfId,
+  recordKeyOfId,
   WAKE_CAUSES,
   type WakeCause,
   type WakeDelivery,
   type WakeFiring,
   type WakeRecord,
 } from './wake-records.js'
-import { archiveWake } from './wake-registry.js'
+import { unindexWake } from './wake-registry.js'
 
 /** A fired wake as a handler gets it: `id` is the key to deduplicate on (delivery is at-least-once). */
 export type FiredWake = WakeRecord & {
@@ -58,7 +59,7 @@ export type WakeOutcome =
   | 'fired'
   /** Fired earlier (by any dispatcher), delivered again by this one. */
   | 'redelivered'
-  /** Finished earlier (cancelled, or delivered): only moved out of the index. */
+  /** Finished earlier (cancelled, or delivered): only its marker removed from the index. */
   | 'archived'
   /** Another dispatcher (or a cancel) held the wake's lease. */
   | 'busy'
@@ -94,7 +95,8 @@ type Parsed = z.output<typeof wakeDispatcherOptionsSchema>
  * first future bucket), then each such bucket's wakes up to now, so its cost
  * grows with the due wakes, not the registered ones. A due wake is fired by
  * a fenced compare-and-set from `pending` to `fired` under the wake's lease,
- * then handed to the cause's handler (at-least-once), then archived.
+ * then handed to the cause's handler (at-least-once), then marked delivered
+ * and removed from the index (the record stays).
  *
  * @throws `INVALID_DISPATCHER_OPTIONS`.
  */
@@ -149,10 +151,12 @@ async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
   const errors: Array<{ key: string; error: unknown }> = []
   let cursor: string | undefined
   for (;;) {
+    // One bucket per page: a page of several groups could read into many
+    // future buckets, and the tick would pay for wakes that are not due.
     const page = await backend.list({
       prefix: WAKES_DUE_PREFIX,
       delimiter: '/',
-      limit: config.pageSize,
+      limit: 1,
       ...(cursor === undefined ? {} : { cursor }),
     })
     for (const group of page.prefixes ?? []) {
@@ -203,7 +207,7 @@ async function drainBucket(
       // Ids sort by due time within a bucket: the first one not due ends it.
       if (dueAt > now) return
       try {
-        outcomes.push({ wakeId, outcome: await processWake(backend, config, entry.key, now) })
+        outcomes.push({ wakeId, outcome: await processWake(backend, config, wakeId, now) })
       } catch (error) {
         errors.push({ key: entry.key, error })
       }
@@ -223,22 +227,30 @@ async function drainBucket(
 async function processWake(
   backend: Backend,
   config: Parsed,
-  key: string,
+  wakeId: string,
   now: number,
 ): Promise<WakeOutcome> {
+  const key = recordKeyOfId(wakeId)
   const lease = await takeWake(backend, key, config.dispatcherId, config.leaseTtlMs)
   if (lease === null) return 'busy'
   let release = true
   try {
     const stored = await backend.get(key)
-    if (stored === null) return 'archived'
+    if (stored === null) {
+      // registerWake writes the record before the marker: a marker without a
+      // record was not written by the runtime.
+      throw wakeError('WAKE_CORRUPT', `The wake index names ${wakeId}, which has no record`, {
+        key,
+        wakeId,
+      })
+    }
     const record = decodeWake(stored.value, key)
     const writer = { writerId: config.dispatcherId }
     if (
       record.state === 'cancelled' ||
       (record.state === 'fired' && record.delivery?.deliveredAt != null)
     ) {
-      await archiveWake(backend, record, key, stored.meta.version, lease, writer)
+      await unindexWake(backend, wakeId)
       return 'archived'
     }
     const handler = config.handlers[record.cause as WakeCause]
@@ -278,9 +290,9 @@ async function processWake(
     }
     // The handler ran. If the lease was lost meanwhile, whoever took the wake
     // delivers it again (at-least-once); the firing stays recorded once.
-    const deliveredVersion = await writeUnderLease(backend, key, delivered, version, lease, writer)
-    if (deliveredVersion !== null)
-      await archiveWake(backend, delivered, key, deliveredVersion, lease, writer)
+    if ((await writeUnderLease(backend, key, delivered, version, lease, writer)) !== null) {
+      await unindexWake(backend, wakeId)
+    }
     return firstFiring ? 'fired' : 'redelivered'
   } finally {
     if (release) await backend.releaseLease(lease).catch(() => false)

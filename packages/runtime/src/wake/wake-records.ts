@@ -2,13 +2,13 @@ import { z } from 'zod'
 import { jsonValueSchema } from '../shared/canonical-json.js'
 import { wakeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
-import { wakeDoneKey, wakeDueKey } from '../shared/layout.js'
+import { wakeDueKey, wakeRecordKey } from '../shared/layout.js'
 
 /**
- * The wake record (docs/runtime/wakes.md). One record per wake, stored under
- * the due-time index (`wakes/due/<bucket>/<id>`) while it is unfinished and
- * moved to `wakes/done/<id>` once delivered or cancelled. Its lease (on the
- * index key) is the firing lease: every write of an indexed record after its
+ * The wake record (docs/runtime/wakes.md). One record per wake at
+ * `wakes/records/<id>`, kept once the wake finishes; an empty marker at
+ * `wakes/due/<bucket>/<id>` indexes it by due time while it is unfinished.
+ * The record's lease is the firing lease: every write of the record after its
  * creation is fenced by it and conditional on the version read.
  */
 
@@ -126,15 +126,15 @@ export function dueAtOfId(wakeId: unknown): number {
   return Number(match[1])
 }
 
-/** The index key of a wake id (its bucket is derived from the due time the id carries). */
+/** The index marker key of a wake id (its bucket is derived from the due time the id carries). */
 export function dueKeyOfId(wakeId: string): string {
   return wakeDueKey(wakeId, dueAtOfId(wakeId))
 }
 
-/** The archive key of a wake id. */
-export function doneKeyOfId(wakeId: string): string {
+/** The record key of a wake id. */
+export function recordKeyOfId(wakeId: string): string {
   dueAtOfId(wakeId)
-  return wakeDoneKey(wakeId)
+  return wakeRecordKey(wakeId)
 }
 
 const encoder = new TextEncoder()
@@ -148,7 +148,7 @@ export function encodeWake(record: WakeRecord): Uint8Array {
 /**
  * Parses and validates a stored wake; anything else is `WAKE_CORRUPT`, never
  * skipped: a record that is not JSON, fails its schema, or sits under a key
- * its id does not name (a copy or a move gone wrong) stops the caller.
+ * its id does not name (a copy gone wrong) stops the caller.
  */
 export function decodeWake(bytes: Uint8Array, key: string): WakeRecord {
   let parsed: unknown
@@ -167,7 +167,7 @@ export function decodeWake(bytes: Uint8Array, key: string): WakeRecord {
     )
   }
   const record = result.data
-  if (key !== dueKeyOfId(record.id) && key !== wakeDoneKey(record.id)) {
+  if (key !== wakeRecordKey(record.id)) {
     throw wakeError('WAKE_CORRUPT', `Wake record ${key} holds wake ${record.id}`, {
       key,
       wakeId: record.id,

@@ -9,14 +9,13 @@ import {
 import { z } from 'zod'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { wakeError } from '../shared/errors.js'
-import { wakeDoneKey } from '../shared/layout.js'
 import {
   decodeWake,
-  doneKeyOfId,
   dueKeyOfId,
   encodeWake,
   MAX_WAKE_DUE_AT,
   MAX_WAKE_PAYLOAD_BYTES,
+  recordKeyOfId,
   WAKE_CAUSES,
   WAKE_RECORD_FORMAT,
   type WakeRecord,
@@ -43,10 +42,17 @@ export const registerWakeOptionsSchema = z.strictObject({
 export type RegisterWakeOptions = z.input<typeof registerWakeOptionsSchema>
 
 /**
- * Stores a pending wake under the due-time index and returns it. The write is
- * create-only on a fresh random id, so it never meets a firing lease. A wake
- * already due (`dueAt` in the past) is stored all the same and fires on the
- * next tick of any dispatcher, its lateness recorded.
+ * Stores a pending wake and its due-time marker, and returns the wake. Both
+ * writes are create-only on a fresh random id, so they never meet a firing
+ * lease. The record is written first: a marker always has a record, and a
+ * wake becomes visible to dispatchers only once complete. A wake already due
+ * (`dueAt` in the past) fires on the next tick of any dispatcher, its
+ * lateness recorded.
+ *
+ * If the marker write fails, the record is marked cancelled (reason
+ * `registration failed`) before the error is rethrown, so it never shows as
+ * pending; a crash between the two writes leaves a pending record without a
+ * marker, which no dispatcher fires (docs/runtime/wakes.md, Not built yet).
  *
  * @throws `INVALID_WAKE` (with `context.path`), or the backend's error.
  */
@@ -91,26 +97,38 @@ export async function registerWake(
     delivery: null,
     cancellation: null,
   }
-  await backend.put(dueKeyOfId(id), encodeWake(record), {
+  const writer = { writerId: 'agent-state/wake-registry' }
+  const recordMeta = await backend.put(recordKeyOfId(id), encodeWake(record), {
     ifNoneMatch: '*',
-    writer: { writerId: 'agent-state/wake-registry' },
+    writer,
   })
+  try {
+    await backend.put(dueKeyOfId(id), new Uint8Array(0), { ifNoneMatch: '*', writer })
+  } catch (error) {
+    const cancelled: WakeRecord = {
+      ...record,
+      state: 'cancelled',
+      cancellation: { cancelledAt: clock(), reason: 'registration failed' },
+    }
+    await backend
+      .put(recordKeyOfId(id), encodeWake(cancelled), { ifMatch: recordMeta.version, writer })
+      .catch(() => undefined)
+    throw error
+  }
   return record
 }
 
 /**
- * The wake as stored: under the index while unfinished, else in the archive.
+ * The wake as stored.
  *
  * @throws `INVALID_WAKE_ID`, `WAKE_NOT_FOUND`, `WAKE_CORRUPT`.
  */
 export async function getWake(backend: Backend, wakeId: string): Promise<WakeRecord> {
-  const dueKey = dueKeyOfId(wakeId)
-  const indexed = await backend.get(dueKey)
-  if (indexed !== null) return decodeWake(indexed.value, dueKey)
-  const doneKey = doneKeyOfId(wakeId)
-  const done = await backend.get(doneKey)
-  if (done !== null) return decodeWake(done.value, doneKey)
-  throw wakeError('WAKE_NOT_FOUND', 'No wake is stored under that id', { wakeId })
+  const key = recordKeyOfId(wakeId)
+  const stored = await backend.get(key)
+  if (stored === null)
+    throw wakeError('WAKE_NOT_FOUND', 'No wake is stored under that id', { wakeId })
+  return decodeWake(stored.value, key)
 }
 
 /** Options of `cancelWake`; the single source of their type. */
@@ -147,31 +165,31 @@ export async function cancelWake(
   wakeId: string,
   options: CancelWakeOptions = {},
 ): Promise<WakeRecord> {
-  const dueKey = dueKeyOfId(wakeId)
+  const key = recordKeyOfId(wakeId)
   const parsed = cancelWakeOptionsSchema.safeParse(options)
   if (!parsed.success) {
     const path = parsed.error.issues[0]?.path.join('.') ?? ''
     throw wakeError('INVALID_WAKE', `Invalid cancel options at ${path}`, { path }, parsed.error)
   }
   const { reason, waitMs, clock, holder } = parsed.data
-  const lease = await acquireWaiting(backend, dueKey, holder, waitMs, wakeId)
+  const lease = await acquireWaiting(backend, key, holder, waitMs, wakeId)
   try {
-    const stored = await backend.get(dueKey)
-    if (stored === null) return await getWake(backend, wakeId)
-    const record = decodeWake(stored.value, dueKey)
+    const stored = await backend.get(key)
+    if (stored === null)
+      throw wakeError('WAKE_NOT_FOUND', 'No wake is stored under that id', { wakeId })
+    const record = decodeWake(stored.value, key)
     if (record.state !== 'pending') return record
     const cancelled: WakeRecord = {
       ...record,
       state: 'cancelled',
       cancellation: { cancelledAt: clock(), reason },
     }
-    const writer = { writerId: holder }
-    const meta = await backend.put(dueKey, encodeWake(cancelled), {
+    await backend.put(key, encodeWake(cancelled), {
       ifMatch: stored.meta.version,
       lease,
-      writer,
+      writer: { writerId: holder },
     })
-    await archiveWake(backend, cancelled, dueKey, meta.version, lease, writer)
+    await unindexWake(backend, wakeId)
     return cancelled
   } finally {
     await backend.releaseLease(lease).catch(() => false)
@@ -200,24 +218,11 @@ async function acquireWaiting(
 }
 
 /**
- * Moves a finished wake (delivered or cancelled) out of the index: a
- * create-only copy in the archive (an existing copy from an earlier attempt
- * is kept), then a fenced, conditional delete of the index record. A crash
- * between the two leaves the finished record in the index, where the next
- * tick finishes the move without firing it.
+ * Deletes a finished wake's due-time marker. Only called once the record says
+ * `cancelled` or delivered, which is durable, so whoever deletes it (and
+ * however often) cannot lose a wake; a crash before it leaves the marker,
+ * and the next tick that lists it deletes it without firing.
  */
-export async function archiveWake(
-  backend: Backend,
-  record: WakeRecord,
-  dueKey: string,
-  version: string,
-  lease: Lease,
-  writer: { readonly writerId: string },
-): Promise<void> {
-  try {
-    await backend.put(wakeDoneKey(record.id), encodeWake(record), { ifNoneMatch: '*', writer })
-  } catch (error) {
-    if (!isAgentStateError(error) || error.code !== 'PRECONDITION_FAILED') throw error
-  }
-  await backend.delete(dueKey, { ifMatch: version, lease })
+export async function unindexWake(backend: Backend, wakeId: string): Promise<void> {
+  await backend.delete(dueKeyOfId(wakeId))
 }
