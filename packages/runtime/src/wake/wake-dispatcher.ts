@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto'
 import { type Backend, type Clock, systemClock } from '@agent-state/core'
 import { z } from 'zod'
 import { wakeError } from '../shared/errors.js'
-import { WAKES_DUE_PREFIX, wakeBucketOf, wakeBucketPrefix } from '../shared/layout.js'
-import { takeWake, writeUnderLease } from './wake-firing.js'
+import { nextStep, takeWake, writeUnderLease } from './wake-firing.js'
+import { dueBuckets, dueMarkers } from './wake-index.js'
 import {
   decodeWake,
-  dueAtOfId,
   recordKeyOfId,
   WAKE_CAUSES,
   type WakeCause,
@@ -146,75 +145,25 @@ export function startWakeDispatcher(
 /** One tick: the due buckets in time order, each drained up to `now`. */
 async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
   const now = config.clock()
-  const nowBucket = wakeBucketOf(now)
   const outcomes: Array<{ wakeId: string; outcome: WakeOutcome }> = []
   const errors: Array<{ key: string; error: unknown }> = []
-  let cursor: string | undefined
-  for (;;) {
-    // One bucket per page: a page of several groups could read into many
-    // future buckets, and the tick would pay for wakes that are not due.
-    const page = await backend.list({
-      prefix: WAKES_DUE_PREFIX,
-      delimiter: '/',
-      limit: 1,
-      ...(cursor === undefined ? {} : { cursor }),
-    })
-    for (const group of page.prefixes ?? []) {
-      const bucket = group.slice(WAKES_DUE_PREFIX.length, -1)
-      // Buckets are 13-digit zero-padded, so string order is time order: the
-      // first bucket after now's ends the tick's listing.
-      if (bucket > nowBucket) return { now, outcomes, errors }
-      await drainBucket(backend, config, bucket, now, outcomes, errors)
-    }
-    if (page.cursor === undefined) return { now, outcomes, errors }
-    cursor = page.cursor
-  }
-}
-
-async function drainBucket(
-  backend: Backend,
-  config: Parsed,
-  bucket: string,
-  now: number,
-  outcomes: Array<{ wakeId: string; outcome: WakeOutcome }>,
-  errors: Array<{ key: string; error: unknown }>,
-): Promise<void> {
-  const prefix = wakeBucketPrefix(bucket)
-  let cursor: string | undefined
-  for (;;) {
-    const page = await backend.list({
-      prefix,
-      limit: config.pageSize,
-      ...(cursor === undefined ? {} : { cursor }),
-    })
-    for (const entry of page.entries) {
-      const wakeId = entry.key.slice(prefix.length)
-      let dueAt: number
-      try {
-        dueAt = dueAtOfId(wakeId)
-      } catch (error) {
-        errors.push({
-          key: entry.key,
-          error: wakeError(
-            'WAKE_CORRUPT',
-            'A key in the wake index is not a wake id',
-            { key: entry.key },
-            error,
-          ),
-        })
+  for await (const bucket of dueBuckets(backend, now)) {
+    for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+      if ('error' in marker) {
+        errors.push(marker)
         continue
       }
-      // Ids sort by due time within a bucket: the first one not due ends it.
-      if (dueAt > now) return
       try {
-        outcomes.push({ wakeId, outcome: await processWake(backend, config, wakeId, now) })
+        outcomes.push({
+          wakeId: marker.wakeId,
+          outcome: await processWake(backend, config, marker.wakeId, now),
+        })
       } catch (error) {
-        errors.push({ key: entry.key, error })
+        errors.push({ key: marker.key, error })
       }
     }
-    if (page.cursor === undefined) return
-    cursor = page.cursor
   }
+  return { now, outcomes, errors }
 }
 
 /**
@@ -246,16 +195,14 @@ async function processWake(
     }
     const record = decodeWake(stored.value, key)
     const writer = { writerId: config.dispatcherId }
-    if (
-      record.state === 'cancelled' ||
-      (record.state === 'fired' && record.delivery?.deliveredAt != null)
-    ) {
+    const step = nextStep(record)
+    if (step === 'archive') {
       await unindexWake(backend, wakeId)
       return 'archived'
     }
     const handler = config.handlers[record.cause as WakeCause]
     if (handler === undefined) return 'unhandled'
-    const firstFiring = record.state === 'pending'
+    const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
     const firedAt = Math.max(now, config.clock())
     const fired: FiredWake = firstFiring

@@ -55,3 +55,15 @@ export async function writeUnderLease(
     throw error
   }
 }
+
+/**
+ * What a dispatcher does with a wake it holds: `fire` a pending one (the
+ * decision), `redeliver` one fired but not delivered (its earlier dispatcher
+ * died or its handler failed), `archive` a finished one (cancelled or
+ * delivered: only its marker is left to delete, it is never handed out).
+ */
+export function nextStep(record: WakeRecord): 'fire' | 'redeliver' | 'archive' {
+  if (record.state === 'pending') return 'fire'
+  if (record.state === 'fired' && record.delivery?.deliveredAt === null) return 'redeliver'
+  return 'archive'
+}
