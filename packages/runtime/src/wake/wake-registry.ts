@@ -172,6 +172,11 @@ export async function cancelWake(
     throw wakeError('INVALID_WAKE', `Invalid cancel options at ${path}`, { path }, parsed.error)
   }
   const { reason, waitMs, clock, holder } = parsed.data
+  // Records are never deleted, so a missing one stays missing; checked before
+  // the lease, which would leave a lease record on a key that holds no wake.
+  if ((await backend.head(key)) === null) {
+    throw wakeError('WAKE_NOT_FOUND', 'No wake is stored under that id', { wakeId })
+  }
   const lease = await acquireWaiting(backend, key, holder, waitMs, wakeId)
   try {
     const stored = await backend.get(key)
