@@ -4,11 +4,13 @@
  * also run against a broken dispatcher in wake-mutants.test.ts.
  */
 
+import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
 import {
   cancelledNeverFires,
   frozenMidFire,
+  handlerFailure,
   lateStart,
   raceTwoDispatchers,
   WAKE_BACKENDS,
@@ -59,11 +61,23 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
       tokenIsTakers: true,
     })
   })
+
+  it('a wake whose handler failed stays fired and is delivered again once the lease expired, its firing unchanged', async () => {
+    const outcome = await handlerFailure(runtime, kind)
+    expect(outcome).toEqual({
+      outcomes: ['handler-failed', 'busy', 'redelivered'],
+      calls: 2,
+      attempts: 2,
+      delivered: true,
+      firingKept: true,
+      indexLeft: 0,
+    })
+  })
 })
 
 describe('wake records', () => {
   it('a corrupt record is WAKE_CORRUPT, never an empty or skipped wake', async () => {
-    const backend = (await import('@agent-state/memory')).createMemoryBackend()
+    const backend = createMemoryBackend({ store: createMemoryStore() })
     const wake = await runtime.registerWake(backend, {
       target: { kind: 'worker', workerId: 'w1' },
       cause: 'timeout',
@@ -87,7 +101,7 @@ describe('wake records', () => {
   })
 
   it('an invalid registration is INVALID_WAKE naming the field', async () => {
-    const backend = (await import('@agent-state/memory')).createMemoryBackend()
+    const backend = createMemoryBackend({ store: createMemoryStore() })
     await expect(
       runtime.registerWake(backend, {
         target: { kind: 'worker', workerId: '../escape' },

@@ -13,6 +13,7 @@ import type * as WakeIndex from '../src/wake/wake-index.js'
 import {
   cancelledNeverFires,
   frozenMidFire,
+  handlerFailure,
   lateStart,
   type Runtime,
   raceTwoDispatchers,
@@ -123,6 +124,20 @@ describe.each(WAKE_BACKENDS)('wake mutants on $name', (kind) => {
     }))
     const outcome = await lateStart(rt, kind)
     expect(outcome.firstTick).toEqual([])
+  })
+
+  it('dropping a fired wake whose handler failed: the redelivery check sees it never delivered', async () => {
+    const rt = await mutated(FIRING, (original) => ({
+      ...original,
+      nextStep: (record: WakeRecord) => (record.state === 'pending' ? 'fire' : 'archive'),
+    }))
+    const outcome = await handlerFailure(rt, kind)
+    // wake-dispatcher.test.ts expects 'redelivered', 2 calls, delivered.
+    expect(outcome).toMatchObject({
+      outcomes: ['handler-failed', 'busy', 'archived'],
+      calls: 1,
+      delivered: false,
+    })
   })
 
   it('handing out cancelled wakes: the cancel check sees the cancelled wake handled', async () => {

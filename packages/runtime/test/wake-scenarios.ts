@@ -424,3 +424,70 @@ export async function frozenMidFire(rt: Runtime, kind: WakeBackendKind): Promise
     }
   })
 }
+
+/** What the handler-failure scenario saw. */
+export interface RedeliveryOutcome {
+  /** The outcomes of the three ticks: the failing call, within the lease, after it expired. */
+  readonly outcomes: readonly (string | undefined)[]
+  readonly calls: number
+  /** The record at the end: attempts, whether delivered, and whether the firing is still the first one. */
+  readonly attempts: number | undefined
+  readonly delivered: boolean
+  readonly firingKept: boolean
+  readonly indexLeft: number
+}
+
+/**
+ * A handler rejects the first call. The wake stays fired and undelivered,
+ * held by the failed dispatcher's lease: the next tick within the TTL leaves
+ * it (`busy`), and once the TTL passed it is delivered again, the firing
+ * unchanged.
+ */
+export async function handlerFailure(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<RedeliveryOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const wake = await rt.registerWake(backend, {
+      target: { kind: 'worker', workerId: 'w1' },
+      cause: 'schedule',
+      dueAt: T0 + 1_000,
+      clock: clock.now,
+    })
+    clock.set(T0 + 2_000)
+    let calls = 0
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        schedule: async () => {
+          calls++
+          if (calls === 1) throw new Error('the target is down')
+        },
+      },
+      clock: clock.now,
+      leaseTtlMs: 1_000,
+      intervalMs: null,
+    })
+    const outcomes: (string | undefined)[] = []
+    const tick = async () => {
+      const report = await dispatcher.tick()
+      outcomes.push(report.outcomes.find((entry) => entry.wakeId === wake.id)?.outcome)
+    }
+    await tick()
+    const fired = await rt.getWake(backend, wake.id)
+    clock.advance(500)
+    await tick()
+    clock.advance(501)
+    await tick()
+    await dispatcher.stop()
+    const record = await rt.getWake(backend, wake.id)
+    return {
+      outcomes,
+      calls,
+      attempts: record.delivery?.attempts,
+      delivered: record.delivery?.deliveredAt != null,
+      firingKept: JSON.stringify(record.firing) === JSON.stringify(fired.firing),
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}
