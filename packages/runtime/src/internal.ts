@@ -4,9 +4,9 @@
  * `agent-state` CLI's views and demo, and the benchmarks.
  *
  * What is here is the storage format, not an application API: the key of every record
- * (`sessions/<id>/...`, `workers/<id>/snapshot.json`, `daemons/<id>/...`, `runs/<id>/...`), the
- * canonical JSON and checksum every record is sealed with, and the format names, schema
- * versions and schemas of the records. It changes only with the storage format itself (a new
+ * (`sessions/<id>/...`, `workers/<id>/snapshot.json`, `daemons/<id>/...`, `runs/<id>/...`,
+ * `wakes/...`), the canonical JSON and checksum every record is sealed with, and the format
+ * names, schema versions and schemas of the records. It changes only with the storage format itself (a new
  * schema version), and then in the same release; an application that writes these records by
  * hand bypasses the runtime's leases and checks. See `docs/runtime/` for what each record holds.
  *
@@ -50,10 +50,22 @@ export {
   SESSIONS_PREFIX,
   sessionDataPrefix,
   sessionMarkerKey,
+  WAKE_BUCKET_MS,
+  WAKES_DUE_PREFIX,
+  WAKES_RECORDS_PREFIX,
   WORKERS_PREFIX,
+  wakeBucketOf,
+  wakeBucketPrefix,
+  wakeDueKey,
+  wakeRecordKey,
   workerSnapshotKey,
   workerSuspendRequestKey,
 } from './shared/layout.js'
+export {
+  decodeWake,
+  encodeWake,
+  WAKE_RECORD_FORMAT,
+} from './wake/wake-records.js'
 export {
   AUDIT_EVENTS,
   auditEntrySchema,

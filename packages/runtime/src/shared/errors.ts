@@ -156,3 +156,41 @@ export function daemonError(
     ...(cause === undefined ? {} : { cause }),
   })
 }
+
+// --- Wakes (docs/runtime/wakes.md) ---
+
+/**
+ * The wake dispatcher's error codes (docs/runtime/wakes.md). Kept in their own list beside
+ * {@link RUNTIME_ERROR_CODES}; every one is an `AgentStateError` code.
+ */
+export const WAKE_ERROR_CODES = [
+  /** A wake registration that fails its schema (target, cause, due time, payload); `context.path` names the field. */
+  'INVALID_WAKE',
+  /** A wake id that is not `<13-digit due ms>-<32 hex digits>`. */
+  'INVALID_WAKE_ID',
+  /** No wake is stored under that id, pending or archived. */
+  'WAKE_NOT_FOUND',
+  /** A wake record that is not valid JSON, fails its schema, or is stored under another key than its id's. */
+  'WAKE_CORRUPT',
+  /** `cancelWake` waited for a dispatcher's lease on the wake and it was still held (retryable). */
+  'WAKE_BUSY',
+  /** Dispatcher options that fail their schema. */
+  'INVALID_DISPATCHER_OPTIONS',
+] as const
+
+/** A code of the wake dispatcher. */
+export type WakeErrorCode = (typeof WAKE_ERROR_CODES)[number]
+
+/** Builds a wake error with log-safe context (never payloads). */
+export function wakeError(
+  code: WakeErrorCode,
+  message: string,
+  context: Record<string, unknown> = {},
+  cause?: unknown,
+): AgentStateError {
+  return new AgentStateError(code, message, {
+    retryable: code === 'WAKE_BUSY',
+    context,
+    ...(cause === undefined ? {} : { cause }),
+  })
+}

@@ -4,6 +4,8 @@ export {
   type DaemonErrorCode,
   RUNTIME_ERROR_CODES,
   type RuntimeErrorCode,
+  WAKE_ERROR_CODES,
+  type WakeErrorCode,
 } from './errors.js'
 export {
   ID_PATTERN,

@@ -101,3 +101,40 @@ export function runStepsPrefix(runId: string): string {
 export function runStepKey(runId: string, seq: number): string {
   return `${runStepsPrefix(runId)}${String(seq).padStart(10, '0')}.json`
 }
+
+// --- Wakes (docs/runtime/wakes.md) ---
+
+/** Prefix of every wake record: `wakes/records/<wake id>`, kept after the wake finishes. */
+export const WAKES_RECORDS_PREFIX = 'wakes/records/'
+/**
+ * Prefix of the due-time index: `wakes/due/<bucket>/<wake id>`, one empty marker per unfinished
+ * wake. Markers are never leased, so deleting one leaves nothing behind (a key that had a lease
+ * keeps a tombstone with its fencing counter) and the index holds only unfinished wakes.
+ */
+export const WAKES_DUE_PREFIX = 'wakes/due/'
+
+/**
+ * Width of one due-time bucket in milliseconds. Part of the storage format: every process
+ * registering or dispatching wakes over one namespace must agree on it, so it is a constant.
+ */
+export const WAKE_BUCKET_MS = 60_000
+
+/** The bucket segment of a due time: the bucket's start in ms, zero-padded to 13 digits so buckets sort in time order. */
+export function wakeBucketOf(dueAt: number): string {
+  return String(Math.floor(dueAt / WAKE_BUCKET_MS) * WAKE_BUCKET_MS).padStart(13, '0')
+}
+
+/** The prefix listing one bucket's markers. */
+export function wakeBucketPrefix(bucket: string): string {
+  return `${WAKES_DUE_PREFIX}${bucket}/`
+}
+
+/** The index marker of an unfinished wake. */
+export function wakeDueKey(wakeId: string, dueAt: number): string {
+  return `${wakeBucketPrefix(wakeBucketOf(dueAt))}${wakeId}`
+}
+
+/** The wake's record; its lease is the firing lease. */
+export function wakeRecordKey(wakeId: string): string {
+  return `${WAKES_RECORDS_PREFIX}${wakeId}`
+}

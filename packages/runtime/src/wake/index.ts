@@ -1,0 +1,34 @@
+export {
+  type FiredWake,
+  startWakeDispatcher,
+  type TickReport,
+  type WakeDispatcher,
+  type WakeDispatcherOptions,
+  type WakeHandler,
+  type WakeOutcome,
+  wakeDispatcherOptionsSchema,
+} from './wake-dispatcher.js'
+export {
+  MAX_WAKE_DUE_AT,
+  MAX_WAKE_PAYLOAD_BYTES,
+  WAKE_CAUSES,
+  WAKE_ID_PATTERN,
+  WAKE_STATES,
+  type WakeCause,
+  type WakeDelivery,
+  type WakeFiring,
+  type WakeRecord,
+  type WakeState,
+  type WakeTarget,
+  wakeRecordSchema,
+  wakeTargetSchema,
+} from './wake-records.js'
+export {
+  type CancelWakeOptions,
+  cancelWake,
+  cancelWakeOptionsSchema,
+  getWake,
+  type RegisterWakeOptions,
+  registerWake,
+  registerWakeOptionsSchema,
+} from './wake-registry.js'

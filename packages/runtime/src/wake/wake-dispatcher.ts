@@ -1,0 +1,247 @@
+import { randomBytes } from 'node:crypto'
+import { type Backend, type Clock, systemClock } from '@agent-state/core'
+import { z } from 'zod'
+import { wakeError } from '../shared/errors.js'
+import { nextStep, takeWake, writeUnderLease } from './wake-firing.js'
+import { dueBuckets, dueMarkers } from './wake-index.js'
+import {
+  decodeWake,
+  recordKeyOfId,
+  WAKE_CAUSES,
+  type WakeCause,
+  type WakeDelivery,
+  type WakeFiring,
+  type WakeRecord,
+} from './wake-records.js'
+import { unindexWake } from './wake-registry.js'
+
+/** A fired wake as a handler gets it: `id` is the key to deduplicate on (delivery is at-least-once). */
+export type FiredWake = WakeRecord & {
+  readonly state: 'fired'
+  readonly firing: WakeFiring
+  readonly delivery: WakeDelivery
+}
+
+/** What a dispatcher calls for a fired wake of one cause. A rejection leaves the wake to be delivered again. */
+export type WakeHandler = (wake: FiredWake) => Promise<void>
+
+/** The dispatcher's data options; the single source of their types. */
+export const wakeDispatcherOptionsSchema = z.strictObject({
+  /** One handler per cause this dispatcher fires; wakes of other causes stay pending for another dispatcher. */
+  handlers: z.partialRecord(
+    z.enum(WAKE_CAUSES),
+    z.custom<WakeHandler>((value) => typeof value === 'function', 'a handler must be a function'),
+  ),
+  /** The clock due times are compared with (and `firedAt` read from). Default `Date.now`. */
+  clock: z
+    .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
+    .default(() => systemClock),
+  /** This dispatcher's name in leases and firing records. Default `wake-dispatcher-<random>`. */
+  dispatcherId: z
+    .string()
+    .min(1)
+    .max(200)
+    .default(() => `wake-dispatcher-${randomBytes(6).toString('hex')}`),
+  /** Time-to-live of a firing lease: how long a dispatcher that dies mid-fire holds the wake up. Default 30 s. */
+  leaseTtlMs: z.int().min(100).max(3_600_000).default(30_000),
+  /** Ms between ticks, or `null` for ticks only on `tick()`. Default 1000. */
+  intervalMs: z.int().min(10).max(3_600_000).nullable().default(1_000),
+  /** Page size of the index listings. Default 100. */
+  pageSize: z.int().min(1).max(1000).default(100),
+})
+/** What `startWakeDispatcher` accepts. */
+export type WakeDispatcherOptions = z.input<typeof wakeDispatcherOptionsSchema>
+
+/** What one wake came to in a tick. */
+export type WakeOutcome =
+  /** Fired by this dispatcher (the decision is its) and delivered. */
+  | 'fired'
+  /** Fired earlier (by any dispatcher), delivered again by this one. */
+  | 'redelivered'
+  /** Finished earlier (cancelled, or delivered): only its marker removed from the index. */
+  | 'archived'
+  /** Another dispatcher (or a cancel) held the wake's lease. */
+  | 'busy'
+  /** No handler for its cause here. */
+  | 'unhandled'
+  /** The handler rejected; the wake is delivered again once the lease expires. */
+  | 'handler-failed'
+  /** The fenced write was refused: the lease was lost or the record changed since it was read. */
+  | 'lost'
+
+/** What a tick did, wake by wake. */
+export interface TickReport {
+  readonly now: number
+  readonly outcomes: ReadonlyArray<{ readonly wakeId: string; readonly outcome: WakeOutcome }>
+  /** Errors that stopped a wake's processing (corrupt records, backend failures), by wake key. */
+  readonly errors: ReadonlyArray<{ readonly key: string; readonly error: unknown }>
+}
+
+/** A running dispatcher. */
+export interface WakeDispatcher {
+  readonly dispatcherId: string
+  /** Runs one tick now (after the one in progress, if any): fires every due wake it can. */
+  tick(): Promise<TickReport>
+  /** Stops the timer and waits for the tick in progress. Idempotent. */
+  stop(): Promise<void>
+}
+
+type Parsed = z.output<typeof wakeDispatcherOptionsSchema>
+
+/**
+ * Starts a dispatcher over `backend` (docs/runtime/wakes.md). Each tick lists
+ * only the due-time buckets up to now (a delimiter listing that stops at the
+ * first future bucket), then each such bucket's wakes up to now, so its cost
+ * grows with the due wakes, not the registered ones. A due wake is fired by
+ * a fenced compare-and-set from `pending` to `fired` under the wake's lease,
+ * then handed to the cause's handler (at-least-once), then marked delivered
+ * and removed from the index (the record stays).
+ *
+ * @throws `INVALID_DISPATCHER_OPTIONS`.
+ */
+export function startWakeDispatcher(
+  backend: Backend,
+  options: WakeDispatcherOptions,
+): WakeDispatcher {
+  const parsed = wakeDispatcherOptionsSchema.safeParse(options)
+  if (!parsed.success) {
+    const path = parsed.error.issues[0]?.path.join('.') ?? ''
+    throw wakeError(
+      'INVALID_DISPATCHER_OPTIONS',
+      `Invalid dispatcher options at ${path}`,
+      { path },
+      parsed.error,
+    )
+  }
+  const config = parsed.data
+  let chain: Promise<unknown> = Promise.resolve()
+  let stopped = false
+  let timer: NodeJS.Timeout | undefined
+
+  const tick = (): Promise<TickReport> => {
+    const run = chain.then(() => runTick(backend, config))
+    chain = run.catch(() => undefined)
+    return run
+  }
+  const schedule = (): void => {
+    if (stopped || config.intervalMs === null) return
+    timer = setTimeout(() => {
+      tick().then(schedule, schedule)
+    }, config.intervalMs)
+    timer.unref?.()
+  }
+  schedule()
+  return {
+    dispatcherId: config.dispatcherId,
+    tick,
+    async stop() {
+      stopped = true
+      if (timer !== undefined) clearTimeout(timer)
+      await chain
+    },
+  }
+}
+
+/** One tick: the due buckets in time order, each drained up to `now`. */
+async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
+  const now = config.clock()
+  const outcomes: Array<{ wakeId: string; outcome: WakeOutcome }> = []
+  const errors: Array<{ key: string; error: unknown }> = []
+  for await (const bucket of dueBuckets(backend, now)) {
+    for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+      if ('error' in marker) {
+        errors.push(marker)
+        continue
+      }
+      try {
+        outcomes.push({
+          wakeId: marker.wakeId,
+          outcome: await processWake(backend, config, marker.wakeId, now),
+        })
+      } catch (error) {
+        errors.push({ key: marker.key, error })
+      }
+    }
+  }
+  return { now, outcomes, errors }
+}
+
+/**
+ * One due wake under its lease. The decision (`pending` to `fired`) is a put
+ * with `lease` and `ifMatch` together: the backend checks in one atomic step
+ * that the lease is still the key's current, unexpired one and that the
+ * record is the version read under it. A dispatcher that lost the lease (it
+ * froze past the ttl and another took the key) or raced a cancel is refused.
+ */
+async function processWake(
+  backend: Backend,
+  config: Parsed,
+  wakeId: string,
+  now: number,
+): Promise<WakeOutcome> {
+  const key = recordKeyOfId(wakeId)
+  const lease = await takeWake(backend, key, config.dispatcherId, config.leaseTtlMs)
+  if (lease === null) return 'busy'
+  let release = true
+  try {
+    const stored = await backend.get(key)
+    if (stored === null) {
+      // registerWake writes the record before the marker: a marker without a
+      // record was not written by the runtime.
+      throw wakeError('WAKE_CORRUPT', `The wake index names ${wakeId}, which has no record`, {
+        key,
+        wakeId,
+      })
+    }
+    const record = decodeWake(stored.value, key)
+    const writer = { writerId: config.dispatcherId }
+    const step = nextStep(record)
+    if (step === 'archive') {
+      await unindexWake(backend, wakeId)
+      return 'archived'
+    }
+    const handler = config.handlers[record.cause as WakeCause]
+    if (handler === undefined) return 'unhandled'
+    const firstFiring = step === 'fire'
+    // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
+    const firedAt = Math.max(now, config.clock())
+    const fired: FiredWake = firstFiring
+      ? {
+          ...record,
+          state: 'fired',
+          firing: {
+            dispatcher: config.dispatcherId,
+            token: lease.token,
+            firedAt,
+            latenessMs: Math.max(0, firedAt - record.dueAt),
+          },
+          delivery: { attempts: 1, deliveredAt: null },
+        }
+      : {
+          ...(record as FiredWake),
+          delivery: { attempts: (record.delivery?.attempts ?? 0) + 1, deliveredAt: null },
+        }
+    const version = await writeUnderLease(backend, key, fired, stored.meta.version, lease, writer)
+    if (version === null) return 'lost'
+    try {
+      await handler(fired)
+    } catch {
+      // Keep the lease: the wake is retried by whoever takes it after the ttl,
+      // not in a hot loop on the next tick.
+      release = false
+      return 'handler-failed'
+    }
+    const delivered: WakeRecord = {
+      ...fired,
+      delivery: { ...fired.delivery, deliveredAt: config.clock() },
+    }
+    // The handler ran. If the lease was lost meanwhile, whoever took the wake
+    // delivers it again (at-least-once); the firing stays recorded once.
+    if ((await writeUnderLease(backend, key, delivered, version, lease, writer)) !== null) {
+      await unindexWake(backend, wakeId)
+    }
+    return firstFiring ? 'fired' : 'redelivered'
+  } finally {
+    if (release) await backend.releaseLease(lease).catch(() => false)
+  }
+}

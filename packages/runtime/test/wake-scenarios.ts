@@ -1,0 +1,493 @@
+/**
+ * The wake dispatcher's checks as scenarios that return what they saw (plain
+ * data): wake-dispatcher.test.ts expects the correct outcome of each, and
+ * wake-mutants.test.ts runs them against deliberately broken dispatchers and
+ * expects the failure each one exists to catch. Every scenario takes the
+ * runtime module to use, so a mutant is a runtime imported afresh with one
+ * module replaced.
+ */
+
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Backend, createManualClock, type ManualClock } from '@agent-state/core'
+import { createFsBackend } from '@agent-state/fs'
+import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import type * as RuntimeModule from '../src/index.js'
+
+/** The runtime module a scenario runs against (the real one, or one with a mutated module). */
+export type Runtime = typeof RuntimeModule
+
+/** Storage shared by every instance a scenario opens (two instances: two dispatchers' processes). */
+export interface WakeStorage {
+  open(): Backend
+  cleanup(): Promise<void>
+}
+
+/** A backend kind the wake checks run on, opened with the scenario's manual clock (the lease clock too). */
+export interface WakeBackendKind {
+  readonly name: string
+  setup(clock: ManualClock): WakeStorage
+}
+
+function tracked(make: () => Backend, remove: () => void): WakeStorage {
+  const opened: Backend[] = []
+  return {
+    open() {
+      const backend = make()
+      opened.push(backend)
+      return backend
+    },
+    async cleanup() {
+      for (const backend of opened) await backend.close()
+      remove()
+    },
+  }
+}
+
+/**
+ * Memory and the filesystem: the backends whose lease clock is the `host` clock, so the
+ * scenario's manual clock moves lease expiry as well as due times (no real waiting).
+ */
+export const WAKE_BACKENDS: readonly WakeBackendKind[] = [
+  {
+    name: 'memory',
+    setup(clock) {
+      const store = createMemoryStore()
+      return tracked(
+        () => createMemoryBackend({ store, namespace: 'wakes', clock: clock.now }),
+        () => undefined,
+      )
+    },
+  },
+  {
+    name: 'fs',
+    setup(clock) {
+      const root = mkdtempSync(join(tmpdir(), 'agent-state-runtime-wakes-'))
+      return tracked(
+        () => createFsBackend({ root, namespace: 'wakes', clock: clock.now }),
+        () => rmSync(root, { recursive: true, force: true }),
+      )
+    },
+  },
+]
+
+/** A start time on a bucket boundary, so each scenario knows which bucket a due time falls in. */
+export const T0 = 1_800_000_000_000 - (1_800_000_000_000 % 60_000)
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function withStorage<T>(
+  kind: WakeBackendKind,
+  body: (storage: WakeStorage, clock: ManualClock) => Promise<T>,
+): Promise<T> {
+  const clock = createManualClock(T0)
+  const storage = kind.setup(clock)
+  try {
+    return await body(storage, clock)
+  } finally {
+    await storage.cleanup()
+  }
+}
+
+/** The keys left in the due-time index. */
+async function indexKeys(backend: Backend): Promise<string[]> {
+  const keys: string[] = []
+  let cursor: string | undefined
+  do {
+    const page = await backend.list({
+      prefix: 'wakes/due/',
+      ...(cursor === undefined ? {} : { cursor }),
+    })
+    keys.push(...page.entries.map((entry) => entry.key))
+    cursor = page.cursor
+  } while (cursor !== undefined)
+  return keys
+}
+
+/** What the race scenario saw. */
+export interface RaceOutcome {
+  readonly registered: number
+  /** Wake ids whose handler ran more than once, with how many times. */
+  readonly handledTwice: ReadonlyArray<readonly [string, number]>
+  /** Wake ids never handled. */
+  readonly neverHandled: number
+  /** Records not `fired` with one attempt, delivered, by one of the two dispatchers. */
+  readonly badRecords: number
+  readonly indexLeft: number
+  readonly errors: number
+}
+
+/**
+ * Two dispatchers (two backend instances over one storage) tick at the same
+ * moment over the same 30 due wakes spread over four buckets, with a page
+ * size of 4 and a handler that takes 30 ms (so the other dispatcher reaches a
+ * wake while its handler runs). Then each ticks once more.
+ */
+export async function raceTwoDispatchers(rt: Runtime, kind: WakeBackendKind): Promise<RaceOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const registrar = storage.open()
+    const ids: string[] = []
+    for (let i = 0; i < 30; i++) {
+      const wake = await rt.registerWake(registrar, {
+        target: { kind: 'worker', workerId: `w${i}` },
+        cause: 'timeout',
+        dueAt: T0 + i * 7_000,
+        clock: clock.now,
+      })
+      ids.push(wake.id)
+    }
+    clock.set(T0 + 240_000)
+    const calls = new Map<string, number>()
+    const handlers = {
+      timeout: async (wake: { id: string }) => {
+        calls.set(wake.id, (calls.get(wake.id) ?? 0) + 1)
+        await sleep(30)
+      },
+    }
+    const dispatchers = ['dispatcher-a', 'dispatcher-b'].map((dispatcherId) =>
+      rt.startWakeDispatcher(storage.open(), {
+        handlers,
+        clock: clock.now,
+        dispatcherId,
+        intervalMs: null,
+        pageSize: 4,
+      }),
+    )
+    let errors = 0
+    for (let round = 0; round < 2; round++) {
+      const reports = await Promise.all(dispatchers.map((dispatcher) => dispatcher.tick()))
+      errors += reports.reduce((sum, report) => sum + report.errors.length, 0)
+    }
+    await Promise.all(dispatchers.map((dispatcher) => dispatcher.stop()))
+    let badRecords = 0
+    for (const id of ids) {
+      const record = await rt.getWake(registrar, id)
+      const ok =
+        record.state === 'fired' &&
+        record.delivery?.attempts === 1 &&
+        record.delivery.deliveredAt !== null &&
+        ['dispatcher-a', 'dispatcher-b'].includes(record.firing?.dispatcher ?? '')
+      if (!ok) badRecords++
+    }
+    return {
+      registered: ids.length,
+      handledTwice: [...calls].filter(([, count]) => count > 1),
+      neverHandled: ids.filter((id) => !calls.has(id)).length,
+      badRecords,
+      indexLeft: (await indexKeys(registrar)).length,
+      errors,
+    }
+  })
+}
+
+/** What the late-start scenario saw. */
+export interface LateStartOutcome {
+  /** Handler calls of the first tick, in order, as `[id index, latenessMs]`. */
+  readonly firstTick: ReadonlyArray<readonly [number, number]>
+  /** The recorded lateness of each past-due wake. */
+  readonly recordedLateness: readonly number[]
+  /** The not-yet-due wake's state after the first tick, and after the clock passed its due time. */
+  readonly futureState: readonly [string, string]
+  readonly indexLeft: number
+}
+
+/**
+ * Five wakes come due while no dispatcher runs (two buckets, 1 to 3 minutes
+ * before it starts) and one is due 5 s after it starts. A dispatcher with a
+ * page size of 2 starts: its first tick fires the five, late, and not the
+ * sixth; once the clock passes the sixth's due time, the next tick fires it.
+ */
+export async function lateStart(rt: Runtime, kind: WakeBackendKind): Promise<LateStartOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const dues = [T0 + 1_000, T0 + 2_000, T0 + 3_000, T0 + 61_000, T0 + 62_000]
+    const ids: string[] = []
+    for (const dueAt of dues) {
+      ids.push(
+        (
+          await rt.registerWake(backend, {
+            target: { kind: 'daemon', daemonId: 'd1' },
+            cause: 'interval',
+            dueAt,
+            clock: clock.now,
+          })
+        ).id,
+      )
+    }
+    const start = T0 + 180_500
+    const future = await rt.registerWake(backend, {
+      target: { kind: 'daemon', daemonId: 'd1' },
+      cause: 'interval',
+      dueAt: start + 5_000,
+      clock: clock.now,
+    })
+    clock.set(start)
+    const seen: Array<readonly [number, number]> = []
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        interval: async (wake) => {
+          seen.push([wake.id === future.id ? 5 : ids.indexOf(wake.id), wake.firing.latenessMs])
+        },
+      },
+      clock: clock.now,
+      intervalMs: null,
+      pageSize: 2,
+    })
+    await dispatcher.tick()
+    const firstTick = [...seen]
+    const futureBefore = (await rt.getWake(backend, future.id)).state
+    clock.advance(5_000)
+    await dispatcher.tick()
+    await dispatcher.stop()
+    const recordedLateness: number[] = []
+    for (const id of ids)
+      recordedLateness.push((await rt.getWake(backend, id)).firing?.latenessMs ?? -1)
+    return {
+      firstTick,
+      recordedLateness,
+      futureState: [futureBefore, (await rt.getWake(backend, future.id)).state],
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}
+
+/** The wake's state, or the code of the error reading it (a broken dispatcher may store a corrupt record). */
+async function stateOf(rt: Runtime, backend: Backend, id: string): Promise<string> {
+  try {
+    return (await rt.getWake(backend, id)).state
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error)
+  }
+}
+
+/** What the cancel scenario saw. */
+export interface CancelOutcome {
+  readonly cancelResult: string
+  /** Ids (by index: 0 cancelled, 1 cancelled with its marker put back, 2 not cancelled) handed to the handler. */
+  readonly handled: readonly number[]
+  readonly states: readonly string[]
+  /** `cancelWake` of the fired wake: the state it returns. */
+  readonly cancelAfterFire: string
+  readonly indexLeft: number
+}
+
+/**
+ * Three due wakes: the first is cancelled; the second is cancelled and its
+ * marker written back (a cancel killed before it deleted the marker); the
+ * third is not. A tick hands out only the third; cancelling it afterwards
+ * returns it `fired`.
+ */
+export async function cancelledNeverFires(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<CancelOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      ids.push(
+        (
+          await rt.registerWake(backend, {
+            target: { kind: 'worker', workerId: `w${i}` },
+            cause: 'event',
+            dueAt: T0 + 1_000 + i,
+            clock: clock.now,
+          })
+        ).id,
+      )
+    }
+    const [first, second, third] = ids as [string, string, string]
+    const cancelled = await rt.cancelWake(backend, first, {
+      reason: 'worker resumed by hand',
+      clock: clock.now,
+    })
+    await rt.cancelWake(backend, second, { clock: clock.now })
+    await backend.put(`wakes/due/${String(T0).padStart(13, '0')}/${second}`, new Uint8Array(0))
+    clock.set(T0 + 10_000)
+    const handled: number[] = []
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: { event: async (wake) => void handled.push(ids.indexOf(wake.id)) },
+      clock: clock.now,
+      intervalMs: null,
+    })
+    await dispatcher.tick()
+    await dispatcher.stop()
+    const states: string[] = []
+    for (const id of ids) states.push(await stateOf(rt, backend, id))
+    return {
+      cancelResult: cancelled.state,
+      handled,
+      states,
+      cancelAfterFire: (await rt.cancelWake(backend, third, { clock: clock.now })).state,
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}
+
+/** What the frozen-dispatcher scenario saw. */
+export interface FrozenOutcome {
+  /** The frozen dispatcher's outcome for the wake once it resumed. */
+  readonly frozenOutcome: string | undefined
+  /** Which dispatchers' handler calls ran, in order. */
+  readonly handledBy: readonly string[]
+  /** The recorded firing: its dispatcher, and whether its token is the taker's. */
+  readonly firedBy: string | undefined
+  readonly tokenIsTakers: boolean
+}
+
+/** A backend whose `put` of `key` waits for `gate` (once), telling `reached` when it does: a process frozen there. */
+function freezingPut(
+  inner: Backend,
+  key: string,
+  reached: () => void,
+  gate: Promise<void>,
+): Backend {
+  let frozen = false
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      if (property === 'put') {
+        return async (...args: Parameters<Backend['put']>) => {
+          if (!frozen && args[0] === key) {
+            frozen = true
+            reached()
+            await gate
+          }
+          return target.put(...args)
+        }
+      }
+      const value = Reflect.get(target, property, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+/**
+ * Dispatcher A takes a due wake's lease and reads it, then freezes just
+ * before its firing write (SIGSTOP, a GC pause). The clock passes A's lease
+ * TTL; dispatcher B takes the wake, fires and delivers it. A then resumes
+ * and makes its write.
+ */
+export async function frozenMidFire(rt: Runtime, kind: WakeBackendKind): Promise<FrozenOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const registrar = storage.open()
+    const wake = await rt.registerWake(registrar, {
+      target: { kind: 'worker', workerId: 'w1' },
+      cause: 'timeout',
+      dueAt: T0 + 1_000,
+      clock: clock.now,
+    })
+    clock.set(T0 + 2_000)
+    let reached!: () => void
+    const atFreeze = new Promise<void>((resolve) => {
+      reached = resolve
+    })
+    let thaw!: () => void
+    const gate = new Promise<void>((resolve) => {
+      thaw = resolve
+    })
+    const handledBy: string[] = []
+    const handlerOf = (name: string) => ({
+      timeout: async () => void handledBy.push(name),
+    })
+    const frozen = rt.startWakeDispatcher(
+      freezingPut(storage.open(), `wakes/records/${wake.id}`, reached, gate),
+      {
+        handlers: handlerOf('a'),
+        clock: clock.now,
+        dispatcherId: 'dispatcher-a',
+        leaseTtlMs: 1_000,
+        intervalMs: null,
+      },
+    )
+    const frozenTick = frozen.tick()
+    await atFreeze
+    clock.advance(1_001)
+    const taker = rt.startWakeDispatcher(storage.open(), {
+      handlers: handlerOf('b'),
+      clock: clock.now,
+      dispatcherId: 'dispatcher-b',
+      leaseTtlMs: 1_000,
+      intervalMs: null,
+    })
+    await taker.tick()
+    const takerRecord = await rt.getWake(registrar, wake.id)
+    thaw()
+    const report = await frozenTick
+    await Promise.all([frozen.stop(), taker.stop()])
+    const record = await rt.getWake(registrar, wake.id)
+    return {
+      frozenOutcome: report.outcomes.find((outcome) => outcome.wakeId === wake.id)?.outcome,
+      handledBy,
+      firedBy: record.firing?.dispatcher,
+      tokenIsTakers: record.firing !== null && record.firing.token === takerRecord.firing?.token,
+    }
+  })
+}
+
+/** What the handler-failure scenario saw. */
+export interface RedeliveryOutcome {
+  /** The outcomes of the three ticks: the failing call, within the lease, after it expired. */
+  readonly outcomes: readonly (string | undefined)[]
+  readonly calls: number
+  /** The record at the end: attempts, whether delivered, and whether the firing is still the first one. */
+  readonly attempts: number | undefined
+  readonly delivered: boolean
+  readonly firingKept: boolean
+  readonly indexLeft: number
+}
+
+/**
+ * A handler rejects the first call. The wake stays fired and undelivered,
+ * held by the failed dispatcher's lease: the next tick within the TTL leaves
+ * it (`busy`), and once the TTL passed it is delivered again, the firing
+ * unchanged.
+ */
+export async function handlerFailure(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<RedeliveryOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const wake = await rt.registerWake(backend, {
+      target: { kind: 'worker', workerId: 'w1' },
+      cause: 'schedule',
+      dueAt: T0 + 1_000,
+      clock: clock.now,
+    })
+    clock.set(T0 + 2_000)
+    let calls = 0
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        schedule: async () => {
+          calls++
+          if (calls === 1) throw new Error('the target is down')
+        },
+      },
+      clock: clock.now,
+      leaseTtlMs: 1_000,
+      intervalMs: null,
+    })
+    const outcomes: (string | undefined)[] = []
+    const tick = async () => {
+      const report = await dispatcher.tick()
+      outcomes.push(report.outcomes.find((entry) => entry.wakeId === wake.id)?.outcome)
+    }
+    await tick()
+    const fired = await rt.getWake(backend, wake.id)
+    clock.advance(500)
+    await tick()
+    clock.advance(501)
+    await tick()
+    await dispatcher.stop()
+    const record = await rt.getWake(backend, wake.id)
+    return {
+      outcomes,
+      calls,
+      attempts: record.delivery?.attempts,
+      delivered: record.delivery?.deliveredAt != null,
+      firingKept: JSON.stringify(record.firing) === JSON.stringify(fired.firing),
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}
