@@ -204,6 +204,16 @@ export function probedInterruptSeam(capabilities: Capabilities): 'function' | st
   return interruptSeams.get(capabilities)
 }
 
+const destroyOffered = new WeakSet<Capabilities>()
+
+/**
+ * Whether the probe instance behind capabilities from {@link probeCapabilities} has the optional
+ * `destroy`: the destroy check is skipped as not applicable without it, never passed vacuously.
+ */
+export function probedDestroy(capabilities: Capabilities): boolean {
+  return destroyOffered.has(capabilities)
+}
+
 /** Creates one instance to read the declared capabilities, then closes it. */
 export async function probeCapabilities(options: ContractOptions): Promise<Capabilities> {
   const probe = await options.create({ namespace: freshNamespace(), clock: systemClock })
@@ -213,6 +223,7 @@ export async function probeCapabilities(options: ContractOptions): Promise<Capab
     if (seam !== undefined) {
       interruptSeams.set(capabilities, typeof seam === 'function' ? 'function' : seam)
     }
+    if (typeof probe.destroy === 'function') destroyOffered.add(capabilities)
     return capabilities
   } finally {
     await probe.close()

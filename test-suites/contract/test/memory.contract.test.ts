@@ -6,7 +6,9 @@ import {
   createMemoryRecordStore,
   createMemoryStore,
 } from '@agent-state/memory'
-import { describeBackendContract } from '../src/index.js'
+import { expect, it } from 'vitest'
+import { describeBackendContract, lastSummaries } from '../src/index.js'
+import { checkFilter } from '../src/knobs.js'
 
 /** Why the memory backend's watch cannot be interrupted. */
 export const MEMORY_IN_PROCESS =
@@ -60,6 +62,35 @@ for (const versionChangesWithBytes of [false, true]) {
       )
     },
     process: { module: childModule, options: { records: true } },
-    ...(versionChangesWithBytes ? {} : { watchInterrupt: { notApplicable: MEMORY_IN_PROCESS } }),
+    // No watchInterrupt option: the uncached run reads the store's declaration from the
+    // instance (core carries the store's WATCH_INTERRUPT seam over), as `verify` does.
   })
 }
+
+// Declared after the suites, so their summaries are recorded: the uncached run offers destroy
+// and an interrupt declaration through core, so neither check may be skipped there (a Backend
+// that lost them would pass every check that only runs when they are present).
+const DESTROY_CHECK = 'basic/destroy-removes-every-value-and-lease-of-the-namespace'
+const INTERRUPT_CHECK =
+  'change-notification/an-interrupted-watch-resyncs-and-misses-no-write-made-meanwhile'
+it.skipIf(checkFilter() !== undefined)(
+  'core gives the memory-records Backend the store destroy and interrupt declaration',
+  () => {
+    const summary = lastSummaries.get('memory-records')
+    if (summary === undefined) throw new Error('the memory-records suite recorded no summary')
+    const byId = new Map(summary.checks.map((c) => [c.id, c]))
+    expect(byId.get(DESTROY_CHECK)?.status).toBe('passed')
+    expect(byId.get(INTERRUPT_CHECK)).toMatchObject({
+      status: 'skipped',
+      reason: `not applicable: ${MEMORY_IN_PROCESS}`,
+    })
+    // The cached run's minimal store has neither: both skipped by name, never passed.
+    const minimal = new Map(
+      lastSummaries.get('memory-records-cached')?.checks.map((c) => [c.id, c]),
+    )
+    expect(minimal.get(DESTROY_CHECK)).toMatchObject({
+      status: 'skipped',
+      skipCause: 'not-applicable',
+    })
+  },
+)

@@ -1,13 +1,16 @@
 import { isAgentStateError } from '@agent-state/core'
 import { bytes, ensure, ensureEqual, ensureSame, fail, rejectsWith } from '../assert.js'
-import { type ContractCheck, check } from '../check.js'
-import { sleep } from '../harness.js'
+import { type ContractCheck, check, notApplicable } from '../check.js'
+import { probedDestroy, sleep } from '../harness.js'
 
 /**
  * The points docs/contract.md decides where the contract text once left a
  * choice open: where a renewal extends from, which clock `updatedAt` follows,
  * whether delimiter groups count toward `limit`, and what `close()` may close.
  */
+
+/** Skip reason of the destroy check on an instance without `destroy` (optional in the contract). */
+export const NO_DESTROY = 'the instance has no destroy (optional in the contract)'
 
 /** How far a server's or observer's clock may plausibly be from this host's. */
 const PLAUSIBLE_MS = 5 * 60_000
@@ -107,20 +110,26 @@ export const decisionChecks: ContractCheck[] = [
     }
   }),
 
-  check('basic', 'destroy removes every value and lease of the namespace', async (h) => {
-    const a = await h.backend()
-    if (a.destroy === undefined) return
-    await a.put('ds/a', bytes('a'))
-    await a.put('ds/b/c', bytes('c'))
-    await a.acquireLease('ds/held', { holder: 'h', ttlMs: h.leaseTtlMs })
-    await a.destroy()
-    const b = await h.backend()
-    ensureEqual(await b.get('ds/a'), null, 'a value after destroy')
-    ensureEqual(await b.getLease('ds/held'), null, 'a lease after destroy')
-    ensureSame((await b.list({})).entries, [], 'the listing after destroy')
-    // The namespace is usable again: an unfenced write to the once-leased key succeeds.
-    await b.put('ds/held', bytes('free'))
-  }),
+  check(
+    'basic',
+    'destroy removes every value and lease of the namespace',
+    async (h) => {
+      const a = await h.backend()
+      if (a.destroy === undefined) fail('the instance has no destroy, yet its probe had one')
+      await a.put('ds/a', bytes('a'))
+      await a.put('ds/b/c', bytes('c'))
+      await a.acquireLease('ds/held', { holder: 'h', ttlMs: h.leaseTtlMs })
+      await a.destroy()
+      const b = await h.backend()
+      ensureEqual(await b.get('ds/a'), null, 'a value after destroy')
+      ensureEqual(await b.getLease('ds/held'), null, 'a lease after destroy')
+      ensureSame((await b.list({})).entries, [], 'the listing after destroy')
+      // The namespace is usable again: an unfenced write to the once-leased key succeeds.
+      await b.put('ds/held', bytes('free'))
+    },
+    // Optional in the contract: a backend without it is skipped by name, never passed vacuously.
+    { skip: (caps) => (probedDestroy(caps) ? undefined : notApplicable(NO_DESTROY)) },
+  ),
 
   check(
     'errors',
