@@ -113,9 +113,13 @@ const out = [
   ...(single
     ? []
     : [
-        `This summary joins ${runs.length} partial runs (\`--mutate\` ranges below), not one run over the`,
-        'whole configuration: the score is over the mutants those ranges hold, and nothing outside',
-        'them was measured.',
+        ...(runs.length === 1 && runs[0].mutate === 'stryker.config.mjs'
+          ? ['One full run over the whole configuration:']
+          : [
+              `This summary joins ${runs.length} partial runs (\`--mutate\` ranges below), not one run over the`,
+              'whole configuration: the score is over the mutants those ranges hold, and nothing outside',
+              'them was measured.',
+            ]),
         '',
         '| run | commit | started (UTC) | minutes | workers | mutants | score | `--mutate` |',
         '| --- | --- | --- | --- | --- | --- | --- | --- |',
