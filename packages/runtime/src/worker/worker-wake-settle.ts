@@ -49,13 +49,14 @@ export async function wakesToSettle(
   }
 }
 
-/** `trail` plus the `wakes_cancelled` entry of `plan`. */
+/** `trail` plus the `wakes_cancelled` entry of `plan` (none when it cancels nothing). */
 export function wakesCancelledAudit(
   trail: readonly AuditEntry[],
   plan: SettlePlan,
   lease: Lease,
   clock: Clock,
 ): AuditEntry[] {
+  if (plan.cancel.length === 0 && plan.topic === null) return [...trail]
   return auditBy(trail, 'wakes_cancelled', lease, clock, {
     triggerId: plan.triggerId,
     firedWake: plan.keep,
