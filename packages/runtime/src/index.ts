@@ -116,8 +116,10 @@ export {
 export {
   assertEventTopic,
   type CancelWakeOptions,
+  type CronTriggerConfig,
   cancelWake,
   cancelWakeOptionsSchema,
+  cronTriggerConfigSchema,
   EVENT_ID_PATTERN,
   type FiredWake,
   getEvent,
@@ -126,6 +128,7 @@ export {
   MAX_EVENT_PAYLOAD_BYTES,
   MAX_WAKE_DUE_AT,
   MAX_WAKE_PAYLOAD_BYTES,
+  nextCronOccurrence,
   type PublishEventOptions,
   type PublishedEvent,
   publishEvent,

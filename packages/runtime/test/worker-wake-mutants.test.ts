@@ -13,6 +13,7 @@ import type * as ResumeWorker from '../src/worker/resume-worker.js'
 import { type Runtime, WAKE_BACKENDS } from './wake-scenarios.js'
 import {
   byHand,
+  cronTrigger,
   eventBeforeDispatcher,
   staleWake,
   timeoutActions,
@@ -24,7 +25,16 @@ const EVENT_TOPICS = '../src/wake/event-topics.ts'
 const RESUME_WORKER = '../src/worker/resume-worker.ts'
 const WORKER_LIFECYCLE = '../src/worker/worker-lifecycle.ts'
 const WAKE_REGISTRY = '../src/wake/wake-registry.ts'
-const MODULES = [WORKER_WAKES, EVENT_TOPICS, RESUME_WORKER, WORKER_LIFECYCLE, WAKE_REGISTRY]
+const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
+const MODULES = [
+  WORKER_WAKES,
+  EVENT_TOPICS,
+  RESUME_WORKER,
+  WORKER_LIFECYCLE,
+  WAKE_REGISTRY,
+  CRON_TRIGGER,
+  'cron-parser',
+]
 
 /** The runtime with `path` replaced by what `mutate` makes of the original module. */
 async function mutated(
@@ -130,6 +140,24 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
     expect(outcome.failed).toEqual({ status: 'suspended', timedOut: false, resume: 'none' })
   })
 
+  it('a cron schedule read in UTC instead of its time zone: the cron check sees nothing at 03:00 in Paris', async () => {
+    const rt = await mutated('cron-parser', (original) => {
+      const parser = original.CronExpressionParser as {
+        parse: (expression: string, options: Record<string, unknown>) => unknown
+      }
+      return {
+        ...original,
+        CronExpressionParser: {
+          parse: (expression: string, options: Record<string, unknown>) =>
+            parser.parse(expression, { ...options, tz: 'UTC' }),
+        },
+      }
+    })
+    const outcome = await cronTrigger(rt, kind)
+    // worker-wakes.test.ts expects ['fired'] at 02:00 UTC.
+    expect(outcome.atOccurrence).toEqual([])
+  })
+
   it('a timeout due a minute early: the timeout check sees it fire before durationMinutes', async () => {
     const rt = await mutated(WAKE_REGISTRY, (original) => ({
       ...original,
@@ -142,5 +170,36 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
     const outcome = await timeoutActions(rt, kind)
     // worker-wakes.test.ts expects nothing at 59 minutes.
     expect(outcome.early).toEqual(['fired', 'fired', 'fired'])
+  })
+})
+
+describe('cron validation mutant', () => {
+  afterEach(() => {
+    vi.doUnmock(CRON_TRIGGER)
+    vi.resetModules()
+  })
+
+  it('a cron provider that reads an unknown time zone as UTC: the validation check sees the suspend succeed', async () => {
+    const rt = await mutated(CRON_TRIGGER, (original) => ({
+      ...original,
+      nextCronOccurrence: (config: { schedule: string; timeZone: string }, now: number) =>
+        (original.nextCronOccurrence as (c: unknown, n: number) => unknown)(
+          { ...config, timeZone: config.timeZone === 'Mars/Olympus' ? 'UTC' : config.timeZone },
+          now,
+        ),
+    }))
+    const { createMemoryBackend, createMemoryStore } = await import('@agent-state/memory')
+    const worker = await rt.startWorker(
+      createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' }),
+      { workerId: 'w1' },
+    )
+    // worker-wakes.test.ts expects TRIGGER_REGISTRATION_FAILED at trigger.config.timeZone.
+    const suspension = await worker.suspend({
+      reason: 'r',
+      conditions: {
+        trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'Mars/Olympus' } },
+      },
+    })
+    expect(suspension.resumeByMechanism).toBe('ResumeBy.local_runtime')
   })
 })

@@ -349,3 +349,46 @@ export async function staleWake(rt: Runtime, kind: WakeBackendKind): Promise<Sta
     }
   })
 }
+
+/** What the cron scenario saw. */
+export interface CronOutcome {
+  /** Outcomes of the tick a minute before 03:00 in Paris, and at it. */
+  readonly early: readonly string[]
+  readonly atOccurrence: readonly string[]
+  readonly input: unknown
+  /** The suspension's timeout wake after the schedule won. */
+  readonly timeout: string
+}
+
+/**
+ * A worker parks at 08:00 UTC on 15 January 2027 with a `cron` trigger
+ * `0 3 * * *` in `Europe/Paris` (UTC+1 in winter) and a 24-hour timeout.
+ * Nothing fires at 01:59 UTC the next day; at 02:00 UTC (03:00 in Paris) the
+ * schedule resumes the worker and the timeout's wake is cancelled.
+ */
+export async function cronTrigger(rt: Runtime, kind: WakeBackendKind): Promise<CronOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', {
+      trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'Europe/Paris' } },
+      timeout: { durationMinutes: 24 * 60 },
+    })
+    const registration = await rt.readWorkerWakes(backend, 'w1')
+    let input: unknown = null
+    const running = dispatcher(rt, storage.open(), clock, async (worker) => {
+      input = worker.resumeInput
+      await worker.complete()
+    })
+    clock.set(Date.parse('2027-01-16T01:59:00Z'))
+    const early = (await running.tick()).outcomes.map((o) => o.outcome)
+    clock.set(Date.parse('2027-01-16T02:00:00Z'))
+    const atOccurrence = (await running.tick()).outcomes.map((o) => o.outcome)
+    await running.stop()
+    const states: string[] = []
+    for (const id of registration?.wakeIds ?? []) {
+      const wake = await rt.getWake(backend, id)
+      if (wake.cause === 'timeout') states.push(wake.state)
+    }
+    return { early, atOccurrence, input, timeout: states.join(',') }
+  })
+}

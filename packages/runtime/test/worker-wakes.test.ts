@@ -4,12 +4,13 @@
  * against a broken runtime in worker-wake-mutants.test.ts.
  */
 
-import { createMemoryBackend } from '@agent-state/memory'
+import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
 import { WAKE_BACKENDS } from './wake-scenarios.js'
 import {
   byHand,
+  cronTrigger,
   eventBeforeDispatcher,
   staleWake,
   timeoutActions,
@@ -104,6 +105,23 @@ describe.each(WAKE_BACKENDS)('resume conditions on $name', (kind) => {
     })
   })
 
+  it('a cron trigger fires at its next occurrence in its time zone, and cancels the timeout', async () => {
+    const outcome = await cronTrigger(runtime, kind)
+    expect(outcome).toEqual({
+      early: [],
+      atOccurrence: ['fired'],
+      input: {
+        kind: 'schedule',
+        provider: 'cron',
+        schedule: '0 3 * * *',
+        timeZone: 'Europe/Paris',
+        occurrence: '2027-01-16T02:00:00.000Z',
+        wakeId: expect.stringMatching(runtime.WAKE_ID_PATTERN),
+      },
+      timeout: 'cancelled',
+    })
+  })
+
   it('a wake that outlived its suspension is delivered and dropped: the worker stays parked', async () => {
     const outcome = await staleWake(runtime, kind)
     expect(outcome).toEqual({ tick: ['fired'], status: 'suspended', waitsOn: 'second', resumes: 1 })
@@ -121,7 +139,7 @@ describe('event topics and resume conditions are validated', () => {
   }
 
   it('publishEvent: topic names, plain JSON payloads, the size limit', async () => {
-    const backend = createMemoryBackend()
+    const backend = createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' })
     for (const topic of ['', 'a/b', '../x', '.as~x', 'x'.repeat(129), 7]) {
       expect(await codeOf(() => runtime.publishEvent(backend, topic as string, 1))).toBe(
         'INVALID_EVENT_TOPIC:',
@@ -145,7 +163,7 @@ describe('event topics and resume conditions are validated', () => {
   })
 
   it('suspend: resume_with_input needs its input, topics are names, unknown providers fail registration', async () => {
-    const backend = createMemoryBackend()
+    const backend = createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' })
     const worker = await runtime.startWorker(backend, { workerId: 'w1' })
     const suspend = (conditions: unknown) => () => worker.suspend({ reason: 'r', conditions })
     expect(
@@ -174,6 +192,36 @@ describe('event topics and resume conditions are validated', () => {
     )
     expect(worker.status).toBe('running')
     // Nothing was registered by the failed suspends.
+    expect(await runtime.readWorkerWakes(backend, 'w1')).toBeNull()
+  })
+
+  it('suspend: a cron trigger is validated at registration (TRIGGER_REGISTRATION_FAILED, naming the field)', async () => {
+    const backend = createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' })
+    const worker = await runtime.startWorker(backend, { workerId: 'w-cron' })
+    const registrationFailure = async (config: unknown) => {
+      try {
+        await worker.suspend({ reason: 'r', conditions: { trigger: { provider: 'cron', config } } })
+        return 'none'
+      } catch (error) {
+        const { code, cause } = error as { code: string; cause?: { context?: { path?: string } } }
+        return `${code}:${cause?.context?.path ?? ''}`
+      }
+    }
+    const failed = 'TRIGGER_REGISTRATION_FAILED:trigger.config'
+    expect(await registrationFailure({ schedule: '0 3 * * *' })).toBe(`${failed}.timeZone`)
+    expect(await registrationFailure({ schedule: '0 3 * * *', timeZone: 'Mars/Olympus' })).toBe(
+      `${failed}.timeZone`,
+    )
+    expect(await registrationFailure({ schedule: '61 3 * * *', timeZone: 'UTC' })).toBe(
+      `${failed}.schedule`,
+    )
+    expect(await registrationFailure({ schedule: 'whenever', timeZone: 'UTC' })).toBe(
+      `${failed}.schedule`,
+    )
+    expect(await registrationFailure({ schedule: '0 3 * * *', timeZone: 'UTC', at: 1 })).toBe(
+      failed,
+    )
+    expect(worker.status).toBe('running')
     expect(await runtime.readWorkerWakes(backend, 'w1')).toBeNull()
   })
 })

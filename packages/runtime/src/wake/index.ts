@@ -1,4 +1,9 @@
 export {
+  type CronTriggerConfig,
+  cronTriggerConfigSchema,
+  nextCronOccurrence,
+} from './cron-trigger.js'
+export {
   assertEventTopic,
   EVENT_ID_PATTERN,
   getEvent,

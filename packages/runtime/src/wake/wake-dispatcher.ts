@@ -34,7 +34,7 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
     z.custom<WakeHandler>((value) => typeof value === 'function', 'a handler must be a function'),
   ),
   /**
-   * The built-in handler of workers' `timeout` and `event` wakes (resume
+   * The built-in handler of workers' `timeout`, `event` and `schedule` wakes (resume
    * conditions, docs/runtime/wakes.md): resumes the worker and passes it to
    * `onResumed`, or fails it. Used for a worker's wake whose cause has no
    * entry in `handlers`. Without it, worker wakes are left to a dispatcher
@@ -183,7 +183,7 @@ function handlerOf(backend: Backend, config: Parsed, record: WakeRecord): WakeHa
   if (
     workers === undefined ||
     record.target.kind !== 'worker' ||
-    (record.cause !== 'timeout' && record.cause !== 'event')
+    (record.cause !== 'timeout' && record.cause !== 'event' && record.cause !== 'schedule')
   ) {
     return undefined
   }

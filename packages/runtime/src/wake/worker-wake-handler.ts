@@ -39,6 +39,11 @@ const timeoutPayloadSchema = workerWakePayloadSchema.extend({
   onTimeout: z.enum(TIMEOUT_ACTIONS),
   durationMinutes: z.int().positive(),
 })
+const schedulePayloadSchema = workerWakePayloadSchema.extend({
+  provider: z.string(),
+  schedule: z.string(),
+  timeZone: z.string(),
+})
 const eventPayloadSchema = workerWakePayloadSchema.extend({
   topic: z.string(),
   eventId: z.string(),
@@ -50,7 +55,9 @@ const eventPayloadSchema = workerWakePayloadSchema.extend({
  * the worker (audited `timed_out`); `resume_with_summary` resumes it with
  * `{ kind: 'timeout', summary, durationMinutes, wakeId }`;
  * `resume_with_input` with the input declared at suspend. An `event` resumes
- * it with `{ kind: 'event', topic, eventId, publishedAt, payload, wakeId }`.
+ * it with `{ kind: 'event', topic, eventId, publishedAt, payload, wakeId }`;
+ * a `schedule` (a `cron` trigger's occurrence) with `{ kind: 'schedule',
+ * provider, schedule, timeZone, occurrence, wakeId }`.
  * The resume's `cause` is `wake:<id>`, and the suspension's other wakes are
  * cancelled.
  *
@@ -103,6 +110,17 @@ export async function handleWorkerWake(
       eventId: event.eventId,
       publishedAt: event.publishedAt,
       payload: event.payload,
+      wakeId: wake.id,
+    }
+  } else if (wake.cause === 'schedule') {
+    const payload = schedulePayloadSchema.parse(wake.payload)
+    triggerId = payload.triggerId
+    input = {
+      kind: 'schedule',
+      provider: payload.provider,
+      schedule: payload.schedule,
+      timeZone: payload.timeZone,
+      occurrence: new Date(wake.dueAt).toISOString(),
       wakeId: wake.id,
     }
   } else {

@@ -5,6 +5,7 @@ import { wakeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import { topicWaiterKey, workerWakesKey } from '../shared/layout.js'
 import type { ResumeConditions } from '../worker/resume-conditions.js'
+import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
 import { WAKE_ID_PATTERN } from './wake-records.js'
 import { cancelWake, registerWake } from './wake-registry.js'
 
@@ -48,14 +49,21 @@ export const topicWaiterSchema = z.strictObject({
   triggerId: z.string().regex(RESUME_TRIGGER_PATTERN),
 })
 
+/** The built-in trigger providers: each turns a config into the next occurrence after `now`. */
+const TRIGGER_PROVIDERS: Readonly<
+  Record<string, (config: unknown, now: number) => TriggerOccurrence>
+> = {
+  cron: nextCronOccurrence,
+}
+
 /**
  * Registers the wakes of a suspension's conditions and returns its trigger
  * id. A timeout is a `timeout` wake due `durationMinutes` after `clock()`
- * (its payload: the trigger id, the action, the declared input); an
- * `onEvent` topic is a waiter marker that `publishEvent` turns into an
- * `event` wake. Trigger providers are not built in: a `trigger` condition
- * throws, before anything is written (the caller reports
- * `TRIGGER_REGISTRATION_FAILED`).
+ * (its payload: the trigger id, the action, the declared input); a `cron`
+ * trigger a `schedule` wake at its next occurrence; an `onEvent` topic is a
+ * waiter marker that `publishEvent` turns into an `event` wake. An unknown
+ * provider or an invalid trigger config throws before anything is written
+ * (the caller reports `TRIGGER_REGISTRATION_FAILED`).
  *
  * Written before the suspended snapshot: if the suspend then fails, the wakes
  * name a trigger no Suspension carries, and the handler drops them.
@@ -66,15 +74,32 @@ export async function registerWorkerWakes(
   conditions: ResumeConditions,
   clock: Clock,
 ): Promise<string> {
-  if (conditions.trigger !== undefined) {
-    throw wakeError(
-      'INVALID_WAKE',
-      `No trigger provider named ${conditions.trigger.provider} is built in`,
-      { path: 'trigger.provider', provider: conditions.trigger.provider },
-    )
+  const trigger = conditions.trigger
+  let occurrence: TriggerOccurrence | null = null
+  if (trigger !== undefined) {
+    const provider = Object.hasOwn(TRIGGER_PROVIDERS, trigger.provider)
+      ? TRIGGER_PROVIDERS[trigger.provider]
+      : undefined
+    if (provider === undefined) {
+      throw wakeError('INVALID_WAKE', `No trigger provider named ${trigger.provider} is built in`, {
+        path: 'trigger.provider',
+        provider: trigger.provider,
+      })
+    }
+    occurrence = provider(trigger.config, clock())
   }
   const triggerId = `resume-${randomBytes(16).toString('hex')}`
   const wakeIds: string[] = []
+  if (occurrence !== null) {
+    const wake = await registerWake(backend, {
+      target: { kind: 'worker', workerId },
+      cause: 'schedule',
+      dueAt: occurrence.dueAt,
+      payload: { triggerId, ...occurrence.payload },
+      clock,
+    })
+    wakeIds.push(wake.id)
+  }
   const timeout = conditions.timeout
   if (timeout !== undefined) {
     const wake = await registerWake(backend, {
