@@ -4,6 +4,8 @@
  * against a broken runtime in worker-wake-mutants.test.ts.
  */
 
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
@@ -223,5 +225,19 @@ describe('event topics and resume conditions are validated', () => {
     )
     expect(worker.status).toBe('running')
     expect(await runtime.readWorkerWakes(backend, 'w1')).toBeNull()
+  })
+})
+
+describe('docs/runtime/wakes.md', () => {
+  it('lists every wake error code in its Error codes section', () => {
+    const page = readFileSync(
+      join(import.meta.dirname, '..', '..', '..', 'docs', 'runtime', 'wakes.md'),
+      'utf8',
+    )
+    const section = page.slice(page.indexOf('## Error codes'), page.indexOf('## Tests'))
+    const listed = (code: string) => section.includes(`\`${code}\``)
+    expect(runtime.WAKE_ERROR_CODES.filter((code) => !listed(code))).toEqual([])
+    // The check can fail: a code the section does not hold is reported.
+    expect(listed('NOT_A_WAKE_CODE')).toBe(false)
   })
 })

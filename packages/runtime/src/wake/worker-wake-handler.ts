@@ -1,6 +1,7 @@
 import { type Backend, type Clock, isAgentStateError } from '@agent-state/core'
 import { z } from 'zod'
 import type { JsonValue } from '../shared/canonical-json.js'
+import { wakeError } from '../shared/errors.js'
 import { TIMEOUT_ACTIONS } from '../worker/resume-conditions.js'
 import { resumeWorkerOnWake } from '../worker/resume-worker.js'
 import type { Worker } from '../worker/worker.js'
@@ -49,6 +50,18 @@ const eventPayloadSchema = workerWakePayloadSchema.extend({
   eventId: z.string(),
 })
 
+/** The wake's payload as `schema` reads it; anything else is `WAKE_CORRUPT` (the runtime wrote it). */
+function payloadOf<T>(schema: z.ZodType<T>, wake: FiredWake): T {
+  const parsed = schema.safeParse(wake.payload)
+  if (!parsed.success) {
+    throw wakeError('WAKE_CORRUPT', `The payload of worker wake ${wake.id} fails its schema`, {
+      wakeId: wake.id,
+      cause: wake.cause,
+    })
+  }
+  return parsed.data
+}
+
 /**
  * The dispatcher's default handler of a worker's wake (docs/runtime/wakes.md,
  * Resume conditions). A `timeout` acts per its `onTimeout`: `fail` closes
@@ -83,7 +96,7 @@ export async function handleWorkerWake(
   let input: JsonValue
   let triggerId: string
   if (wake.cause === 'timeout') {
-    const payload = timeoutPayloadSchema.parse(wake.payload)
+    const payload = payloadOf(timeoutPayloadSchema, wake)
     triggerId = payload.triggerId
     const of = { wakeId: wake.id, triggerId, durationMinutes: payload.durationMinutes }
     if (payload.onTimeout === 'fail') {
@@ -101,7 +114,7 @@ export async function handleWorkerWake(
             wakeId: wake.id,
           }
   } else if (wake.cause === 'event') {
-    const payload = eventPayloadSchema.parse(wake.payload)
+    const payload = payloadOf(eventPayloadSchema, wake)
     triggerId = payload.triggerId
     const event = await getEvent(backend, payload.topic, payload.eventId)
     input = {
@@ -113,7 +126,7 @@ export async function handleWorkerWake(
       wakeId: wake.id,
     }
   } else if (wake.cause === 'schedule') {
-    const payload = schedulePayloadSchema.parse(wake.payload)
+    const payload = payloadOf(schedulePayloadSchema, wake)
     triggerId = payload.triggerId
     input = {
       kind: 'schedule',
