@@ -7,6 +7,7 @@
 
 import type { Backend } from '@agent-state/core'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
 import type * as EventTopics from '../src/wake/event-topics.js'
 import type * as WakeRegistry from '../src/wake/wake-registry.js'
 import type * as ResumeWorker from '../src/worker/resume-worker.js'
@@ -15,7 +16,9 @@ import {
   byHand,
   cronTrigger,
   eventBeforeDispatcher,
+  publishValidation,
   staleWake,
+  suspendValidation,
   timeoutActions,
   timeoutRacesEvent,
 } from './worker-wake-scenarios.js'
@@ -26,7 +29,11 @@ const RESUME_WORKER = '../src/worker/resume-worker.ts'
 const WORKER_LIFECYCLE = '../src/worker/worker-lifecycle.ts'
 const WAKE_REGISTRY = '../src/wake/wake-registry.ts'
 const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
+const IDS = '../src/shared/ids.ts'
+const CANONICAL_JSON = '../src/shared/canonical-json.ts'
 const MODULES = [
+  IDS,
+  CANONICAL_JSON,
   WORKER_WAKES,
   EVENT_TOPICS,
   RESUME_WORKER,
@@ -173,13 +180,37 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
   })
 })
 
-describe('cron validation mutant', () => {
-  afterEach(() => {
-    vi.doUnmock(CRON_TRIGGER)
-    vi.resetModules()
+describe('validation mutants', () => {
+  it('a topic check that accepts any string: the publish and suspend checks see "a/b" accepted', async () => {
+    const rt = await mutated(IDS, (original) => ({
+      ...original,
+      isValidId: (id: unknown) => typeof id === 'string' && id !== '',
+    }))
+    // worker-wakes.test.ts expects INVALID_EVENT_TOPIC and INVALID_RESUME_CONDITIONS:onEvent.
+    expect((await publishValidation(rt))[1]).toBe('none')
+    expect((await suspendValidation(rt))[3]).toBe('none')
   })
 
-  it('a cron provider that reads an unknown time zone as UTC: the validation check sees the suspend succeed', async () => {
+  it('a JSON check that accepts anything: the publish check sees a NaN payload stored', async () => {
+    const rt = await mutated(CANONICAL_JSON, (original) => ({
+      ...original,
+      jsonValueSchema: z.any(),
+    }))
+    // worker-wakes.test.ts expects INVALID_EVENT_PAYLOAD.
+    expect((await publishValidation(rt))[7]).toBe('none')
+  })
+
+  it('a size that measures nothing: the publish and suspend checks see payloads over the limit accepted', async () => {
+    const rt = await mutated(CANONICAL_JSON, (original) => ({
+      ...original,
+      jsonByteLength: () => 0,
+    }))
+    // worker-wakes.test.ts expects EVENT_PAYLOAD_TOO_LARGE and INVALID_RESUME_CONDITIONS:timeout.input.
+    expect((await publishValidation(rt))[8]).toBe('none')
+    expect((await suspendValidation(rt))[2]).toBe('none')
+  })
+
+  it('a cron provider that reads an unknown time zone as UTC: the suspend check sees it registered', async () => {
     const rt = await mutated(CRON_TRIGGER, (original) => ({
       ...original,
       nextCronOccurrence: (config: { schedule: string; timeZone: string }, now: number) =>
@@ -188,18 +219,7 @@ describe('cron validation mutant', () => {
           now,
         ),
     }))
-    const { createMemoryBackend, createMemoryStore } = await import('@agent-state/memory')
-    const worker = await rt.startWorker(
-      createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' }),
-      { workerId: 'w1' },
-    )
     // worker-wakes.test.ts expects TRIGGER_REGISTRATION_FAILED at trigger.config.timeZone.
-    const suspension = await worker.suspend({
-      reason: 'r',
-      conditions: {
-        trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'Mars/Olympus' } },
-      },
-    })
-    expect(suspension.resumeByMechanism).toBe('ResumeBy.local_runtime')
+    expect((await suspendValidation(rt))[7]).toBe('none')
   })
 })

@@ -10,9 +10,11 @@
 import { type Backend, createManualClock, type ManualClock } from '@agent-state/core'
 import type { FiredWake, Worker } from '../src/index.js'
 import type { Runtime } from './wake-scenarios.js'
-import { T0, type WakeBackendKind, type WakeStorage } from './wake-scenarios.js'
+import { T0, WAKE_BACKENDS, type WakeBackendKind, type WakeStorage } from './wake-scenarios.js'
 
 const MINUTE = 60_000
+/** Validation does not depend on the backend: it runs on memory only. */
+const WAKE_BACKEND_MEMORY = WAKE_BACKENDS[0] as WakeBackendKind
 
 async function withStorage<T>(
   kind: WakeBackendKind,
@@ -390,5 +392,79 @@ export async function cronTrigger(rt: Runtime, kind: WakeBackendKind): Promise<C
       if (wake.cause === 'timeout') states.push(wake.state)
     }
     return { early, atOccurrence, input, timeout: states.join(',') }
+  })
+}
+
+/** `code:context.path` of what `run` threw (the cause's path for a registration failure), or `none`. */
+async function failureOf(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run()
+    return 'none'
+  } catch (error) {
+    const { code, context, cause } = error as {
+      code?: string
+      context?: { path?: string }
+      cause?: { context?: { path?: string } }
+    }
+    const path =
+      code === 'TRIGGER_REGISTRATION_FAILED' ? cause?.context?.path : (context?.path ?? '')
+    return `${code}:${path ?? ''}`
+  }
+}
+
+/** Invalid publishes, each as `code:path`: six topics, two payloads, one a byte over the limit. */
+export async function publishValidation(rt: Runtime): Promise<string[]> {
+  return withStorage(WAKE_BACKEND_MEMORY, async (storage) => {
+    const backend = storage.open()
+    const codes: string[] = []
+    for (const topic of ['', 'a/b', '../x', '.as~x', 'x'.repeat(129), 7]) {
+      codes.push(await failureOf(() => rt.publishEvent(backend, topic as string, 1)))
+    }
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', undefined)))
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', { a: [1, Number.NaN] })))
+    // The JSON string's two quotes count: limit - 1 characters are one byte over.
+    const limit = rt.MAX_EVENT_PAYLOAD_BYTES
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', 'x'.repeat(limit - 1))))
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', 'x'.repeat(limit - 2))))
+    return codes
+  })
+}
+
+/**
+ * Invalid suspends of one running worker, each as `code:path`, then its
+ * status and whether anything was registered.
+ */
+export async function suspendValidation(rt: Runtime): Promise<string[]> {
+  return withStorage(WAKE_BACKEND_MEMORY, async (storage) => {
+    const backend = storage.open()
+    const worker = await rt.startWorker(backend, { workerId: 'w1' })
+    const suspend = (conditions: unknown) => () => worker.suspend({ reason: 'r', conditions })
+    const cron = (config: unknown) => suspend({ trigger: { provider: 'cron', config } })
+    const cases: Array<() => Promise<unknown>> = [
+      suspend({ timeout: { durationMinutes: 1, onTimeout: 'resume_with_input' } }),
+      suspend({ timeout: { durationMinutes: 1, input: 'x' } }),
+      suspend({
+        timeout: {
+          durationMinutes: 1,
+          onTimeout: 'resume_with_input',
+          input: 'x'.repeat(rt.MAX_TIMEOUT_INPUT_BYTES - 1),
+        },
+      }),
+      suspend({ onEvent: 'a/b' }),
+      suspend({ timeout: { durationMinutes: rt.MAX_TIMEOUT_MINUTES + 1 } }),
+      suspend({ trigger: { provider: 'github' }, onEvent: 'x' }),
+      cron({ schedule: '0 3 * * *' }),
+      cron({ schedule: '0 3 * * *', timeZone: 'Mars/Olympus' }),
+      cron({ schedule: '61 3 * * *', timeZone: 'UTC' }),
+      cron({ schedule: 'whenever', timeZone: 'UTC' }),
+      cron({ schedule: '0 3 * * *', timeZone: 'UTC', at: 1 }),
+    ]
+    const codes: string[] = []
+    for (const run of cases) codes.push(await failureOf(run))
+    codes.push(worker.status)
+    codes.push(
+      (await rt.readWorkerWakes(backend, 'w1')) === null ? 'nothing registered' : 'registered',
+    )
+    return codes
   })
 }

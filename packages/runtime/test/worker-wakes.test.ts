@@ -6,7 +6,6 @@
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
 import { WAKE_BACKENDS } from './wake-scenarios.js'
@@ -14,7 +13,9 @@ import {
   byHand,
   cronTrigger,
   eventBeforeDispatcher,
+  publishValidation,
   staleWake,
+  suspendValidation,
   timeoutActions,
   timeoutRacesEvent,
 } from './worker-wake-scenarios.js'
@@ -131,100 +132,33 @@ describe.each(WAKE_BACKENDS)('resume conditions on $name', (kind) => {
 })
 
 describe('event topics and resume conditions are validated', () => {
-  const codeOf = async (run: () => Promise<unknown>) => {
-    try {
-      await run()
-      return 'none'
-    } catch (error) {
-      return `${(error as { code?: string }).code}:${(error as { context?: { path?: string } }).context?.path ?? ''}`
-    }
-  }
-
   it('publishEvent: topic names, plain JSON payloads, the size limit', async () => {
-    const backend = createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' })
-    for (const topic of ['', 'a/b', '../x', '.as~x', 'x'.repeat(129), 7]) {
-      expect(await codeOf(() => runtime.publishEvent(backend, topic as string, 1))).toBe(
-        'INVALID_EVENT_TOPIC:',
-      )
-    }
-    expect(await codeOf(() => runtime.publishEvent(backend, 't', undefined))).toBe(
+    expect(await publishValidation(runtime)).toEqual([
+      ...Array(6).fill('INVALID_EVENT_TOPIC:'),
       'INVALID_EVENT_PAYLOAD:',
-    )
-    expect(await codeOf(() => runtime.publishEvent(backend, 't', { a: [1, Number.NaN] }))).toBe(
       'INVALID_EVENT_PAYLOAD:',
-    )
-    const limit = runtime.MAX_EVENT_PAYLOAD_BYTES
-    expect(await codeOf(() => runtime.publishEvent(backend, 't', 'x'.repeat(limit)))).toBe(
       'EVENT_PAYLOAD_TOO_LARGE:',
-    )
-    // Exactly at the limit (the JSON string's two quotes count).
-    const published = await runtime.publishEvent(backend, 't', 'x'.repeat(limit - 2))
-    expect((await runtime.getEvent(backend, 't', published.eventId)).payload).toHaveLength(
-      limit - 2,
-    )
+      'none',
+    ])
   })
 
-  it('suspend: resume_with_input needs its input, topics are names, unknown providers fail registration', async () => {
-    const backend = createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' })
-    const worker = await runtime.startWorker(backend, { workerId: 'w1' })
-    const suspend = (conditions: unknown) => () => worker.suspend({ reason: 'r', conditions })
-    expect(
-      await codeOf(suspend({ timeout: { durationMinutes: 1, onTimeout: 'resume_with_input' } })),
-    ).toBe('INVALID_RESUME_CONDITIONS:timeout.input')
-    expect(await codeOf(suspend({ timeout: { durationMinutes: 1, input: 'x' } }))).toBe(
-      'INVALID_RESUME_CONDITIONS:timeout.input',
-    )
-    expect(
-      await codeOf(
-        suspend({
-          timeout: {
-            durationMinutes: 1,
-            onTimeout: 'resume_with_input',
-            input: 'x'.repeat(runtime.MAX_TIMEOUT_INPUT_BYTES),
-          },
-        }),
-      ),
-    ).toBe('INVALID_RESUME_CONDITIONS:timeout.input')
-    expect(await codeOf(suspend({ onEvent: 'a/b' }))).toBe('INVALID_RESUME_CONDITIONS:onEvent')
-    expect(
-      await codeOf(suspend({ timeout: { durationMinutes: runtime.MAX_TIMEOUT_MINUTES + 1 } })),
-    ).toBe('INVALID_RESUME_CONDITIONS:timeout.durationMinutes')
-    expect(await codeOf(suspend({ trigger: { provider: 'github' }, onEvent: 'x' }))).toBe(
-      'TRIGGER_REGISTRATION_FAILED:',
-    )
-    expect(worker.status).toBe('running')
-    // Nothing was registered by the failed suspends.
-    expect(await runtime.readWorkerWakes(backend, 'w1')).toBeNull()
-  })
-
-  it('suspend: a cron trigger is validated at registration (TRIGGER_REGISTRATION_FAILED, naming the field)', async () => {
-    const backend = createMemoryBackend({ store: createMemoryStore(), namespace: 'wakes' })
-    const worker = await runtime.startWorker(backend, { workerId: 'w-cron' })
-    const registrationFailure = async (config: unknown) => {
-      try {
-        await worker.suspend({ reason: 'r', conditions: { trigger: { provider: 'cron', config } } })
-        return 'none'
-      } catch (error) {
-        const { code, cause } = error as { code: string; cause?: { context?: { path?: string } } }
-        return `${code}:${cause?.context?.path ?? ''}`
-      }
-    }
+  it('suspend: timeout input, topic names, durations and cron configs are checked before anything is registered', async () => {
     const failed = 'TRIGGER_REGISTRATION_FAILED:trigger.config'
-    expect(await registrationFailure({ schedule: '0 3 * * *' })).toBe(`${failed}.timeZone`)
-    expect(await registrationFailure({ schedule: '0 3 * * *', timeZone: 'Mars/Olympus' })).toBe(
+    expect(await suspendValidation(runtime)).toEqual([
+      'INVALID_RESUME_CONDITIONS:timeout.input',
+      'INVALID_RESUME_CONDITIONS:timeout.input',
+      'INVALID_RESUME_CONDITIONS:timeout.input',
+      'INVALID_RESUME_CONDITIONS:onEvent',
+      'INVALID_RESUME_CONDITIONS:timeout.durationMinutes',
+      'TRIGGER_REGISTRATION_FAILED:trigger.provider',
       `${failed}.timeZone`,
-    )
-    expect(await registrationFailure({ schedule: '61 3 * * *', timeZone: 'UTC' })).toBe(
+      `${failed}.timeZone`,
       `${failed}.schedule`,
-    )
-    expect(await registrationFailure({ schedule: 'whenever', timeZone: 'UTC' })).toBe(
       `${failed}.schedule`,
-    )
-    expect(await registrationFailure({ schedule: '0 3 * * *', timeZone: 'UTC', at: 1 })).toBe(
       failed,
-    )
-    expect(worker.status).toBe('running')
-    expect(await runtime.readWorkerWakes(backend, 'w1')).toBeNull()
+      'running',
+      'nothing registered',
+    ])
   })
 })
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { type Backend, type Clock, systemClock } from '@agent-state/core'
 import { z } from 'zod'
-import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
+import { type JsonValue, jsonByteLength, jsonValueSchema } from '../shared/canonical-json.js'
 import { wakeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import { eventKey, topicWaitersPrefix } from '../shared/layout.js'
@@ -88,7 +88,7 @@ export async function publishEvent(
       path: checked.error?.issues[0]?.path.join('.') ?? '',
     })
   }
-  const size = encoder.encode(JSON.stringify(checked.data)).byteLength
+  const size = jsonByteLength(checked.data)
   if (size > MAX_EVENT_PAYLOAD_BYTES) {
     throw wakeError(
       'EVENT_PAYLOAD_TOO_LARGE',

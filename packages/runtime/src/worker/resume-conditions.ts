@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { jsonValueSchema } from '../shared/canonical-json.js'
+import { jsonByteLength, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 
@@ -58,7 +58,7 @@ function conditionsProblem(conditions: ResumeConditions): [string, string] | nul
   }
   if (timeout.onTimeout === 'resume_with_input') {
     if (timeout.input === undefined) return ['timeout.input', 'resume_with_input needs an input']
-    const size = new TextEncoder().encode(JSON.stringify(timeout.input)).byteLength
+    const size = jsonByteLength(timeout.input)
     if (size > MAX_TIMEOUT_INPUT_BYTES) {
       return ['timeout.input', `${size} bytes exceed ${MAX_TIMEOUT_INPUT_BYTES}`]
     }
