@@ -114,14 +114,27 @@ export {
 } from './shared/index.js'
 // Wakes: timeouts, events, schedules, webhooks and intervals fired once by a durable dispatcher.
 export {
+  assertEventTopic,
   type CancelWakeOptions,
+  type CronTriggerConfig,
   cancelWake,
   cancelWakeOptionsSchema,
+  cronTriggerConfigSchema,
+  EVENT_ID_PATTERN,
   type FiredWake,
+  getEvent,
   getWake,
+  handleWorkerWake,
+  MAX_EVENT_PAYLOAD_BYTES,
   MAX_WAKE_DUE_AT,
   MAX_WAKE_PAYLOAD_BYTES,
+  nextCronOccurrence,
+  type PublishEventOptions,
+  type PublishedEvent,
+  publishEvent,
+  RESUME_TRIGGER_PATTERN,
   type RegisterWakeOptions,
+  readWorkerWakes,
   registerWake,
   registerWakeOptionsSchema,
   startWakeDispatcher,
@@ -139,9 +152,15 @@ export {
   type WakeRecord,
   type WakeState,
   type WakeTarget,
+  type WorkerResumedHandler,
+  type WorkerWakeOptions,
+  type WorkerWakeResult,
+  type WorkerWakes,
   wakeDispatcherOptionsSchema,
   wakeRecordSchema,
   wakeTargetSchema,
+  workerWakeOptionsSchema,
+  workerWakesSchema,
 } from './wake/index.js'
 // Workers: a loop whose state is a snapshot, suspended and resumed on any process.
 export {
@@ -159,6 +178,8 @@ export {
   type LifecycleHookEvent,
   type LifecycleHooks,
   listQuarantined,
+  MAX_TIMEOUT_INPUT_BYTES,
+  MAX_TIMEOUT_MINUTES,
   type PendingSuspend,
   type PostHook,
   type PreHook,
@@ -206,4 +227,5 @@ export {
   type WorkerStatus,
   type WorkerSuspendedEvent,
   type WorkerUpdate,
+  wakeTriggers,
 } from './worker/index.js'

@@ -44,10 +44,11 @@ describe('the README example: suspend in one process, resume in another', () => 
         })
         expect(stored.audit.map((entry) => entry.event)).toEqual([
           'worker_started',
-          'resume_by_declined',
           'resume_by_dispatched',
           'worker_suspended',
           'worker_resumed',
+          // The resume by hand cancelled the timeout's wake and the topic waiter (wakes.md).
+          'wakes_cancelled',
           'worker_completed',
         ])
       } finally {

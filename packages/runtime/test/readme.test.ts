@@ -52,6 +52,7 @@ describe('the runtime README and docs/runtime', () => {
       'ts',
       'ts',
       'ts',
+      'ts',
     ])
     expect(BLOCKS.filter((block) => block.flags.length > 0)).toEqual([])
   })

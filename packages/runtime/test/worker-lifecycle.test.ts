@@ -51,8 +51,10 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
       initiator: 'self',
       conditions: { hasTrigger: false, hasTimeout: true, hasOnEvent: false, triggerId: null },
       iterationsCompleted: 2,
-      resumeByMechanism: 'ResumeBy.parent_llm',
+      // Conditions and no cloud session: the local runtime registers them as wakes (wakes.md).
+      resumeByMechanism: 'ResumeBy.local_runtime',
     })
+    expect(suspension.autoResumeTrigger).toMatch(/^resume-[0-9a-f]{32}$/)
     expect(JSON.stringify(suspension)).not.toContain('secret transcript text')
 
     const resumed = await resumeWorker(fixture.create(), 'w1', {
@@ -75,17 +77,18 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     })
     expect(final.audit.map((entry) => entry.event)).toEqual([
       'worker_started',
-      'resume_by_declined',
       'resume_by_dispatched',
       'worker_suspended',
       'worker_resumed',
+      // The resume by hand cancelled the timeout's wake (docs/runtime/wakes.md).
+      'wakes_cancelled',
       'worker_completed',
     ])
     expect(final.audit.map((entry) => entry.holder)).toEqual([
       'host-a',
       'host-a',
       'host-a',
-      'host-a',
+      'host-b',
       'host-b',
       'host-b',
     ])
@@ -167,7 +170,7 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     expect(worker.status).toBe('running')
     await worker.suspend({
       reason: 'wait',
-      conditions: { trigger: { provider: 'github', config: { repo: 'x/y' } }, onEvent: 'deploys' },
+      conditions: { onEvent: 'deploys' },
     })
     expect(await codeOf(resumeWorker(backend, 'w1', { input: { at: new Date() } }))).toBe(
       'INVALID_RESUME_INPUT',
@@ -381,7 +384,6 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     expect(stored.audit.map((entry) => entry.event)).toEqual([
       'worker_started',
       'pre_suspend_denied',
-      'resume_by_declined',
       'resume_by_dispatched',
       'worker_suspended',
       'pre_resume_denied',

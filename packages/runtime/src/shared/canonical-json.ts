@@ -38,3 +38,10 @@ function sortKeys(value: unknown): unknown {
 export function checksumOf(value: unknown): string {
   return `sha256:${createHash('sha256').update(canonicalJson(value), 'utf8').digest('hex')}`
 }
+
+const utf8 = new TextEncoder()
+
+/** The size of `value` as JSON in UTF-8 bytes: what the size limits of payloads measure. */
+export function jsonByteLength(value: unknown): number {
+  return utf8.encode(JSON.stringify(value)).byteLength
+}

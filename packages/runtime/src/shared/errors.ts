@@ -176,6 +176,16 @@ export const WAKE_ERROR_CODES = [
   'WAKE_BUSY',
   /** Dispatcher options that fail their schema. */
   'INVALID_DISPATCHER_OPTIONS',
+  /** `publishEvent` on a topic that is not a valid name (`ID_PATTERN`: letters, digits, `_.-`, at most 128). */
+  'INVALID_EVENT_TOPIC',
+  /** `publishEvent` with a payload that is not plain JSON (undefined, a function, NaN, a cycle...). */
+  'INVALID_EVENT_PAYLOAD',
+  /** `publishEvent` with a payload larger than `MAX_EVENT_PAYLOAD_BYTES` as JSON. */
+  'EVENT_PAYLOAD_TOO_LARGE',
+  /** No event is stored under that topic and id. */
+  'EVENT_NOT_FOUND',
+  /** A stored event or resume registration that is not valid JSON or fails its schema. */
+  'EVENT_CORRUPT',
 ] as const
 
 /** A code of the wake dispatcher. */

@@ -138,3 +138,26 @@ export function wakeDueKey(wakeId: string, dueAt: number): string {
 export function wakeRecordKey(wakeId: string): string {
   return `${WAKES_RECORDS_PREFIX}${wakeId}`
 }
+
+/**
+ * A suspended worker's resume registration: the wakes its resume conditions registered
+ * (`ResumeByPresets.localRuntime`), so whatever resumes or closes the worker cancels the others.
+ */
+export function workerWakesKey(workerId: string): string {
+  return `wakes/workers/${workerId}`
+}
+
+/** Prefix of the workers waiting on an event topic: `wakes/topics/<topic>/<worker id>`. */
+export function topicWaitersPrefix(topic: string): string {
+  return `wakes/topics/${topic}/`
+}
+
+/** The marker saying a suspended worker waits for the next event on `topic`. */
+export function topicWaiterKey(topic: string, workerId: string): string {
+  return `${topicWaitersPrefix(topic)}${workerId}`
+}
+
+/** A published event: `events/<topic>/<event id>`, the id starting with its 13-digit publish time. */
+export function eventKey(topic: string, eventId: string): string {
+  return `events/${topic}/${eventId}`
+}

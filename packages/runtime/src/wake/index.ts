@@ -1,4 +1,20 @@
 export {
+  type CronTriggerConfig,
+  cronTriggerConfigSchema,
+  nextCronOccurrence,
+} from './cron-trigger.js'
+export {
+  assertEventTopic,
+  EVENT_ID_PATTERN,
+  getEvent,
+  MAX_EVENT_PAYLOAD_BYTES,
+  type PublishEventOptions,
+  type PublishedEvent,
+  publishEvent,
+  type TopicEvent,
+  topicEventSchema,
+} from './event-topics.js'
+export {
   type FiredWake,
   startWakeDispatcher,
   type TickReport,
@@ -32,3 +48,16 @@ export {
   registerWake,
   registerWakeOptionsSchema,
 } from './wake-registry.js'
+export {
+  handleWorkerWake,
+  type WorkerResumedHandler,
+  type WorkerWakeOptions,
+  type WorkerWakeResult,
+  workerWakeOptionsSchema,
+} from './worker-wake-handler.js'
+export {
+  RESUME_TRIGGER_PATTERN,
+  readWorkerWakes,
+  type WorkerWakes,
+  workerWakesSchema,
+} from './worker-wakes.js'

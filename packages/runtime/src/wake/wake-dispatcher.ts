@@ -14,6 +14,7 @@ import {
   type WakeRecord,
 } from './wake-records.js'
 import { unindexWake } from './wake-registry.js'
+import { handleWorkerWake, workerWakeOptionsSchema } from './worker-wake-handler.js'
 
 /** A fired wake as a handler gets it: `id` is the key to deduplicate on (delivery is at-least-once). */
 export type FiredWake = WakeRecord & {
@@ -32,6 +33,14 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
     z.enum(WAKE_CAUSES),
     z.custom<WakeHandler>((value) => typeof value === 'function', 'a handler must be a function'),
   ),
+  /**
+   * The built-in handler of workers' `timeout`, `event` and `schedule` wakes (resume
+   * conditions, docs/runtime/wakes.md): resumes the worker and passes it to
+   * `onResumed`, or fails it. Used for a worker's wake whose cause has no
+   * entry in `handlers`. Without it, worker wakes are left to a dispatcher
+   * that has it.
+   */
+  workers: workerWakeOptionsSchema.optional(),
   /** The clock due times are compared with (and `firedAt` read from). Default `Date.now`. */
   clock: z
     .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
@@ -166,6 +175,23 @@ async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
   return { now, outcomes, errors }
 }
 
+/** The handler of `record`: its cause's in `handlers`, else the built-in one of a worker's wake. */
+function handlerOf(backend: Backend, config: Parsed, record: WakeRecord): WakeHandler | undefined {
+  const own = config.handlers[record.cause as WakeCause]
+  if (own !== undefined) return own
+  const workers = config.workers
+  if (
+    workers === undefined ||
+    record.target.kind !== 'worker' ||
+    (record.cause !== 'timeout' && record.cause !== 'event' && record.cause !== 'schedule')
+  ) {
+    return undefined
+  }
+  return async (wake) => {
+    await handleWorkerWake(backend, wake, workers, config.clock)
+  }
+}
+
 /**
  * One due wake under its lease. The decision (`pending` to `fired`) is a put
  * with `lease` and `ifMatch` together: the backend checks in one atomic step
@@ -200,7 +226,7 @@ async function processWake(
       await unindexWake(backend, wakeId)
       return 'archived'
     }
-    const handler = config.handlers[record.cause as WakeCause]
+    const handler = handlerOf(backend, config, record)
     if (handler === undefined) return 'unhandled'
     const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.

@@ -14,6 +14,10 @@ export const AUDIT_EVENTS = [
   'worker_closed',
   'resume_by_dispatched',
   'resume_by_declined',
+  /** The suspension's other wakes cancelled because it ended (resumed, closed, timed out). */
+  'wakes_cancelled',
+  /** A timeout with `onTimeout: 'fail'` fired: the worker is closed. */
+  'timed_out',
 ] as const
 
 /** One audit entry; stored inside the worker snapshot, so it is as durable and verified as the state. */

@@ -28,8 +28,11 @@ export {
   ResumeByPresets,
   type ResumeRegistration,
   type TriggerDispatcher,
+  wakeTriggers,
 } from './resume-by.js'
 export {
+  MAX_TIMEOUT_INPUT_BYTES,
+  MAX_TIMEOUT_MINUTES,
   parseResumeConditions,
   type ResumeConditions,
   type ResumeConditionsInput,

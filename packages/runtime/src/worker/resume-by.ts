@@ -1,6 +1,7 @@
-import { isAgentStateError } from '@agent-state/core'
+import { type Backend, type Clock, isAgentStateError, systemClock } from '@agent-state/core'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
+import { registerWorkerWakes } from '../wake/worker-wakes.js'
 import type { ResumeConditions } from './resume-conditions.js'
 import type { Suspension } from './suspension.js'
 
@@ -53,8 +54,26 @@ export interface ResumeByHarness {
   readonly workerId: string
   /** The conditions with their payloads, or `null` when parked open. */
   readonly conditions: ResumeConditions | null
+  /** A trigger dispatcher of the caller's; without one, `localRuntime` registers durable wakes on `backend`. */
   readonly triggers?: TriggerDispatcher
   readonly cloudSession?: CloudSession
+  /** The worker's backend: where `localRuntime` registers its wakes (docs/runtime/wakes.md). */
+  readonly backend?: Backend
+  /** The clock a timeout is counted from. */
+  readonly clock?: Clock
+}
+
+/**
+ * The runtime's own trigger dispatcher: registers the conditions as durable
+ * wakes on `backend` (a `timeout` wake, an `onEvent` topic waiter) that any
+ * wake dispatcher over the backend fires; the trigger id is the Suspension's
+ * `autoResumeTrigger` (docs/runtime/wakes.md, Resume conditions).
+ */
+export function wakeTriggers(backend: Backend, clock: Clock): TriggerDispatcher {
+  return {
+    register: ({ workerId, conditions }) =>
+      registerWorkerWakes(backend, workerId, conditions, clock),
+  }
 }
 
 /** A resume owner: `(harness, suspension) => { handled, mechanism, reason? }` (docs/runtime/workers.md). */
@@ -103,7 +122,11 @@ async function register(
 export const ResumeByPresets: {
   /** Always handled: the parent agent's LLM owns the resume. */
   readonly parentLlm: ResumeBy
-  /** Registers the conditions with `harness.triggers`; declines `no_conditions` (or `no_trigger_dispatcher`). */
+  /**
+   * Registers the conditions with `harness.triggers`, or else as durable wakes
+   * on `harness.backend` ({@link wakeTriggers}); declines `no_conditions` (or
+   * `no_trigger_dispatcher` when it has neither).
+   */
   readonly localRuntime: ResumeBy
   /** Registers with `harness.cloudSession`; declines `no_cloud_session` when none is bound. */
   readonly cloudHarness: ResumeBy
@@ -114,16 +137,15 @@ export const ResumeByPresets: {
   localRuntime: async (harness, suspension) => {
     const mechanism = RESUME_BY_MECHANISMS.localRuntime
     if (harness.conditions === null) return { handled: false, mechanism, reason: 'no_conditions' }
-    if (harness.triggers === undefined) {
+    const triggers =
+      harness.triggers ??
+      (harness.backend === undefined
+        ? undefined
+        : wakeTriggers(harness.backend, harness.clock ?? systemClock))
+    if (triggers === undefined) {
       return { handled: false, mechanism, reason: 'no_trigger_dispatcher' }
     }
-    const triggerId = await register(
-      harness.triggers,
-      harness,
-      harness.conditions,
-      suspension,
-      mechanism,
-    )
+    const triggerId = await register(triggers, harness, harness.conditions, suspension, mechanism)
     return { handled: true, mechanism, triggerId }
   },
   cloudHarness: async (harness, suspension) => {

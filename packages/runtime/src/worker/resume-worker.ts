@@ -17,6 +17,12 @@ import {
   takeLease,
   type WorkerOwnerOptions,
 } from './worker-ownership.js'
+import {
+  settleQuietly,
+  type WakeOfWorker,
+  wakesCancelledAudit,
+  wakesToSettle,
+} from './worker-wake-settle.js'
 
 /** Options of {@link resumeWorker}. */
 export interface ResumeWorkerOptions extends WorkerOwnerOptions {
@@ -95,6 +101,30 @@ export async function resumeWorker(
   workerId: string,
   options: ResumeWorkerOptions = {},
 ): Promise<Worker> {
+  return resumeFor(backend, workerId, options, null)
+}
+
+/**
+ * `resumeWorker` by a fired wake (docs/runtime/wakes.md): as `resumeWorker`,
+ * and under the lease the worker must still be in the suspension the wake
+ * was registered for (`autoResumeTrigger`), else `WORKER_NOT_SUSPENDED`
+ * with `context.stale`. The wake is kept, its siblings cancelled.
+ */
+export async function resumeWorkerOnWake(
+  backend: Backend,
+  workerId: string,
+  options: ResumeWorkerOptions,
+  wake: WakeOfWorker,
+): Promise<Worker> {
+  return resumeFor(backend, workerId, options, wake)
+}
+
+async function resumeFor(
+  backend: Backend,
+  workerId: string,
+  options: ResumeWorkerOptions,
+  wake: WakeOfWorker | null,
+): Promise<Worker> {
   assertWorkerId(workerId)
   const settings = ownerSettings(options)
   const input = await checkInput(workerId, options)
@@ -115,6 +145,13 @@ export async function resumeWorker(
     loaded = await loadSnapshot(backend, workerId)
     const late = await notResumable(backend, loaded.body, recoverRunning, true)
     if (late !== undefined) throw late
+    if (wake !== null && loaded.body.suspension?.autoResumeTrigger !== wake.triggerId) {
+      throw runtimeError(
+        'WORKER_NOT_SUSPENDED',
+        `Worker ${workerId} no longer waits for wake ${wake.wakeId}`,
+        { workerId, status: loaded.body.status, stale: true },
+      )
+    }
   } catch (error) {
     await releaseQuietly(backend, lease)
     throw error
@@ -157,8 +194,16 @@ export async function resumeWorker(
     // the flip: until then a by-id suspend sees the worker parked and stores nothing, so a request
     // made for the new run cannot be lost here. A recovered run keeps its request: it never parked.
     if (body.status === 'suspended') await clearSuspendRequest(backend, workerId)
-    const next = resumedBody(body, lease, settings.clock, { input, continueTranscript, cause })
+    const reason = wake === null ? 'worker resumed' : `worker resumed by wake ${wake.wakeId}`
+    const settle = await wakesToSettle(backend, body, wake?.wakeId ?? null, reason)
+    const resumed = resumedBody(body, lease, settings.clock, { input, continueTranscript, cause })
+    const next =
+      settle === null
+        ? resumed
+        : { ...resumed, audit: wakesCancelledAudit(resumed.audit, settle, lease, settings.clock) }
     const meta = await storeSnapshot(backend, next, lease, { ifMatch: loaded.version })
+    // After the flip: a crash before it leaves wakes that the handler finds stale and drops.
+    if (settle !== null) await settleQuietly(backend, workerId, settle, settings.clock)
     const worker = new Worker({
       backend,
       body: next,

@@ -13,6 +13,12 @@ import {
   takeLease,
   type WorkerOwnerOptions,
 } from './worker-ownership.js'
+import {
+  settleQuietly,
+  type WakeOfWorker,
+  wakesCancelledAudit,
+  wakesToSettle,
+} from './worker-wake-settle.js'
 
 /** Options of {@link startWorker}. */
 export interface StartWorkerOptions extends WorkerOwnerOptions {
@@ -102,10 +108,38 @@ export async function closeWorker(
   workerId: string,
   options: Pick<WorkerOwnerOptions, 'holder' | 'clock'> = {},
 ): Promise<void> {
+  await closeFor(backend, workerId, options, null)
+}
+
+/**
+ * The `fail` action of a fired timeout (docs/runtime/wakes.md): closes the
+ * worker with a `timed_out` audit entry, if it is still in the suspension the
+ * wake was registered for. Returns whether it closed it (`false`: the worker
+ * left that suspension meanwhile, the wake is stale).
+ */
+export async function timeOutWorker(
+  backend: Backend,
+  workerId: string,
+  options: Pick<WorkerOwnerOptions, 'holder' | 'clock'>,
+  wake: WakeOfWorker & { readonly durationMinutes: number },
+): Promise<boolean> {
+  return closeFor(backend, workerId, options, wake)
+}
+
+async function closeFor(
+  backend: Backend,
+  workerId: string,
+  options: Pick<WorkerOwnerOptions, 'holder' | 'clock'>,
+  timedOut: (WakeOfWorker & { readonly durationMinutes: number }) | null,
+): Promise<boolean> {
   assertWorkerId(workerId)
   const settings = ownerSettings(options)
+  const stale = (body: SnapshotBody) =>
+    timedOut !== null &&
+    (body.status !== 'suspended' || body.suspension?.autoResumeTrigger !== timedOut.triggerId)
   const seen = await loadSnapshot(backend, workerId)
-  if (seen.body.status === 'closed') return
+  if (stale(seen.body)) return false
+  if (seen.body.status === 'closed') return false
   const early = closeError(seen.body)
   if (early !== undefined) throw early
   const { lease } = await takeLease(backend, workerId, settings.holder, 60_000, (holder) =>
@@ -113,20 +147,34 @@ export async function closeWorker(
   )
   try {
     const loaded = await loadSnapshot(backend, workerId)
-    if (loaded.body.status === 'closed') return
+    if (stale(loaded.body)) return false
+    if (loaded.body.status === 'closed') return false
     const late = closeError(loaded.body)
     if (late !== undefined) throw late
+    const reason =
+      timedOut === null ? 'worker closed' : `worker timed out by wake ${timedOut.wakeId}`
+    const settle = await wakesToSettle(backend, loaded.body, timedOut?.wakeId ?? null, reason)
+    let audit =
+      timedOut === null
+        ? auditBy(loaded.body.audit, 'worker_closed', lease, settings.clock, {})
+        : auditBy(loaded.body.audit, 'timed_out', lease, settings.clock, {
+            wakeId: timedOut.wakeId,
+            durationMinutes: timedOut.durationMinutes,
+          })
+    if (settle !== null) audit = wakesCancelledAudit(audit, settle, lease, settings.clock)
     await storeSnapshot(
       backend,
       {
         ...loaded.body,
         status: 'closed',
         updatedAt: new Date(settings.clock()).toISOString(),
-        audit: auditBy(loaded.body.audit, 'worker_closed', lease, settings.clock, {}),
+        audit,
       },
       lease,
       { ifMatch: loaded.version },
     )
+    if (settle !== null) await settleQuietly(backend, workerId, settle, settings.clock)
+    return true
   } finally {
     await releaseQuietly(backend, lease)
   }

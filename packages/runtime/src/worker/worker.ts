@@ -297,6 +297,8 @@ export class Worker {
       {
         workerId: this.workerId,
         conditions,
+        backend: this.#backend,
+        clock: this.#settings.clock,
         ...(this.#settings.triggers === undefined ? {} : { triggers: this.#settings.triggers }),
         ...(this.#settings.cloudSession === undefined
           ? {}

@@ -1,0 +1,207 @@
+import { randomBytes } from 'node:crypto'
+import { type Backend, type Clock, isAgentStateError } from '@agent-state/core'
+import { z } from 'zod'
+import { wakeError } from '../shared/errors.js'
+import { isValidId } from '../shared/ids.js'
+import { topicWaiterKey, workerWakesKey } from '../shared/layout.js'
+import type { ResumeConditions } from '../worker/resume-conditions.js'
+import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
+import { WAKE_ID_PATTERN } from './wake-records.js'
+import { cancelWake, registerWake } from './wake-registry.js'
+
+/**
+ * A suspended worker's resume conditions as wakes (docs/runtime/wakes.md,
+ * Resume conditions): what `ResumeByPresets.localRuntime` registers, and
+ * what a resume or close of the worker cancels.
+ */
+
+const WRITER = { writerId: 'agent-state/worker-wakes' }
+const encoder = new TextEncoder()
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+/** A resume trigger id: `resume-` and 128 random bits; the Suspension's `autoResumeTrigger`. */
+export const RESUME_TRIGGER_PATTERN = /^resume-[0-9a-f]{32}$/
+
+/** The stored registration of one suspension's wakes, at `wakes/workers/<worker id>`. */
+export const workerWakesSchema = z.strictObject({
+  format: z.literal('agent-state/worker-wakes'),
+  schemaVersion: z.literal(1),
+  workerId: z.string().refine(isValidId),
+  /** The Suspension's `autoResumeTrigger`: every wake below carries it in its payload. */
+  triggerId: z.string().regex(RESUME_TRIGGER_PATTERN),
+  /** The wakes registered at suspend (the timeout's); event wakes are registered by `publishEvent`. */
+  wakeIds: z.array(z.string().regex(WAKE_ID_PATTERN)).max(8),
+  /** The `onEvent` topic the worker waits on, or `null`. */
+  topic: z.string().refine(isValidId).nullable(),
+  registeredAt: z.int().nonnegative(),
+})
+/** See {@link workerWakesSchema}. */
+export type WorkerWakes = z.infer<typeof workerWakesSchema>
+
+/** What every worker wake's payload carries; the timeout's adds its action (and input). */
+export const workerWakePayloadSchema = z.looseObject({
+  triggerId: z.string().regex(RESUME_TRIGGER_PATTERN),
+})
+
+/** The marker of a worker waiting on a topic: which suspension waits. */
+export const topicWaiterSchema = z.strictObject({
+  workerId: z.string().refine(isValidId),
+  triggerId: z.string().regex(RESUME_TRIGGER_PATTERN),
+})
+
+/** The built-in trigger providers: each turns a config into the next occurrence after `now`. */
+const TRIGGER_PROVIDERS: Readonly<
+  Record<string, (config: unknown, now: number) => TriggerOccurrence>
+> = {
+  cron: nextCronOccurrence,
+}
+
+/**
+ * Registers the wakes of a suspension's conditions and returns its trigger
+ * id. A timeout is a `timeout` wake due `durationMinutes` after `clock()`
+ * (its payload: the trigger id, the action, the declared input); a `cron`
+ * trigger a `schedule` wake at its next occurrence; an `onEvent` topic is a
+ * waiter marker that `publishEvent` turns into an `event` wake. An unknown
+ * provider or an invalid trigger config throws before anything is written
+ * (the caller reports `TRIGGER_REGISTRATION_FAILED`).
+ *
+ * Written before the suspended snapshot: if the suspend then fails, the wakes
+ * name a trigger no Suspension carries, and the handler drops them.
+ */
+export async function registerWorkerWakes(
+  backend: Backend,
+  workerId: string,
+  conditions: ResumeConditions,
+  clock: Clock,
+): Promise<string> {
+  const trigger = conditions.trigger
+  let occurrence: TriggerOccurrence | null = null
+  if (trigger !== undefined) {
+    const provider = Object.hasOwn(TRIGGER_PROVIDERS, trigger.provider)
+      ? TRIGGER_PROVIDERS[trigger.provider]
+      : undefined
+    if (provider === undefined) {
+      throw wakeError('INVALID_WAKE', `No trigger provider named ${trigger.provider} is built in`, {
+        path: 'trigger.provider',
+        provider: trigger.provider,
+      })
+    }
+    occurrence = provider(trigger.config, clock())
+  }
+  const triggerId = `resume-${randomBytes(16).toString('hex')}`
+  const wakeIds: string[] = []
+  if (occurrence !== null) {
+    const wake = await registerWake(backend, {
+      target: { kind: 'worker', workerId },
+      cause: 'schedule',
+      dueAt: occurrence.dueAt,
+      payload: { triggerId, ...occurrence.payload },
+      clock,
+    })
+    wakeIds.push(wake.id)
+  }
+  const timeout = conditions.timeout
+  if (timeout !== undefined) {
+    const wake = await registerWake(backend, {
+      target: { kind: 'worker', workerId },
+      cause: 'timeout',
+      dueAt: clock() + timeout.durationMinutes * 60_000,
+      payload: {
+        triggerId,
+        onTimeout: timeout.onTimeout,
+        durationMinutes: timeout.durationMinutes,
+        ...(timeout.input === undefined ? {} : { input: timeout.input }),
+      },
+      clock,
+    })
+    wakeIds.push(wake.id)
+  }
+  const topic = conditions.onEvent ?? null
+  if (topic !== null) {
+    await backend.put(
+      topicWaiterKey(topic, workerId),
+      encoder.encode(JSON.stringify({ workerId, triggerId })),
+      { writer: WRITER },
+    )
+  }
+  const record: WorkerWakes = {
+    format: 'agent-state/worker-wakes',
+    schemaVersion: 1,
+    workerId,
+    triggerId,
+    wakeIds,
+    topic,
+    registeredAt: clock(),
+  }
+  await backend.put(workerWakesKey(workerId), encoder.encode(JSON.stringify(record)), {
+    writer: WRITER,
+  })
+  return triggerId
+}
+
+/** The stored registration of a worker's wakes, or `null`. @throws `EVENT_CORRUPT`. */
+export async function readWorkerWakes(
+  backend: Backend,
+  workerId: string,
+): Promise<WorkerWakes | null> {
+  const key = workerWakesKey(workerId)
+  const stored = await backend.get(key)
+  if (stored === null) return null
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(decoder.decode(stored.value))
+  } catch (cause) {
+    throw wakeError('EVENT_CORRUPT', `Resume registration ${key} is not JSON`, { key }, cause)
+  }
+  const result = workerWakesSchema.safeParse(parsed)
+  if (!result.success || result.data.workerId !== workerId) {
+    throw wakeError('EVENT_CORRUPT', `Resume registration ${key} fails its schema`, { key })
+  }
+  return result.data
+}
+
+/** What settling a suspension's wakes did to each wake it cancelled (or could not). */
+export interface SettledWake {
+  readonly wakeId: string
+  /** `cancelled`; `fired` when a dispatcher fired it first; `busy` when one held it (its handler drops it). */
+  readonly state: 'cancelled' | 'fired' | 'busy'
+}
+
+/**
+ * Ends the suspension `triggerId` of a worker on the wake side: cancels its
+ * wakes except `keep` (the one that fired, if any) with `reason`, removes its
+ * topic waiter and its registration. Called once the worker left that
+ * suspension (resumed, closed, timed out), under the worker's lease. A
+ * registration of another suspension is left alone. It never waits for a
+ * dispatcher: a wake a dispatcher holds is `busy`, and its handler finds the
+ * worker no longer waiting under `triggerId` and drops it.
+ */
+export async function settleWorkerWakes(
+  backend: Backend,
+  workerId: string,
+  triggerId: string,
+  options: { keep: string | null; reason: string; clock: Clock },
+): Promise<SettledWake[]> {
+  const registration = await readWorkerWakes(backend, workerId)
+  if (registration === null || registration.triggerId !== triggerId) return []
+  const settled: SettledWake[] = []
+  for (const wakeId of registration.wakeIds) {
+    if (wakeId === options.keep) continue
+    try {
+      const after = await cancelWake(backend, wakeId, {
+        reason: options.reason,
+        waitMs: 0,
+        clock: options.clock,
+      })
+      settled.push({ wakeId, state: after.state === 'fired' ? 'fired' : 'cancelled' })
+    } catch (error) {
+      if (!isAgentStateError(error, 'WAKE_BUSY')) throw error
+      settled.push({ wakeId, state: 'busy' })
+    }
+  }
+  if (registration.topic !== null) {
+    await backend.delete(topicWaiterKey(registration.topic, workerId))
+  }
+  await backend.delete(workerWakesKey(workerId))
+  return settled
+}

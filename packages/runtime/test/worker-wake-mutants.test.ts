@@ -1,0 +1,225 @@
+/**
+ * The checks of worker-wakes.test.ts run against deliberately broken
+ * runtimes: each mutant must make its check see the failure it exists to
+ * catch. Each mutant replaces one module (vi.doMock) and imports the runtime
+ * afresh.
+ */
+
+import type { Backend } from '@agent-state/core'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
+import type * as EventTopics from '../src/wake/event-topics.js'
+import type * as WakeRegistry from '../src/wake/wake-registry.js'
+import type * as ResumeWorker from '../src/worker/resume-worker.js'
+import { type Runtime, WAKE_BACKENDS } from './wake-scenarios.js'
+import {
+  byHand,
+  cronTrigger,
+  eventBeforeDispatcher,
+  publishValidation,
+  staleWake,
+  suspendValidation,
+  timeoutActions,
+  timeoutRacesEvent,
+} from './worker-wake-scenarios.js'
+
+const WORKER_WAKES = '../src/wake/worker-wakes.ts'
+const EVENT_TOPICS = '../src/wake/event-topics.ts'
+const RESUME_WORKER = '../src/worker/resume-worker.ts'
+const WORKER_LIFECYCLE = '../src/worker/worker-lifecycle.ts'
+const WAKE_REGISTRY = '../src/wake/wake-registry.ts'
+const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
+const IDS = '../src/shared/ids.ts'
+const CANONICAL_JSON = '../src/shared/canonical-json.ts'
+const MODULES = [
+  IDS,
+  CANONICAL_JSON,
+  WORKER_WAKES,
+  EVENT_TOPICS,
+  RESUME_WORKER,
+  WORKER_LIFECYCLE,
+  WAKE_REGISTRY,
+  CRON_TRIGGER,
+  'cron-parser',
+]
+
+/** The runtime with `path` replaced by what `mutate` makes of the original module. */
+async function mutated(
+  path: string,
+  mutate: (original: Record<string, unknown>) => Record<string, unknown>,
+): Promise<Runtime> {
+  vi.resetModules()
+  vi.doMock(path, async (importOriginal) => mutate(await importOriginal<Record<string, unknown>>()))
+  return (await import('../src/index.js')) as Runtime
+}
+
+afterEach(() => {
+  for (const path of MODULES) vi.doUnmock(path)
+  vi.resetModules()
+})
+
+/** Mutant: a resume or close that leaves the suspension's other wakes (and its topic waiter) in place. */
+const noSiblingCancel = (original: Record<string, unknown>) => ({
+  ...original,
+  settleWorkerWakes: async () => [],
+})
+
+/**
+ * Mutant: an event bus that only reaches a running dispatcher: the event is
+ * stored, but no wake is registered for the workers waiting on the topic.
+ */
+const dropWithoutDispatcher = (original: Record<string, unknown>) => ({
+  ...original,
+  publishEvent: async (
+    backend: Backend,
+    topic: string,
+    payload: unknown,
+    options?: EventTopics.PublishEventOptions,
+  ) => {
+    // Publish to a topic nobody waits on: the event is stored, the waiters get nothing.
+    const stored = await (original.publishEvent as typeof EventTopics.publishEvent)(
+      backend,
+      `${topic}.unheard`,
+      payload,
+      options,
+    )
+    return { ...stored, topic }
+  },
+})
+
+/** Mutant: a wake resumes its worker whatever suspension the worker is in now. */
+const noStaleCheck = (original: Record<string, unknown>) => ({
+  ...original,
+  resumeWorkerOnWake: (
+    backend: Backend,
+    workerId: string,
+    options: ResumeWorker.ResumeWorkerOptions,
+  ) => (original.resumeWorker as typeof ResumeWorker.resumeWorker)(backend, workerId, options),
+})
+
+describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
+  it('a handler that fires without cancelling the sibling wakes: the event check sees the timeout wake not cancelled', async () => {
+    const outcome = await eventBeforeDispatcher(await mutated(WORKER_WAKES, noSiblingCancel), kind)
+    // worker-wakes.test.ts expects { state: 'cancelled', reason: 'worker resumed by wake ...' }.
+    expect(outcome.timeout).toEqual({ state: 'fired', reason: null })
+  })
+
+  it('a resume by hand that leaves the wakes: the by-hand check sees them fire and the topic still wake', async () => {
+    const outcome = await byHand(await mutated(WORKER_WAKES, noSiblingCancel), kind)
+    // worker-wakes.test.ts expects both cancelled, publishAfter 0, tick [].
+    expect(outcome).toMatchObject({
+      resumedWake: { state: 'fired', reason: null },
+      closedWake: { state: 'fired', reason: null },
+      publishAfter: 1,
+    })
+    expect(outcome.tick).toContain('fired')
+  })
+
+  it('publishEvent that drops events while no dispatcher runs: the event check sees the worker woken only by its timeout', async () => {
+    const outcome = await eventBeforeDispatcher(
+      await mutated(EVENT_TOPICS, dropWithoutDispatcher),
+      kind,
+    )
+    // worker-wakes.test.ts expects lateWakes 1 and the event as the resume input.
+    expect(outcome.lateWakes).toBe(0)
+    expect(outcome.input).toMatchObject({ kind: 'timeout' })
+  })
+
+  it('a wake that resumes whatever suspension the worker is in: the stale check sees a second resume', async () => {
+    const outcome = await staleWake(await mutated(RESUME_WORKER, noStaleCheck), kind)
+    // worker-wakes.test.ts expects the worker still parked on 'second', resumed once.
+    expect(outcome).toMatchObject({ status: 'running', resumes: 2 })
+  })
+
+  it('a wake that resumes whatever suspension the worker is in: the race check sees both wakes resume it', async () => {
+    const outcome = await timeoutRacesEvent(await mutated(RESUME_WORKER, noStaleCheck), kind)
+    // worker-wakes.test.ts expects exactly one resume.
+    expect(outcome.resumes).toBe(2)
+  })
+
+  it('onTimeout fail that does nothing: the timeout check sees the worker still suspended', async () => {
+    const rt = await mutated(WORKER_LIFECYCLE, (original) => ({
+      ...original,
+      timeOutWorker: async () => true,
+    }))
+    const outcome = await timeoutActions(rt, kind)
+    // worker-wakes.test.ts expects { status: 'closed', timedOut: true, resume: 'WORKER_CLOSED' }.
+    expect(outcome.failed).toEqual({ status: 'suspended', timedOut: false, resume: 'none' })
+  })
+
+  it('a cron schedule read in UTC instead of its time zone: the cron check sees nothing at 03:00 in Paris', async () => {
+    const rt = await mutated('cron-parser', (original) => {
+      const parser = original.CronExpressionParser as {
+        parse: (expression: string, options: Record<string, unknown>) => unknown
+      }
+      return {
+        ...original,
+        CronExpressionParser: {
+          parse: (expression: string, options: Record<string, unknown>) =>
+            parser.parse(expression, { ...options, tz: 'UTC' }),
+        },
+      }
+    })
+    const outcome = await cronTrigger(rt, kind)
+    // worker-wakes.test.ts expects ['fired'] at 02:00 UTC.
+    expect(outcome.atOccurrence).toEqual([])
+  })
+
+  it('a timeout due a minute early: the timeout check sees it fire before durationMinutes', async () => {
+    const rt = await mutated(WAKE_REGISTRY, (original) => ({
+      ...original,
+      registerWake: (backend: Backend, options: WakeRegistry.RegisterWakeOptions) =>
+        (original.registerWake as typeof WakeRegistry.registerWake)(backend, {
+          ...options,
+          dueAt: options.dueAt - 60_000,
+        }),
+    }))
+    const outcome = await timeoutActions(rt, kind)
+    // worker-wakes.test.ts expects nothing at 59 minutes.
+    expect(outcome.early).toEqual(['fired', 'fired', 'fired'])
+  })
+})
+
+describe('validation mutants', () => {
+  it('a topic check that accepts any string: the publish and suspend checks see "a/b" accepted', async () => {
+    const rt = await mutated(IDS, (original) => ({
+      ...original,
+      isValidId: (id: unknown) => typeof id === 'string' && id !== '',
+    }))
+    // worker-wakes.test.ts expects INVALID_EVENT_TOPIC and INVALID_RESUME_CONDITIONS:onEvent.
+    expect((await publishValidation(rt))[1]).toBe('none')
+    expect((await suspendValidation(rt))[3]).toBe('none')
+  })
+
+  it('a JSON check that accepts anything: the publish check sees a NaN payload stored', async () => {
+    const rt = await mutated(CANONICAL_JSON, (original) => ({
+      ...original,
+      jsonValueSchema: z.any(),
+    }))
+    // worker-wakes.test.ts expects INVALID_EVENT_PAYLOAD.
+    expect((await publishValidation(rt))[7]).toBe('none')
+  })
+
+  it('a size that measures nothing: the publish and suspend checks see payloads over the limit accepted', async () => {
+    const rt = await mutated(CANONICAL_JSON, (original) => ({
+      ...original,
+      jsonByteLength: () => 0,
+    }))
+    // worker-wakes.test.ts expects EVENT_PAYLOAD_TOO_LARGE and INVALID_RESUME_CONDITIONS:timeout.input.
+    expect((await publishValidation(rt))[8]).toBe('none')
+    expect((await suspendValidation(rt))[2]).toBe('none')
+  })
+
+  it('a cron provider that reads an unknown time zone as UTC: the suspend check sees it registered', async () => {
+    const rt = await mutated(CRON_TRIGGER, (original) => ({
+      ...original,
+      nextCronOccurrence: (config: { schedule: string; timeZone: string }, now: number) =>
+        (original.nextCronOccurrence as (c: unknown, n: number) => unknown)(
+          { ...config, timeZone: config.timeZone === 'Mars/Olympus' ? 'UTC' : config.timeZone },
+          now,
+        ),
+    }))
+    // worker-wakes.test.ts expects TRIGGER_REGISTRATION_FAILED at trigger.config.timeZone.
+    expect((await suspendValidation(rt))[7]).toBe('none')
+  })
+})

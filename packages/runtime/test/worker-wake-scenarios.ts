@@ -1,0 +1,470 @@
+/**
+ * Resume conditions that fire (docs/runtime/wakes.md, Resume conditions) as
+ * scenarios that return what they saw: worker-wakes.test.ts expects the
+ * correct outcome of each, worker-wake-mutants.test.ts runs them against
+ * deliberately broken runtimes and expects the failure each exists to catch.
+ * Memory and the filesystem with a manual clock that moves due times, wake
+ * leases and worker leases alike (no real waiting).
+ */
+
+import { type Backend, createManualClock, type ManualClock } from '@agent-state/core'
+import type { FiredWake, Worker } from '../src/index.js'
+import type { Runtime } from './wake-scenarios.js'
+import { T0, WAKE_BACKENDS, type WakeBackendKind, type WakeStorage } from './wake-scenarios.js'
+
+const MINUTE = 60_000
+/** Validation does not depend on the backend: it runs on memory only. */
+const WAKE_BACKEND_MEMORY = WAKE_BACKENDS[0] as WakeBackendKind
+
+async function withStorage<T>(
+  kind: WakeBackendKind,
+  body: (storage: WakeStorage, clock: ManualClock) => Promise<T>,
+): Promise<T> {
+  const clock = createManualClock(T0)
+  const storage = kind.setup(clock)
+  try {
+    return await body(storage, clock)
+  } finally {
+    await storage.cleanup()
+  }
+}
+
+/** The code of what `run` threw, or `'none'`. */
+async function codeOf(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run()
+    return 'none'
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error)
+  }
+}
+
+/** A worker started and parked with `conditions`, by the default resume owner. */
+async function park(
+  rt: Runtime,
+  backend: Backend,
+  clock: ManualClock,
+  workerId: string,
+  conditions: unknown,
+) {
+  const worker = await rt.startWorker(backend, { workerId, clock: clock.now, holder: 'app' })
+  return worker.suspend({ reason: `${workerId} waits`, conditions })
+}
+
+/** The worker's audit events. */
+async function auditOf(rt: Runtime, backend: Backend, workerId: string): Promise<string[]> {
+  return (await rt.inspectWorker(backend, workerId)).audit.map((entry) => entry.event)
+}
+
+function dispatcher(
+  rt: Runtime,
+  backend: Backend,
+  clock: ManualClock,
+  onResumed: (worker: Worker, wake: FiredWake) => Promise<void>,
+  dispatcherId = 'dispatcher',
+) {
+  return rt.startWakeDispatcher(backend, {
+    handlers: {},
+    workers: { onResumed, holder: dispatcherId },
+    clock: clock.now,
+    dispatcherId,
+    leaseTtlMs: 1_000,
+    intervalMs: null,
+  })
+}
+
+/** What the timeout scenario saw. */
+export interface TimeoutOutcome {
+  /** autoResumeTrigger matches the registration and the Suspension names the local runtime. */
+  readonly registered: boolean
+  /** Outcomes of the tick one minute before the timeout. */
+  readonly early: readonly string[]
+  /** Outcomes of the tick at the timeout. */
+  readonly atTimeout: readonly string[]
+  /** Per resumed worker: its input and the resume cause. */
+  readonly resumed: Readonly<Record<string, unknown>>
+  /** The code of a second resume of a worker the dispatcher's handle owns. */
+  readonly secondResume: string
+  /** The failed worker: its status, audit, and the code of resuming it. */
+  readonly failed: { status: string; timedOut: boolean; resume: string }
+}
+
+/**
+ * Three workers park with a 60-minute timeout, one per action. The
+ * dispatcher's tick at 59 minutes fires nothing; the one at 60 minutes
+ * resumes two (with the summary, with the declared input) and closes the
+ * third (audited `timed_out`). While the dispatcher's handle owns a resumed
+ * worker, another resume is `CONCURRENT_RESUME`.
+ */
+export async function timeoutActions(rt: Runtime, kind: WakeBackendKind): Promise<TimeoutOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const summary = await park(rt, backend, clock, 'w-summary', {
+      timeout: { durationMinutes: 60 },
+    })
+    await park(rt, backend, clock, 'w-input', {
+      timeout: { durationMinutes: 60, onTimeout: 'resume_with_input', input: { choice: 'b' } },
+    })
+    await park(rt, backend, clock, 'w-fail', {
+      timeout: { durationMinutes: 60, onTimeout: 'fail' },
+    })
+    const registration = await rt.readWorkerWakes(backend, 'w-summary')
+    const registered =
+      summary.resumeByMechanism === 'ResumeBy.local_runtime' &&
+      summary.autoResumeTrigger === registration?.triggerId &&
+      registration.wakeIds.length === 1
+    const resumed: Record<string, unknown> = {}
+    let secondResume = 'not tried'
+    const running = dispatcher(rt, storage.open(), clock, async (worker, wake) => {
+      const entry = worker.audit.findLast((e) => e.event === 'worker_resumed')
+      resumed[worker.workerId] = { input: worker.resumeInput, cause: entry?.detail.cause }
+      if (worker.workerId === 'w-summary') {
+        secondResume = await codeOf(() => rt.resumeWorker(storage.open(), 'w-summary'))
+      }
+      // The wake id reaches the resumed worker.
+      if (!JSON.stringify(worker.resumeInput).includes(wake.id) && worker.workerId !== 'w-input') {
+        throw new Error('the resume input does not name the wake')
+      }
+      await worker.complete({ woke: wake.id })
+    })
+    clock.advance(59 * MINUTE)
+    const early = (await running.tick()).outcomes.map((o) => o.outcome)
+    clock.advance(MINUTE)
+    const atTimeout = (await running.tick()).outcomes.map((o) => o.outcome)
+    await running.stop()
+    const failedBody = await rt.inspectWorker(backend, 'w-fail')
+    return {
+      registered,
+      early,
+      atTimeout,
+      resumed,
+      secondResume,
+      failed: {
+        status: failedBody.status,
+        timedOut: failedBody.audit.some((entry) => entry.event === 'timed_out'),
+        resume: await codeOf(() => rt.resumeWorker(backend, 'w-fail')),
+      },
+    }
+  })
+}
+
+/** What the event scenario saw. */
+export interface EventOutcome {
+  /** Wakes registered by the publish before the worker parked. */
+  readonly earlyWakes: number
+  /** Wakes registered by the publish while no dispatcher ran. */
+  readonly lateWakes: number
+  /** The resumed worker's input (the second event). */
+  readonly input: unknown
+  /** The timeout's wake after the event won. */
+  readonly timeout: { state: string; reason: string | null }
+  readonly audit: readonly string[]
+}
+
+/**
+ * An event is published on a topic before the worker parks (it must not
+ * wake it), then the worker parks with `onEvent` and a timeout, then a second
+ * event is published while no dispatcher runs. A dispatcher started after
+ * both resumes the worker with the second event, and the timeout's wake is
+ * cancelled naming the event's wake.
+ */
+export async function eventBeforeDispatcher(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<EventOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const early = await rt.publishEvent(backend, 'fix-chosen', { fix: 'old' }, { clock: clock.now })
+    clock.advance(1_000)
+    await park(rt, backend, clock, 'w1', {
+      onEvent: 'fix-chosen',
+      timeout: { durationMinutes: 30 },
+    })
+    const timeoutId = (await rt.readWorkerWakes(backend, 'w1'))?.wakeIds[0] ?? ''
+    clock.advance(1_000)
+    const late = await rt.publishEvent(backend, 'fix-chosen', { fix: 'new' }, { clock: clock.now })
+    clock.advance(5 * MINUTE)
+    let input: unknown = null
+    const running = dispatcher(rt, storage.open(), clock, async (worker) => {
+      input = worker.resumeInput
+      await worker.complete()
+    })
+    await running.tick()
+    clock.advance(30 * MINUTE)
+    await running.tick()
+    await running.stop()
+    const timeout = await rt.getWake(backend, timeoutId)
+    return {
+      earlyWakes: early.wakeIds.length,
+      lateWakes: late.wakeIds.length,
+      input,
+      timeout: { state: timeout.state, reason: timeout.cancellation?.reason ?? null },
+      audit: await auditOf(rt, backend, 'w1'),
+    }
+  })
+}
+
+/** What the by-hand scenario saw. */
+export interface ByHandOutcome {
+  /** The timeout wakes of the worker resumed by hand and of the one closed by hand. */
+  readonly resumedWake: { state: string; reason: string | null }
+  readonly closedWake: { state: string; reason: string | null }
+  /** Wakes a publish on the resumed worker's topic registered afterwards. */
+  readonly publishAfter: number
+  readonly resumedAudit: readonly string[]
+  readonly closedAudit: readonly string[]
+  /** Outcomes of a dispatcher tick after both timeouts passed. */
+  readonly tick: readonly string[]
+}
+
+/**
+ * Two workers park with a timeout (one also on a topic); one is resumed by
+ * hand, the other closed by hand. Their timeout wakes are cancelled (with the
+ * reason) and audited, the topic no longer wakes anyone, and a dispatcher
+ * ticking after the timeouts fires nothing.
+ */
+export async function byHand(rt: Runtime, kind: WakeBackendKind): Promise<ByHandOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w-resumed', {
+      timeout: { durationMinutes: 10 },
+      onEvent: 'approvals',
+    })
+    await park(rt, backend, clock, 'w-closed', { timeout: { durationMinutes: 10 } })
+    const resumedId = (await rt.readWorkerWakes(backend, 'w-resumed'))?.wakeIds[0] ?? ''
+    const closedId = (await rt.readWorkerWakes(backend, 'w-closed'))?.wakeIds[0] ?? ''
+    clock.advance(MINUTE)
+    const worker = await rt.resumeWorker(storage.open(), 'w-resumed', { clock: clock.now })
+    await rt.closeWorker(storage.open(), 'w-closed', { clock: clock.now })
+    const publishAfter = (await rt.publishEvent(backend, 'approvals', 1, { clock: clock.now }))
+      .wakeIds.length
+    await worker.complete()
+    clock.advance(20 * MINUTE)
+    const running = dispatcher(rt, storage.open(), clock, async () => {
+      throw new Error('nothing should be resumed')
+    })
+    const tick = (await running.tick()).outcomes.map((o) => o.outcome)
+    await running.stop()
+    const view = async (id: string) => {
+      const wake = await rt.getWake(backend, id)
+      return { state: wake.state, reason: wake.cancellation?.reason ?? null }
+    }
+    return {
+      resumedWake: await view(resumedId),
+      closedWake: await view(closedId),
+      publishAfter,
+      resumedAudit: await auditOf(rt, backend, 'w-resumed'),
+      closedAudit: await auditOf(rt, backend, 'w-closed'),
+      tick,
+    }
+  })
+}
+
+/** What the race scenario saw. */
+export interface RaceOutcome {
+  /** How many times the worker was resumed (`worker_resumed` audit entries). */
+  readonly resumes: number
+  /** The resume's cause names one of the two wakes. */
+  readonly causeIsAWake: boolean
+  /** The worker's state at the end: parked again, waiting on `later`. */
+  readonly status: string
+  readonly waitsOn: string | null
+  /** Wakes of the two still pending, and tick errors. */
+  readonly pending: number
+  readonly errors: number
+}
+
+/**
+ * A timeout racing an event: the worker parks with a 10-minute timeout and a
+ * topic; an event is published as the timeout comes due, and two dispatchers
+ * tick at the same moment. Whoever resumes the worker parks it again (a loop
+ * that runs one turn and waits for the next event). Then both tick again past
+ * the wake leases. Exactly one of the two wakes resumes the worker.
+ */
+export async function timeoutRacesEvent(rt: Runtime, kind: WakeBackendKind): Promise<RaceOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', { timeout: { durationMinutes: 10 }, onEvent: 'go' })
+    const timeoutId = (await rt.readWorkerWakes(backend, 'w1'))?.wakeIds[0] ?? ''
+    clock.advance(10 * MINUTE)
+    const event = await rt.publishEvent(backend, 'go', { n: 1 }, { clock: clock.now })
+    const ids = [timeoutId, ...event.wakeIds]
+    const onResumed = async (worker: Worker) => {
+      await worker.suspend({ reason: 'next turn', conditions: { onEvent: 'later' } })
+    }
+    const dispatchers = ['a', 'b'].map((id) =>
+      dispatcher(rt, storage.open(), clock, onResumed, `dispatcher-${id}`),
+    )
+    let errors = 0
+    const reports = await Promise.all(dispatchers.map((d) => d.tick()))
+    clock.advance(2_000)
+    reports.push(...(await Promise.all(dispatchers.map((d) => d.tick()))))
+    for (const report of reports) errors += report.errors.length
+    await Promise.all(dispatchers.map((d) => d.stop()))
+    const body = await rt.inspectWorker(backend, 'w1')
+    const resumes = body.audit.filter((entry) => entry.event === 'worker_resumed')
+    let pending = 0
+    for (const id of ids) if ((await rt.getWake(backend, id)).state === 'pending') pending++
+    return {
+      resumes: resumes.length,
+      causeIsAWake: ids.some((id) => resumes[0]?.detail.cause === `wake:${id}`),
+      status: body.status,
+      waitsOn: body.conditions?.onEvent ?? null,
+      pending,
+      errors,
+    }
+  })
+}
+
+/** What the stale-wake scenario saw. */
+export interface StaleOutcome {
+  /** Outcomes of the tick. */
+  readonly tick: readonly string[]
+  readonly status: string
+  readonly waitsOn: string | null
+  readonly resumes: number
+}
+
+/**
+ * A wake that outlived its suspension: an event wakes a parked worker while
+ * no dispatcher runs, the worker is resumed by hand and parks again waiting
+ * on another topic. The dispatcher then fires the old event wake: the worker
+ * must stay parked on the new topic (the wake is delivered and dropped).
+ */
+export async function staleWake(rt: Runtime, kind: WakeBackendKind): Promise<StaleOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', { onEvent: 'first' })
+    await rt.publishEvent(backend, 'first', 'hello', { clock: clock.now })
+    const worker = await rt.resumeWorker(storage.open(), 'w1', { clock: clock.now })
+    await worker.suspend({ reason: 'again', conditions: { onEvent: 'second' } })
+    clock.advance(MINUTE)
+    const running = dispatcher(rt, storage.open(), clock, async () => undefined)
+    const tick = (await running.tick()).outcomes.map((o) => o.outcome)
+    await running.stop()
+    const body = await rt.inspectWorker(backend, 'w1')
+    return {
+      tick,
+      status: body.status,
+      waitsOn: body.conditions?.onEvent ?? null,
+      resumes: body.audit.filter((entry) => entry.event === 'worker_resumed').length,
+    }
+  })
+}
+
+/** What the cron scenario saw. */
+export interface CronOutcome {
+  /** Outcomes of the tick a minute before 03:00 in Paris, and at it. */
+  readonly early: readonly string[]
+  readonly atOccurrence: readonly string[]
+  readonly input: unknown
+  /** The suspension's timeout wake after the schedule won. */
+  readonly timeout: string
+}
+
+/**
+ * A worker parks at 08:00 UTC on 15 January 2027 with a `cron` trigger
+ * `0 3 * * *` in `Europe/Paris` (UTC+1 in winter) and a 24-hour timeout.
+ * Nothing fires at 01:59 UTC the next day; at 02:00 UTC (03:00 in Paris) the
+ * schedule resumes the worker and the timeout's wake is cancelled.
+ */
+export async function cronTrigger(rt: Runtime, kind: WakeBackendKind): Promise<CronOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', {
+      trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'Europe/Paris' } },
+      timeout: { durationMinutes: 24 * 60 },
+    })
+    const registration = await rt.readWorkerWakes(backend, 'w1')
+    let input: unknown = null
+    const running = dispatcher(rt, storage.open(), clock, async (worker) => {
+      input = worker.resumeInput
+      await worker.complete()
+    })
+    clock.set(Date.parse('2027-01-16T01:59:00Z'))
+    const early = (await running.tick()).outcomes.map((o) => o.outcome)
+    clock.set(Date.parse('2027-01-16T02:00:00Z'))
+    const atOccurrence = (await running.tick()).outcomes.map((o) => o.outcome)
+    await running.stop()
+    const states: string[] = []
+    for (const id of registration?.wakeIds ?? []) {
+      const wake = await rt.getWake(backend, id)
+      if (wake.cause === 'timeout') states.push(wake.state)
+    }
+    return { early, atOccurrence, input, timeout: states.join(',') }
+  })
+}
+
+/** `code:context.path` of what `run` threw (the cause's path for a registration failure), or `none`. */
+async function failureOf(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run()
+    return 'none'
+  } catch (error) {
+    const { code, context, cause } = error as {
+      code?: string
+      context?: { path?: string }
+      cause?: { context?: { path?: string } }
+    }
+    const path =
+      code === 'TRIGGER_REGISTRATION_FAILED' ? cause?.context?.path : (context?.path ?? '')
+    return `${code}:${path ?? ''}`
+  }
+}
+
+/** Invalid publishes, each as `code:path`: six topics, two payloads, one a byte over the limit. */
+export async function publishValidation(rt: Runtime): Promise<string[]> {
+  return withStorage(WAKE_BACKEND_MEMORY, async (storage) => {
+    const backend = storage.open()
+    const codes: string[] = []
+    for (const topic of ['', 'a/b', '../x', '.as~x', 'x'.repeat(129), 7]) {
+      codes.push(await failureOf(() => rt.publishEvent(backend, topic as string, 1)))
+    }
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', undefined)))
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', { a: [1, Number.NaN] })))
+    // The JSON string's two quotes count: limit - 1 characters are one byte over.
+    const limit = rt.MAX_EVENT_PAYLOAD_BYTES
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', 'x'.repeat(limit - 1))))
+    codes.push(await failureOf(() => rt.publishEvent(backend, 't', 'x'.repeat(limit - 2))))
+    return codes
+  })
+}
+
+/**
+ * Invalid suspends of one running worker, each as `code:path`, then its
+ * status and whether anything was registered.
+ */
+export async function suspendValidation(rt: Runtime): Promise<string[]> {
+  return withStorage(WAKE_BACKEND_MEMORY, async (storage) => {
+    const backend = storage.open()
+    const worker = await rt.startWorker(backend, { workerId: 'w1' })
+    const suspend = (conditions: unknown) => () => worker.suspend({ reason: 'r', conditions })
+    const cron = (config: unknown) => suspend({ trigger: { provider: 'cron', config } })
+    const cases: Array<() => Promise<unknown>> = [
+      suspend({ timeout: { durationMinutes: 1, onTimeout: 'resume_with_input' } }),
+      suspend({ timeout: { durationMinutes: 1, input: 'x' } }),
+      suspend({
+        timeout: {
+          durationMinutes: 1,
+          onTimeout: 'resume_with_input',
+          input: 'x'.repeat(rt.MAX_TIMEOUT_INPUT_BYTES - 1),
+        },
+      }),
+      suspend({ onEvent: 'a/b' }),
+      suspend({ timeout: { durationMinutes: rt.MAX_TIMEOUT_MINUTES + 1 } }),
+      suspend({ trigger: { provider: 'github' }, onEvent: 'x' }),
+      cron({ schedule: '0 3 * * *' }),
+      cron({ schedule: '0 3 * * *', timeZone: 'Mars/Olympus' }),
+      cron({ schedule: '61 3 * * *', timeZone: 'UTC' }),
+      cron({ schedule: 'whenever', timeZone: 'UTC' }),
+      cron({ schedule: '0 3 * * *', timeZone: 'UTC', at: 1 }),
+    ]
+    const codes: string[] = []
+    for (const run of cases) codes.push(await failureOf(run))
+    codes.push(worker.status)
+    codes.push(
+      (await rt.readWorkerWakes(backend, 'w1')) === null ? 'nothing registered' : 'registered',
+    )
+    return codes
+  })
+}
