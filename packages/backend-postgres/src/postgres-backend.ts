@@ -71,6 +71,21 @@ export interface PostgresBackendHooks {
   readonly statements?: (statements: Statements) => Statements
   /** Hooks of the watcher (see `WatcherHooks`). */
   readonly watcher?: WatcherHooks
+  /**
+   * Called (and awaited) between a write's commit and its change hint, with
+   * the connection that wrote (the tests end that connection here).
+   */
+  readonly beforeAnnounce?: (client: pg.ClientBase) => Promise<void>
+  /**
+   * `false`: a change hint that failed with its connection is dropped and the
+   * write acknowledged anyway (a mutant: watchers never hear of the write).
+   */
+  readonly retryAnnounce?: boolean
+  /**
+   * `false`: the write is acknowledged without waiting for its change hint to
+   * be sent (a mutant: a crash right after the acknowledgement loses the hint).
+   */
+  readonly announceBeforeAck?: boolean
 }
 
 /** How many lost races (a concurrent write changed the row) one operation retries. */
@@ -298,39 +313,97 @@ function createBackend(
     return true
   }
 
+  /** Sends the change hint of `key` (see `Statements.announce`). */
+  async function announce(client: pg.ClientBase, key: string): Promise<void> {
+    await client.query(sql.announce, [namespace, key])
+  }
+
   /**
    * Reads the key's state, applies `step`, writes its next state
    * conditionally, and starts over on a lost race. The read carries the
    * database time `step` judges leases by.
+   *
+   * A write that changed a value (not a lease step) is announced once it
+   * committed and before it is acknowledged, on the same connection. If that
+   * connection fails in between, the hint is sent once more on another one;
+   * if that fails too the write is `INDETERMINATE` (it committed, but its
+   * watchers cannot be told): an acknowledged write was always announced.
    */
-  function update<T>(
+  async function update<T>(
     operation: string,
     key: string,
     step: (state: KeyState, now: number) => Step<T>,
   ): Promise<T> {
-    return connection.use(operation, true, async (client) => {
-      for (let lost = 0; ; lost++) {
-        assertOpen()
-        const loaded = await load(client, key, false)
-        let outcome: Step<T>
-        try {
-          outcome = step(loaded.state, loaded.now)
-        } catch (error) {
-          throw withStoredSize(error, loaded)
+    let committed: { result: T } | undefined
+    try {
+      return await connection.use(operation, true, async (client) => {
+        const result = await writeOnce(client, key, step)
+        if (!result.announce) return result.result
+        committed = result
+        if (hooks.announceBeforeAck === false) {
+          void (async () => {
+            await hooks.beforeAnnounce?.(client)
+            await announce(client, key)
+          })().catch(() => {})
+          return result.result
         }
-        if (outcome.next === undefined) return outcome.result
-        hooks.beforeWrite?.()
-        if (await store(client, key, loaded, outcome.next, outcome.fence)) return outcome.result
-        if (lost + 1 >= MAX_LOST_RACES) {
-          throw backendFailure({
-            operation: 'conditional write',
-            mayHaveApplied: false,
-            message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
-            context: { key, attempts: lost + 1 },
-          })
-        }
+        await hooks.beforeAnnounce?.(client)
+        await announce(client, key)
+        return result.result
+      })
+    } catch (error) {
+      if (committed === undefined) throw error
+      if (hooks.retryAnnounce === false) return committed.result
+      try {
+        await connection.use(`${operation} (change hint)`, true, (client) => announce(client, key))
+      } catch (again) {
+        throw backendFailure({
+          operation,
+          mayHaveApplied: true,
+          cause: again,
+          message: `The ${operation} of key ${quoteForMessage(key)} was committed, but its change hint could not be sent to PostgreSQL`,
+          context: { key },
+        })
       }
-    })
+      return committed.result
+    }
+  }
+
+  /** One write attempt loop of {@link update}, on one connection: the result and whether to announce it. */
+  async function writeOnce<T>(
+    client: pg.ClientBase,
+    key: string,
+    step: (state: KeyState, now: number) => Step<T>,
+  ): Promise<{ result: T; announce: boolean }> {
+    for (let lost = 0; ; lost++) {
+      assertOpen()
+      const loaded = await load(client, key, false)
+      let outcome: Step<T>
+      try {
+        outcome = step(loaded.state, loaded.now)
+      } catch (error) {
+        throw withStoredSize(error, loaded)
+      }
+      const next = outcome.next
+      if (next === undefined) return { result: outcome.result, announce: false }
+      hooks.beforeWrite?.()
+      if (await store(client, key, loaded, next, outcome.fence)) {
+        // A created row holding a value, or a changed value (a put or a delete): lease steps are not announced.
+        const announces =
+          loaded.rowVersion === null
+            ? next.version !== null
+            : next.revision !== loaded.state.revision
+        return { result: outcome.result, announce: announces }
+      }
+      if (lost + 1 >= MAX_LOST_RACES) {
+        throw backendFailure({
+          operation: 'conditional write',
+          mayHaveApplied: false,
+          message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
+          context: { key, attempts: lost + 1 },
+        })
+      }
+    }
   }
 
   const backend: Backend = {

@@ -1,8 +1,10 @@
 import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '@agent-state/contract'
 import type { ChangeHint } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
+import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { openWithHooks } from '../src/postgres-backend.js'
+import { POSTGRES_CHANGE_NOTIFICATION } from '../src/change-notification.js'
+import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
 
 // A real PostgreSQL 15 for this file: never a skip.
 const server = await startPostgresServer()
@@ -148,4 +150,102 @@ describe("the contract's check of a watch opened as the previous one ends", () =
     expect((caught as Error).name).toBe('AssertionError')
     expect((caught as Error).message).toMatch(/ended while opening did not start/)
   }, 60_000)
+})
+
+/**
+ * A watcher and a writer on the same namespace; the writer's hooks see the connection that wrote
+ * between the write's commit and its change hint. Returns what the watcher got after the put.
+ */
+async function announced(
+  hooks: PostgresBackendHooks,
+  during: (put: Promise<unknown>, hints: AsyncIterator<ChangeHint>) => Promise<unknown>,
+) {
+  const namespace = `hint-${Math.random().toString(36).slice(2)}`
+  const watcher = await openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, {})
+  const writer = await openWithHooks(
+    { connectionString: server.url, namespace, poolSize: 2 },
+    hooks,
+  )
+  const stop = new AbortController()
+  try {
+    const watch = watcher.watch?.bind(watcher)
+    if (watch === undefined) throw new Error('the backend has no watch')
+    const hints = watch('jobs/', { signal: stop.signal })[Symbol.asyncIterator]()
+    expect(await nextHint(hints, 5_000)).toEqual({ kind: 'resync' })
+    const put = writer.put('jobs/a', new TextEncoder().encode('x'))
+    return await during(put, hints)
+  } finally {
+    stop.abort()
+    await Promise.all([watcher.close(), writer.close()])
+  }
+}
+
+/** Ends the server process of `client` (what `pg_terminate_backend` of an operator does). */
+async function terminate(client: pg.ClientBase): Promise<void> {
+  const { pid } = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
+    .rows[0] as {
+    pid: number
+  }
+  const admin = new pg.Client({ connectionString: server.url })
+  await admin.connect()
+  try {
+    await admin.query('SELECT pg_terminate_backend($1)', [pid])
+  } finally {
+    await admin.end()
+  }
+}
+
+// The claimed delay plus the contract tier's default margin for a loaded host.
+const HINT_WAIT_MS = POSTGRES_CHANGE_NOTIFICATION.maxDelayMs + 2_000
+
+describe('a write is announced after its commit and before its acknowledgement', () => {
+  it('the writer connection lost in between: the hint goes through another connection', async () => {
+    const hint = await announced({ beforeAnnounce: terminate }, async (put, hints) => {
+      await put
+      return nextHint(hints, HINT_WAIT_MS)
+    })
+    expect(hint).toEqual({ kind: 'key', key: 'jobs/a' })
+  }, 30_000)
+
+  it('mutant: a hint lost with its connection is dropped, and the watcher never hears of the write', async () => {
+    const hint = await announced(
+      { beforeAnnounce: terminate, retryAnnounce: false },
+      async (put, hints) => {
+        await put
+        return nextHint(hints, HINT_WAIT_MS)
+      },
+    )
+    expect(hint).toBe('none')
+  }, 30_000)
+
+  /** Holds the hint back until the put had 300 ms to resolve; what settled first. */
+  async function ackOrHint(announceBeforeAck: boolean) {
+    let open = () => {}
+    const gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    return announced({ announceBeforeAck, beforeAnnounce: () => gate }, async (put, hints) => {
+      const acknowledged = await Promise.race([
+        put.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), 300)),
+      ])
+      open()
+      await put
+      return { acknowledgedBeforeHint: acknowledged, hint: await nextHint(hints, HINT_WAIT_MS) }
+    })
+  }
+
+  it('the put is not acknowledged while its hint is held back', async () => {
+    expect(await ackOrHint(true)).toEqual({
+      acknowledgedBeforeHint: false,
+      hint: { kind: 'key', key: 'jobs/a' },
+    })
+  }, 30_000)
+
+  it('mutant: acknowledged before its hint was sent', async () => {
+    expect(await ackOrHint(false)).toEqual({
+      acknowledgedBeforeHint: true,
+      hint: { kind: 'key', key: 'jobs/a' },
+    })
+  }, 30_000)
 })
