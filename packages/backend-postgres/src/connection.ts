@@ -1,6 +1,6 @@
 import { AgentStateError, isAgentStateError } from '@agent-state/core'
 import pg from 'pg'
-import { mapPostgresError, sqlState } from './errors.js'
+import { isConnectionLoss, mapPostgresError, sqlState } from './errors.js'
 import type { ResolvedPostgresOptions } from './options.js'
 
 /**
@@ -85,8 +85,15 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
       try {
         return await body(client)
       } catch (error) {
-        // A connection-level failure: never hand that connection out again.
-        if (sqlState(error) === undefined && !isAgentStateError(error) && error instanceof Error) {
+        // A connection-level failure (no SQLSTATE, or the server ending the session: 57P01
+        // `pg_terminate_backend`…): never hand that connection out again, even if its 'end'
+        // has not arrived yet (the next checkout would get a dead connection).
+        const state = sqlState(error)
+        if (
+          (state === undefined || isConnectionLoss(state)) &&
+          !isAgentStateError(error) &&
+          error instanceof Error
+        ) {
           broken = error
         }
         throw mapPostgresError(error, { operation, mayHaveApplied: writing })

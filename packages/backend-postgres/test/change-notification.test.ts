@@ -218,6 +218,45 @@ describe('a write is announced after its commit and before its acknowledgement',
     expect(hint).toBe('none')
   }, 30_000)
 
+  /** The writer's connection ends and no other can be had: how the put settles. */
+  async function noConnectionForTheHint(retryAnnounce: boolean) {
+    const namespace = `lost-${Math.random().toString(36).slice(2)}`
+    let closing: Promise<void> | undefined
+    const writer = await openWithHooks(
+      { connectionString: server.url, namespace, poolSize: 2 },
+      {
+        retryAnnounce,
+        beforeAnnounce: async (client) => {
+          await terminate(client)
+          // The pool refuses new connections from here on (closing waits for this one).
+          closing = writer.close()
+        },
+      },
+    )
+    try {
+      return await writer.put('jobs/a', new TextEncoder().encode('x')).then(
+        (meta) => ({ settled: 'acknowledged', version: typeof meta.version }),
+        (error: unknown) => ({ settled: 'rejected', code: (error as { code?: string }).code }),
+      )
+    } finally {
+      await (closing ?? writer.close())
+    }
+  }
+
+  it('no connection for the hint either: the committed write is INDETERMINATE, never acknowledged', async () => {
+    expect(await noConnectionForTheHint(true)).toEqual({
+      settled: 'rejected',
+      code: 'INDETERMINATE',
+    })
+  }, 30_000)
+
+  it('mutant: the unsent hint is dropped and the write acknowledged', async () => {
+    expect(await noConnectionForTheHint(false)).toEqual({
+      settled: 'acknowledged',
+      version: 'string',
+    })
+  }, 30_000)
+
   /** Holds the hint back until the put had 300 ms to resolve; what settled first. */
   async function ackOrHint(announceBeforeAck: boolean) {
     let open = () => {}
