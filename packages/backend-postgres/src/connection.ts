@@ -48,6 +48,10 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
     // The client gives up a little after the server would have cancelled the
     // statement, so a dead server that never answers is noticed too.
     query_timeout: options.statementTimeoutMs + 2000,
+    // Queries queued on a client go to the server without waiting for the previous
+    // one's answer (each with its own Sync, so each its own transaction): a write's
+    // change hint follows it in the same round trip (see `store` in postgres-backend.ts).
+    pipeline: true,
   }
   if (options.ssl !== undefined) config.ssl = options.ssl as pg.PoolConfig['ssl']
   if (options.startupTimeouts) {

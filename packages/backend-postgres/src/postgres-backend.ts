@@ -72,18 +72,13 @@ export interface PostgresBackendHooks {
   /** Hooks of the watcher (see `WatcherHooks`). */
   readonly watcher?: WatcherHooks
   /**
-   * Called (and awaited) between a write's commit and its change hint, with
-   * the connection that wrote (the tests end that connection here).
-   */
-  readonly beforeAnnounce?: (client: pg.ClientBase) => Promise<void>
-  /**
-   * `false`: a change hint that failed with its connection is dropped and the
-   * write acknowledged anyway (a mutant: watchers never hear of the write).
+   * `false`: a change hint that failed is dropped and the write acknowledged
+   * anyway (a mutant: watchers never hear of the write).
    */
   readonly retryAnnounce?: boolean
   /**
-   * `false`: the write is acknowledged without waiting for its change hint to
-   * be sent (a mutant: a crash right after the acknowledgement loses the hint).
+   * `false`: the write is acknowledged without waiting for its change hint's
+   * commit (a mutant: a watcher may read before it is told).
    */
   readonly announceBeforeAck?: boolean
 }
@@ -267,50 +262,75 @@ function createBackend(
     )
   }
 
-  /** Writes `next` over the loaded row; resolves whether the conditional statement matched. */
+  /**
+   * Writes `next` over the loaded row; resolves whether the conditional
+   * statement matched and, for a statement that writes a value (`announces`),
+   * the outcome of its change hint: `Statements.announce`, queued on the same
+   * connection right behind the write (node-postgres pipeline mode), so the
+   * server runs it once the write committed without waiting for the client.
+   * It goes whether or not the write matched: a lost race costs a spurious
+   * hint, which the contract allows. Resolves to the hint's error, if any.
+   */
   async function store(
     client: pg.ClientBase,
     key: string,
     loaded: LoadedState,
     next: KeyState,
     fence: Lease | undefined,
-  ): Promise<boolean> {
+    announces: boolean,
+  ): Promise<{ matched: boolean; hinted?: Promise<unknown> | undefined }> {
     const previous = loaded.state
+    const write = async <R extends pg.QueryResultRow>(text: string, params: unknown[]) => {
+      const written = client.query<R>(text, params)
+      if (!announces) return { result: await written }
+      const hinted = client.query(sql.announce, [namespace, key]).then(
+        () => undefined,
+        (error: unknown) => error ?? new Error('change hint failed'),
+      )
+      try {
+        return { result: await written, hinted }
+      } catch (error) {
+        await hinted
+        throw error
+      }
+    }
     if (loaded.rowVersion === null) {
-      const result = await client.query(sql.insert, [
+      const { result, hinted } = await write(sql.insert, [
         namespace,
         key,
         ...valueParams(next),
         ...leaseParams(next),
       ])
-      return result.rowCount === 1
+      return { matched: result.rowCount === 1, hinted }
     }
     const valueChanged = next.revision !== previous.revision
     const leaseChanged = next.lease !== previous.lease || next.fence !== previous.fence
     if (valueChanged && next.version === null && next.fence === 0 && next.lease === null) {
       // A delete of a key that never had a lease: nothing must outlive the value.
-      const result = await client.query(sql.remove, [namespace, key, loaded.rowVersion])
-      return result.rowCount === 1
+      const { result, hinted } = await write(sql.remove, [namespace, key, loaded.rowVersion])
+      return { matched: result.rowCount === 1, hinted }
     }
     let rowVersion = loaded.rowVersion
+    let hinted: Promise<unknown> | undefined
     if (valueChanged) {
       const params = [namespace, key, rowVersion, ...valueParams(next)]
       if (fence !== undefined) params.push(fence.token)
-      const result = await client.query<{ row_version: string }>(
+      const written = await write<{ row_version: string }>(
         sql.writeValue(fence !== undefined),
         params,
       )
-      if (result.rowCount !== 1) return false
-      rowVersion = (result.rows[0] as { row_version: string }).row_version
+      hinted = written.hinted
+      if (written.result.rowCount !== 1) return { matched: false, hinted }
+      rowVersion = (written.result.rows[0] as { row_version: string }).row_version
     }
     if (leaseChanged) {
       // Never together with a value change: core's rules change one or the other.
       const params = [namespace, key, rowVersion, ...leaseParams(next)]
       if (fence !== undefined) params.push(fence.token)
       const result = await client.query(sql.writeLease(fence !== undefined), params)
-      return result.rowCount === 1
+      return { matched: result.rowCount === 1, hinted }
     }
-    return true
+    return { matched: true, hinted }
   }
 
   /** Sends the change hint of `key` (see `Statements.announce`). */
@@ -323,11 +343,12 @@ function createBackend(
    * conditionally, and starts over on a lost race. The read carries the
    * database time `step` judges leases by.
    *
-   * A write that changed a value (not a lease step) is announced once it
-   * committed and before it is acknowledged, on the same connection. If that
-   * connection fails in between, the hint is sent once more on another one;
-   * if that fails too the write is `INDETERMINATE` (it committed, but its
-   * watchers cannot be told): an acknowledged write was always announced.
+   * A write that changed a value (not a lease step) is announced right after
+   * its commit (see `store`) and acknowledged only once the announcement
+   * committed too. If the announcement failed (its connection lost, an
+   * error), it is sent once more on another connection; if that fails too the
+   * write is `INDETERMINATE` (it committed, but its watchers cannot be told):
+   * an acknowledged write was always announced.
    */
   async function update<T>(
     operation: string,
@@ -337,19 +358,13 @@ function createBackend(
     let committed: { result: T } | undefined
     try {
       return await connection.use(operation, true, async (client) => {
-        const result = await writeOnce(client, key, step)
-        if (!result.announce) return result.result
-        committed = result
-        if (hooks.announceBeforeAck === false) {
-          void (async () => {
-            await hooks.beforeAnnounce?.(client)
-            await announce(client, key)
-          })().catch(() => {})
-          return result.result
-        }
-        await hooks.beforeAnnounce?.(client)
-        await announce(client, key)
-        return result.result
+        const written = await writeOnce(client, key, step)
+        if (written.hinted === undefined) return written.result
+        committed = written
+        if (hooks.announceBeforeAck === false) return written.result
+        const failure = await written.hinted
+        if (failure !== undefined) throw failure
+        return written.result
       })
     } catch (error) {
       if (committed === undefined) throw error
@@ -369,12 +384,15 @@ function createBackend(
     }
   }
 
-  /** One write attempt loop of {@link update}, on one connection: the result and whether to announce it. */
+  /**
+   * The attempts of {@link update} on one connection: the result and, for a
+   * write that changed a value, the outcome of its change hint (see `store`).
+   */
   async function writeOnce<T>(
     client: pg.ClientBase,
     key: string,
     step: (state: KeyState, now: number) => Step<T>,
-  ): Promise<{ result: T; announce: boolean }> {
+  ): Promise<{ result: T; hinted?: Promise<unknown> | undefined }> {
     for (let lost = 0; ; lost++) {
       assertOpen()
       const loaded = await load(client, key, false)
@@ -385,16 +403,15 @@ function createBackend(
         throw withStoredSize(error, loaded)
       }
       const next = outcome.next
-      if (next === undefined) return { result: outcome.result, announce: false }
+      if (next === undefined) return { result: outcome.result }
       hooks.beforeWrite?.()
-      if (await store(client, key, loaded, next, outcome.fence)) {
-        // A created row holding a value, or a changed value (a put or a delete): lease steps are not announced.
-        const announces =
-          loaded.rowVersion === null
-            ? next.version !== null
-            : next.revision !== loaded.state.revision
-        return { result: outcome.result, announce: announces }
-      }
+      // A created row holding a value, or a changed value (a put or a delete): lease steps are not announced.
+      const announces =
+        loaded.rowVersion === null ? next.version !== null : next.revision !== loaded.state.revision
+      const { matched, hinted } = await store(client, key, loaded, next, outcome.fence, announces)
+      if (matched) return { result: outcome.result, hinted }
+      // A lost race: its hint (spurious) is done with before the connection is used again.
+      await hinted
       if (lost + 1 >= MAX_LOST_RACES) {
         throw backendFailure({
           operation: 'conditional write',

@@ -32,8 +32,8 @@ export interface Statements {
   /**
    * The change hint of a committed write, `<namespace>/<key>` (`$1`, `$2`), in
    * a transaction of its own that does not wait for its WAL flush (see
-   * `buildStatements`). Sent by the writer after its write committed and
-   * before it acknowledges the write.
+   * `buildStatements`). Pipelined behind the write, so the server runs it
+   * after the write committed; the writer acknowledges once it committed.
    */
   readonly announce: string
   /** Value columns of a row, conditional on its row version; `fenced`: also on the lease token and expiry. */
@@ -70,7 +70,9 @@ export function buildStatements(schema: string): Statements {
   // notification (a database-wide lock taken before the commit record and held
   // until the commit is flushed), so notifying writes could not share a WAL
   // flush (no group commit). The writer announces the key in a second, tiny
-  // transaction once its write committed, before acknowledging it; that one
+  // transaction pipelined right behind the write on the same connection (run by
+  // the server once the write committed), and acknowledges the write only once
+  // both committed; that one
   // sets `synchronous_commit` off for itself only (`set_config(…, true)`):
   // its commit record carries no data, a crash that loses it also drops every
   // listen connection (whose watches resync), so the lock is held for

@@ -153,18 +153,20 @@ describe("the contract's check of a watch opened as the previous one ends", () =
 })
 
 /**
- * A watcher and a writer on the same namespace; the writer's hooks see the connection that wrote
- * between the write's commit and its change hint. Returns what the watcher got after the put.
+ * A watcher and a writer on the same namespace; the writer's change hint statement is `announce`
+ * (given the backend's own). Returns what `during` makes of the writer's put and the watch.
  */
 async function announced(
-  hooks: PostgresBackendHooks,
+  hooks: Omit<PostgresBackendHooks, 'statements'> & { announce: (own: string) => string },
   during: (put: Promise<unknown>, hints: AsyncIterator<ChangeHint>) => Promise<unknown>,
 ) {
   const namespace = `hint-${Math.random().toString(36).slice(2)}`
   const watcher = await openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, {})
+  const { announce, ...rest } = hooks
   const writer = await openWithHooks(
-    { connectionString: server.url, namespace, poolSize: 2 },
-    hooks,
+    // A long lock_timeout: one test holds the hint back on an advisory lock.
+    { connectionString: server.url, namespace, poolSize: 2, lockTimeoutMs: 30_000 },
+    { ...rest, statements: (own) => ({ ...own, announce: announce(own.announce) }) },
   )
   const stop = new AbortController()
   try {
@@ -180,98 +182,95 @@ async function announced(
   }
 }
 
-/** Ends the server process of `client` (what `pg_terminate_backend` of an operator does). */
-async function terminate(client: pg.ClientBase): Promise<void> {
-  const { pid } = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
-    .rows[0] as {
-    pid: number
+/** The backend's hint statement with a first column that divides by zero: always, or the first time. */
+function failing(always: boolean) {
+  const sequence = `hint_once_${Math.random().toString(36).slice(2)}`
+  const created = server.sql(`CREATE SEQUENCE ${sequence}`)
+  return {
+    created,
+    announce: (own: string) =>
+      own.replace(
+        'SELECT ',
+        always ? 'SELECT 1 / 0, ' : `SELECT 1 / (nextval('${sequence}') - 1), `,
+      ),
   }
-  const admin = new pg.Client({ connectionString: server.url })
-  await admin.connect()
-  try {
-    await admin.query('SELECT pg_terminate_backend($1)', [pid])
-  } finally {
-    await admin.end()
-  }
+}
+
+/** How the put settled and the watcher's next hint after it. */
+async function settledAndHint(put: Promise<unknown>, hints: AsyncIterator<ChangeHint>) {
+  const settled = await put.then(
+    () => 'acknowledged',
+    (error: unknown) => (error as { code?: string }).code,
+  )
+  return { settled, hint: await nextHint(hints, HINT_WAIT_MS) }
 }
 
 // The claimed delay plus the contract tier's default margin for a loaded host.
 const HINT_WAIT_MS = POSTGRES_CHANGE_NOTIFICATION.maxDelayMs + 2_000
 
 describe('a write is announced after its commit and before its acknowledgement', () => {
-  it('the writer connection lost in between: the hint goes through another connection', async () => {
-    const hint = await announced({ beforeAnnounce: terminate }, async (put, hints) => {
-      await put
-      return nextHint(hints, HINT_WAIT_MS)
+  it('its hint failed once: it is sent again on another connection', async () => {
+    const { created, announce } = failing(false)
+    await created
+    expect(await announced({ announce }, settledAndHint)).toEqual({
+      settled: 'acknowledged',
+      hint: { kind: 'key', key: 'jobs/a' },
     })
-    expect(hint).toEqual({ kind: 'key', key: 'jobs/a' })
   }, 30_000)
 
-  it('mutant: a hint lost with its connection is dropped, and the watcher never hears of the write', async () => {
-    const hint = await announced(
-      { beforeAnnounce: terminate, retryAnnounce: false },
-      async (put, hints) => {
-        await put
-        return nextHint(hints, HINT_WAIT_MS)
-      },
-    )
-    expect(hint).toBe('none')
+  it('mutant: a failed hint is dropped, and the watcher never hears of the write', async () => {
+    const { created, announce } = failing(false)
+    await created
+    expect(await announced({ announce, retryAnnounce: false }, settledAndHint)).toEqual({
+      settled: 'acknowledged',
+      hint: 'none',
+    })
   }, 30_000)
 
-  /** The writer's connection ends and no other can be had: how the put settles. */
-  async function noConnectionForTheHint(retryAnnounce: boolean) {
-    const namespace = `lost-${Math.random().toString(36).slice(2)}`
-    let closing: Promise<void> | undefined
-    const writer = await openWithHooks(
-      { connectionString: server.url, namespace, poolSize: 2 },
-      {
-        retryAnnounce,
-        beforeAnnounce: async (client) => {
-          await terminate(client)
-          // The pool refuses new connections from here on (closing waits for this one).
-          closing = writer.close()
-        },
-      },
-    )
-    try {
-      return await writer.put('jobs/a', new TextEncoder().encode('x')).then(
-        (meta) => ({ settled: 'acknowledged', version: typeof meta.version }),
-        (error: unknown) => ({ settled: 'rejected', code: (error as { code?: string }).code }),
-      )
-    } finally {
-      await (closing ?? writer.close())
-    }
-  }
-
-  it('no connection for the hint either: the committed write is INDETERMINATE, never acknowledged', async () => {
-    expect(await noConnectionForTheHint(true)).toEqual({
-      settled: 'rejected',
-      code: 'INDETERMINATE',
+  it('its hint cannot be sent at all: the committed write is INDETERMINATE, never acknowledged', async () => {
+    const { announce } = failing(true)
+    expect(await announced({ announce }, settledAndHint)).toEqual({
+      settled: 'INDETERMINATE',
+      hint: 'none',
     })
   }, 30_000)
 
   it('mutant: the unsent hint is dropped and the write acknowledged', async () => {
-    expect(await noConnectionForTheHint(false)).toEqual({
+    const { announce } = failing(true)
+    expect(await announced({ announce, retryAnnounce: false }, settledAndHint)).toEqual({
       settled: 'acknowledged',
-      version: 'string',
+      hint: 'none',
     })
   }, 30_000)
 
-  /** Holds the hint back until the put had 300 ms to resolve; what settled first. */
+  /**
+   * The hint waits for an advisory lock this test holds: whether the put resolved in 300 ms,
+   * then (lock released) the hint.
+   */
   async function ackOrHint(announceBeforeAck: boolean) {
-    let open = () => {}
-    const gate = new Promise<void>((resolve) => {
-      open = resolve
-    })
-    return announced({ announceBeforeAck, beforeAnnounce: () => gate }, async (put, hints) => {
-      const acknowledged = await Promise.race([
-        put.then(() => true),
-        new Promise<false>((resolve) => setTimeout(() => resolve(false), 300)),
-      ])
-      open()
-      await put
-      return { acknowledgedBeforeHint: acknowledged, hint: await nextHint(hints, HINT_WAIT_MS) }
-    })
+    const lock = 4_000_000 + Math.floor(Math.random() * 1_000_000)
+    const admin = new pg.Client({ connectionString: server.url })
+    await admin.connect()
+    try {
+      await admin.query('SELECT pg_advisory_lock($1)', [lock])
+      return await announced(
+        {
+          announceBeforeAck,
+          announce: (own) => own.replace('SELECT ', `SELECT pg_advisory_xact_lock(${lock}), `),
+        },
+        async (put, hints) => {
+          const acknowledged = await Promise.race([
+            put.then(() => true),
+            new Promise<false>((resolve) => setTimeout(() => resolve(false), 300)),
+          ])
+          await admin.query('SELECT pg_advisory_unlock($1)', [lock])
+          await put
+          return { acknowledgedBeforeHint: acknowledged, hint: await nextHint(hints, HINT_WAIT_MS) }
+        },
+      )
+    } finally {
+      await admin.end()
+    }
   }
 
   it('the put is not acknowledged while its hint is held back', async () => {
