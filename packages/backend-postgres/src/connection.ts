@@ -1,6 +1,6 @@
 import { AgentStateError, isAgentStateError } from '@agent-state/core'
 import pg from 'pg'
-import { mapPostgresError, sqlState } from './errors.js'
+import { isConnectionLoss, mapPostgresError, sqlState } from './errors.js'
 import type { ResolvedPostgresOptions } from './options.js'
 
 /**
@@ -48,6 +48,10 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
     // The client gives up a little after the server would have cancelled the
     // statement, so a dead server that never answers is noticed too.
     query_timeout: options.statementTimeoutMs + 2000,
+    // Queries queued on a client go to the server without waiting for the previous
+    // one's answer (each with its own Sync, so each its own transaction): a write's
+    // change hint follows it in the same round trip (see `store` in postgres-backend.ts).
+    pipeline: true,
   }
   if (options.ssl !== undefined) config.ssl = options.ssl as pg.PoolConfig['ssl']
   if (options.startupTimeouts) {
@@ -85,8 +89,15 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
       try {
         return await body(client)
       } catch (error) {
-        // A connection-level failure: never hand that connection out again.
-        if (sqlState(error) === undefined && !isAgentStateError(error) && error instanceof Error) {
+        // A connection-level failure (no SQLSTATE, or the server ending the session: 57P01
+        // `pg_terminate_backend`…): never hand that connection out again, even if its 'end'
+        // has not arrived yet (the next checkout would get a dead connection).
+        const state = sqlState(error)
+        if (
+          (state === undefined || isConnectionLoss(state)) &&
+          !isAgentStateError(error) &&
+          error instanceof Error
+        ) {
           broken = error
         }
         throw mapPostgresError(error, { operation, mayHaveApplied: writing })

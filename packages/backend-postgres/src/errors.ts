@@ -55,7 +55,7 @@ function refusedByPgBouncer(state: string | undefined, error: unknown): boolean 
  * (`57P01` also comes from `pg_terminate_backend`), crashed, or the link
  * failed. During a write nobody knows whether it committed.
  */
-function isConnectionLoss(state: string | undefined): boolean {
+export function isConnectionLoss(state: string | undefined): boolean {
   return state === '57P01' || state === '57P02' || (state?.startsWith('08') ?? false)
 }
 

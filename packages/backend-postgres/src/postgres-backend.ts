@@ -71,6 +71,16 @@ export interface PostgresBackendHooks {
   readonly statements?: (statements: Statements) => Statements
   /** Hooks of the watcher (see `WatcherHooks`). */
   readonly watcher?: WatcherHooks
+  /**
+   * `false`: a change hint that failed is dropped and the write acknowledged
+   * anyway (a mutant: watchers never hear of the write).
+   */
+  readonly retryAnnounce?: boolean
+  /**
+   * `false`: the write is acknowledged without waiting for its change hint's
+   * commit (a mutant: a watcher may read before it is told).
+   */
+  readonly announceBeforeAck?: boolean
 }
 
 /** How many lost races (a concurrent write changed the row) one operation retries. */
@@ -252,85 +262,165 @@ function createBackend(
     )
   }
 
-  /** Writes `next` over the loaded row; resolves whether the conditional statement matched. */
+  /**
+   * Writes `next` over the loaded row; resolves whether the conditional
+   * statement matched and, for a statement that writes a value (`announces`),
+   * the outcome of its change hint: `Statements.announce`, queued on the same
+   * connection right behind the write (node-postgres pipeline mode), so the
+   * server runs it once the write committed without waiting for the client.
+   * It goes whether or not the write matched: a lost race costs a spurious
+   * hint, which the contract allows. Resolves to the hint's error, if any.
+   */
   async function store(
     client: pg.ClientBase,
     key: string,
     loaded: LoadedState,
     next: KeyState,
     fence: Lease | undefined,
-  ): Promise<boolean> {
+    announces: boolean,
+  ): Promise<{ matched: boolean; hinted?: Promise<unknown> | undefined }> {
     const previous = loaded.state
+    const write = async <R extends pg.QueryResultRow>(text: string, params: unknown[]) => {
+      const written = client.query<R>(text, params)
+      if (!announces) return { result: await written }
+      const hinted = client.query(sql.announce, [namespace, key]).then(
+        () => undefined,
+        (error: unknown) => error ?? new Error('change hint failed'),
+      )
+      try {
+        return { result: await written, hinted }
+      } catch (error) {
+        await hinted
+        throw error
+      }
+    }
     if (loaded.rowVersion === null) {
-      const result = await client.query(sql.insert, [
+      const { result, hinted } = await write(sql.insert, [
         namespace,
         key,
         ...valueParams(next),
         ...leaseParams(next),
       ])
-      return result.rowCount === 1
+      return { matched: result.rowCount === 1, hinted }
     }
     const valueChanged = next.revision !== previous.revision
     const leaseChanged = next.lease !== previous.lease || next.fence !== previous.fence
     if (valueChanged && next.version === null && next.fence === 0 && next.lease === null) {
       // A delete of a key that never had a lease: nothing must outlive the value.
-      const result = await client.query(sql.remove, [namespace, key, loaded.rowVersion])
-      return result.rowCount === 1
+      const { result, hinted } = await write(sql.remove, [namespace, key, loaded.rowVersion])
+      return { matched: result.rowCount === 1, hinted }
     }
     let rowVersion = loaded.rowVersion
+    let hinted: Promise<unknown> | undefined
     if (valueChanged) {
       const params = [namespace, key, rowVersion, ...valueParams(next)]
       if (fence !== undefined) params.push(fence.token)
-      const result = await client.query<{ row_version: string }>(
+      const written = await write<{ row_version: string }>(
         sql.writeValue(fence !== undefined),
         params,
       )
-      if (result.rowCount !== 1) return false
-      rowVersion = (result.rows[0] as { row_version: string }).row_version
+      hinted = written.hinted
+      if (written.result.rowCount !== 1) return { matched: false, hinted }
+      rowVersion = (written.result.rows[0] as { row_version: string }).row_version
     }
     if (leaseChanged) {
       // Never together with a value change: core's rules change one or the other.
       const params = [namespace, key, rowVersion, ...leaseParams(next)]
       if (fence !== undefined) params.push(fence.token)
       const result = await client.query(sql.writeLease(fence !== undefined), params)
-      return result.rowCount === 1
+      return { matched: result.rowCount === 1, hinted }
     }
-    return true
+    return { matched: true, hinted }
+  }
+
+  /** Sends the change hint of `key` (see `Statements.announce`). */
+  async function announce(client: pg.ClientBase, key: string): Promise<void> {
+    await client.query(sql.announce, [namespace, key])
   }
 
   /**
    * Reads the key's state, applies `step`, writes its next state
    * conditionally, and starts over on a lost race. The read carries the
    * database time `step` judges leases by.
+   *
+   * A write that changed a value (not a lease step) is announced right after
+   * its commit (see `store`) and acknowledged only once the announcement
+   * committed too. If the announcement failed (its connection lost, an
+   * error), it is sent once more on another connection; if that fails too the
+   * write is `INDETERMINATE` (it committed, but its watchers cannot be told):
+   * an acknowledged write was always announced.
    */
-  function update<T>(
+  async function update<T>(
     operation: string,
     key: string,
     step: (state: KeyState, now: number) => Step<T>,
   ): Promise<T> {
-    return connection.use(operation, true, async (client) => {
-      for (let lost = 0; ; lost++) {
-        assertOpen()
-        const loaded = await load(client, key, false)
-        let outcome: Step<T>
-        try {
-          outcome = step(loaded.state, loaded.now)
-        } catch (error) {
-          throw withStoredSize(error, loaded)
-        }
-        if (outcome.next === undefined) return outcome.result
-        hooks.beforeWrite?.()
-        if (await store(client, key, loaded, outcome.next, outcome.fence)) return outcome.result
-        if (lost + 1 >= MAX_LOST_RACES) {
-          throw backendFailure({
-            operation: 'conditional write',
-            mayHaveApplied: false,
-            message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
-            context: { key, attempts: lost + 1 },
-          })
-        }
+    let committed: { result: T } | undefined
+    try {
+      return await connection.use(operation, true, async (client) => {
+        const written = await writeOnce(client, key, step)
+        if (written.hinted === undefined) return written.result
+        committed = written
+        if (hooks.announceBeforeAck === false) return written.result
+        const failure = await written.hinted
+        if (failure !== undefined) throw failure
+        return written.result
+      })
+    } catch (error) {
+      if (committed === undefined) throw error
+      if (hooks.retryAnnounce === false) return committed.result
+      try {
+        await connection.use(`${operation} (change hint)`, true, (client) => announce(client, key))
+      } catch (again) {
+        throw backendFailure({
+          operation,
+          mayHaveApplied: true,
+          cause: again,
+          message: `The ${operation} of key ${quoteForMessage(key)} was committed, but its change hint could not be sent to PostgreSQL`,
+          context: { key },
+        })
       }
-    })
+      return committed.result
+    }
+  }
+
+  /**
+   * The attempts of {@link update} on one connection: the result and, for a
+   * write that changed a value, the outcome of its change hint (see `store`).
+   */
+  async function writeOnce<T>(
+    client: pg.ClientBase,
+    key: string,
+    step: (state: KeyState, now: number) => Step<T>,
+  ): Promise<{ result: T; hinted?: Promise<unknown> | undefined }> {
+    for (let lost = 0; ; lost++) {
+      assertOpen()
+      const loaded = await load(client, key, false)
+      let outcome: Step<T>
+      try {
+        outcome = step(loaded.state, loaded.now)
+      } catch (error) {
+        throw withStoredSize(error, loaded)
+      }
+      const next = outcome.next
+      if (next === undefined) return { result: outcome.result }
+      hooks.beforeWrite?.()
+      // A created row holding a value, or a changed value (a put or a delete): lease steps are not announced.
+      const announces =
+        loaded.rowVersion === null ? next.version !== null : next.revision !== loaded.state.revision
+      const { matched, hinted } = await store(client, key, loaded, next, outcome.fence, announces)
+      if (matched) return { result: outcome.result, hinted }
+      // A lost race: its hint (spurious) is done with before the connection is used again.
+      await hinted
+      if (lost + 1 >= MAX_LOST_RACES) {
+        throw backendFailure({
+          operation: 'conditional write',
+          mayHaveApplied: false,
+          message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
+          context: { key, attempts: lost + 1 },
+        })
+      }
+    }
   }
 
   const backend: Backend = {

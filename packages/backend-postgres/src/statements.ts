@@ -29,6 +29,13 @@ export interface Statements {
   readonly readWithValue: string
   /** Creates the row of a key that has none: `ON CONFLICT DO NOTHING`, so a lost race returns no row. */
   readonly insert: string
+  /**
+   * The change hint of a committed write, `<namespace>/<key>` (`$1`, `$2`), in
+   * a transaction of its own that does not wait for its WAL flush (see
+   * `buildStatements`). Pipelined behind the write, so the server runs it
+   * after the write committed; the writer acknowledges once it committed.
+   */
+  readonly announce: string
   /** Value columns of a row, conditional on its row version; `fenced`: also on the lease token and expiry. */
   writeValue(fenced: boolean): string
   /** Lease columns of a row, conditional on its row version; `fenced`: also on the lease token and expiry. */
@@ -37,7 +44,10 @@ export interface Statements {
   readonly remove: string
   /** Live keys of a range in byte order: `$1` namespace, `$2` from, [`$3` to], then the limit. */
   scan(range: KeyRange): string
-  /** Every row of a namespace; announces the namespace (payload `<namespace>/`, no key). */
+  /**
+   * Every row of a namespace; announces the namespace (payload `<namespace>/`,
+   * no key) in its own transaction: `destroy` is rare, its serialized commit costs nothing.
+   */
   readonly destroy: string
 }
 
@@ -55,16 +65,20 @@ export const NOW_MS = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigi
 /** Builds the statements of the backend in `schema` (an identifier checked by the options schema). */
 export function buildStatements(schema: string): Statements {
   const table = `${schema}.${ENTRIES_TABLE}`
-  // The change hint of a write: `pg_notify` in the write's own statement, so
-  // it is queued by the same transaction and delivered exactly when the write
-  // commits (never before it is durable and visible, never for a write that
-  // did not happen). The payload is `<namespace>/<key>` ($1, $2), at most
-  // 128 + 1 + 1024 bytes: always under NOTIFY's 8000-byte payload limit.
+  // The change hint of a write is NOT queued by the write's own transaction:
+  // PostgreSQL serializes the commits of every transaction that queued a
+  // notification (a database-wide lock taken before the commit record and held
+  // until the commit is flushed), so notifying writes could not share a WAL
+  // flush (no group commit). The writer announces the key in a second, tiny
+  // transaction pipelined right behind the write on the same connection (run by
+  // the server once the write committed), and acknowledges the write only once
+  // both committed; that one
+  // sets `synchronous_commit` off for itself only (`set_config(…, true)`):
+  // its commit record carries no data, a crash that loses it also drops every
+  // listen connection (whose watches resync), so the lock is held for
+  // microseconds instead of an fsync. The payload is `<namespace>/<key>`, at
+  // most 128 + 1 + 1024 bytes: always under NOTIFY's 8000-byte payload limit.
   const channel = `'${changeChannel(schema)}'`
-  const notified = (write: string, when = 'true') =>
-    `WITH w AS (${write})
-     SELECT w.row_version, CASE WHEN ${when} THEN pg_notify(${channel}, $1 || '/' || $2) END AS hinted
-     FROM w`
   const read = (value: boolean) =>
     `SELECT n.now_ms, ${STATE_COLUMNS}${value ? ', e.value' : ''}
      FROM (SELECT ${NOW_MS} AS now_ms) n
@@ -79,28 +93,23 @@ export function buildStatements(schema: string): Statements {
   return {
     read: read(false),
     readWithValue: read(true),
-    // A row created by a lease acquisition holds no value: nothing to announce.
-    insert: notified(
-      `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
+    insert: `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
         value_crc, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
       ON CONFLICT (namespace, key) DO NOTHING RETURNING row_version`,
-      '$3::text IS NOT NULL',
-    ),
+    announce: `SELECT set_config('synchronous_commit', 'off', true), pg_notify(${channel}, $1 || '/' || $2)`,
     writeValue: (fenced) =>
-      notified(`UPDATE ${table} SET version = $4, revision = $5, writer = $6, updated_at = $7, size = $8,
+      `UPDATE ${table} SET version = $4, revision = $5, writer = $6, updated_at = $7, size = $8,
          value = $9, value_crc = $10, row_version = ${nextRowVersion}
        WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 11)}
-       RETURNING row_version`),
+       RETURNING row_version`,
     // Lease steps change no value and announce nothing (the contract promises them no hint).
     writeLease: (fenced) =>
       `UPDATE ${table} SET lease_holder = $4, lease_token = $5, lease_ttl_ms = $6,
          lease_expires_at = $7, fence = $8, row_version = ${nextRowVersion}
        WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 9)}
        RETURNING row_version`,
-    remove: notified(
-      `DELETE FROM ${table} WHERE namespace = $1 AND key = $2 AND row_version = $3 RETURNING row_version`,
-    ),
+    remove: `DELETE FROM ${table} WHERE namespace = $1 AND key = $2 AND row_version = $3 RETURNING row_version`,
     scan: (range) =>
       `SELECT key, version, size, updated_at FROM ${table}
        WHERE namespace = $1 AND version IS NOT NULL AND key ${range.inclusive ? '>=' : '>'} $2

@@ -1,8 +1,10 @@
 import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '@agent-state/contract'
 import type { ChangeHint } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
+import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { openWithHooks } from '../src/postgres-backend.js'
+import { POSTGRES_CHANGE_NOTIFICATION } from '../src/change-notification.js'
+import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
 
 // A real PostgreSQL 15 for this file: never a skip.
 const server = await startPostgresServer()
@@ -148,4 +150,138 @@ describe("the contract's check of a watch opened as the previous one ends", () =
     expect((caught as Error).name).toBe('AssertionError')
     expect((caught as Error).message).toMatch(/ended while opening did not start/)
   }, 60_000)
+})
+
+/**
+ * A watcher and a writer on the same namespace; the writer's change hint statement is `announce`
+ * (given the backend's own). Returns what `during` makes of the writer's put and the watch.
+ */
+async function announced(
+  hooks: Omit<PostgresBackendHooks, 'statements'> & { announce: (own: string) => string },
+  during: (put: Promise<unknown>, hints: AsyncIterator<ChangeHint>) => Promise<unknown>,
+) {
+  const namespace = `hint-${Math.random().toString(36).slice(2)}`
+  const watcher = await openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, {})
+  const { announce, ...rest } = hooks
+  const writer = await openWithHooks(
+    // A long lock_timeout: one test holds the hint back on an advisory lock.
+    { connectionString: server.url, namespace, poolSize: 2, lockTimeoutMs: 30_000 },
+    { ...rest, statements: (own) => ({ ...own, announce: announce(own.announce) }) },
+  )
+  const stop = new AbortController()
+  try {
+    const watch = watcher.watch?.bind(watcher)
+    if (watch === undefined) throw new Error('the backend has no watch')
+    const hints = watch('jobs/', { signal: stop.signal })[Symbol.asyncIterator]()
+    expect(await nextHint(hints, 5_000)).toEqual({ kind: 'resync' })
+    const put = writer.put('jobs/a', new TextEncoder().encode('x'))
+    return await during(put, hints)
+  } finally {
+    stop.abort()
+    await Promise.all([watcher.close(), writer.close()])
+  }
+}
+
+/** The backend's hint statement with a first column that divides by zero: always, or the first time. */
+function failing(always: boolean) {
+  const sequence = `hint_once_${Math.random().toString(36).slice(2)}`
+  const created = server.sql(`CREATE SEQUENCE ${sequence}`)
+  return {
+    created,
+    announce: (own: string) =>
+      own.replace(
+        'SELECT ',
+        always ? 'SELECT 1 / 0, ' : `SELECT 1 / (nextval('${sequence}') - 1), `,
+      ),
+  }
+}
+
+/** How the put settled. */
+function settled(put: Promise<unknown>) {
+  return put.then(
+    () => 'acknowledged',
+    (error: unknown) => (error as { code?: string }).code,
+  )
+}
+
+/** How the put settled and the watcher's next hint after it. */
+async function settledAndHint(put: Promise<unknown>, hints: AsyncIterator<ChangeHint>) {
+  return { settled: await settled(put), hint: await nextHint(hints, HINT_WAIT_MS) }
+}
+
+// The claimed delay plus the contract tier's default margin for a loaded host.
+const HINT_WAIT_MS = POSTGRES_CHANGE_NOTIFICATION.maxDelayMs + 2_000
+
+describe('a write is announced after its commit and before its acknowledgement', () => {
+  it('its hint failed once: it is sent again on another connection', async () => {
+    const { created, announce } = failing(false)
+    await created
+    expect(await announced({ announce }, settledAndHint)).toEqual({
+      settled: 'acknowledged',
+      hint: { kind: 'key', key: 'jobs/a' },
+    })
+  }, 30_000)
+
+  it('mutant: a failed hint is dropped, and the watcher never hears of the write', async () => {
+    const { created, announce } = failing(false)
+    await created
+    expect(await announced({ announce, retryAnnounce: false }, settledAndHint)).toEqual({
+      settled: 'acknowledged',
+      hint: 'none',
+    })
+  }, 30_000)
+
+  it('its hint cannot be sent at all: the committed write is INDETERMINATE, never acknowledged', async () => {
+    const { announce } = failing(true)
+    expect(await announced({ announce }, settled)).toBe('INDETERMINATE')
+  }, 30_000)
+
+  it('mutant: the unsent hint is dropped and the write acknowledged', async () => {
+    const { announce } = failing(true)
+    expect(await announced({ announce, retryAnnounce: false }, settled)).toBe('acknowledged')
+  }, 30_000)
+
+  /**
+   * The hint waits for an advisory lock this test holds: whether the put resolved in 300 ms,
+   * then (lock released) the hint.
+   */
+  async function ackOrHint(announceBeforeAck: boolean) {
+    const lock = 4_000_000 + Math.floor(Math.random() * 1_000_000)
+    const admin = new pg.Client({ connectionString: server.url })
+    await admin.connect()
+    try {
+      await admin.query('SELECT pg_advisory_lock($1)', [lock])
+      return await announced(
+        {
+          announceBeforeAck,
+          announce: (own) => own.replace('SELECT ', `SELECT pg_advisory_xact_lock(${lock}), `),
+        },
+        async (put, hints) => {
+          const acknowledged = await Promise.race([
+            put.then(() => true),
+            new Promise<false>((resolve) => setTimeout(() => resolve(false), 300)),
+          ])
+          await admin.query('SELECT pg_advisory_unlock($1)', [lock])
+          await put
+          return { acknowledgedBeforeHint: acknowledged, hint: await nextHint(hints, HINT_WAIT_MS) }
+        },
+      )
+    } finally {
+      await admin.end()
+    }
+  }
+
+  it('the put is not acknowledged while its hint is held back', async () => {
+    expect(await ackOrHint(true)).toEqual({
+      acknowledgedBeforeHint: false,
+      hint: { kind: 'key', key: 'jobs/a' },
+    })
+  }, 30_000)
+
+  it('mutant: acknowledged before its hint was sent', async () => {
+    expect(await ackOrHint(false)).toEqual({
+      acknowledgedBeforeHint: true,
+      hint: { kind: 'key', key: 'jobs/a' },
+    })
+  }, 30_000)
 })
