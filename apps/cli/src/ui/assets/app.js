@@ -1,0 +1,271 @@
+// The page of `agent-state ui`: plain DOM, no framework, no build step (see the CLI README).
+// Every string from the server is put on the page by setText, as text: never as markup.
+// The server has already escaped control and bidirectional formatting characters in it.
+
+/** The one place data becomes page content: always as text, never as markup. */
+function setText(node, value) {
+  node.textContent = value
+  return node
+}
+
+/** An element with attributes (fixed names; values from this file or base64url refs) and children. */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag)
+  for (const [name, value] of Object.entries(attrs ?? {})) node.setAttribute(name, value)
+  for (const child of children) {
+    if (child === null || child === undefined) continue
+    node.append(typeof child === 'string' ? setText(document.createElement('span'), child) : child)
+  }
+  return node
+}
+
+function table(headers, rows, rowClass) {
+  return el(
+    'table',
+    {},
+    el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', { scope: 'col' }, h)))),
+    el(
+      'tbody',
+      {},
+      ...rows.map((cells, i) =>
+        el('tr', { class: rowClass?.(i) ?? '' }, ...cells.map((c) => el('td', {}, c))),
+      ),
+    ),
+  )
+}
+
+async function api(path) {
+  const response = await fetch(path, { credentials: 'same-origin', cache: 'no-store' })
+  const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }))
+  if (!response.ok) throw new Error(body.error ?? `HTTP ${response.status}`)
+  return body
+}
+
+function bytes(n) {
+  return n === null || n === undefined ? '-' : `${n} B`
+}
+
+async function overviewView() {
+  const o = await api('/api/overview')
+  const c = o.counts
+  const more = (part) => (part.truncated ? ` (first ${o.scanLimit} read)` : '')
+  const caps = o.backend.capabilities
+  return [
+    el('h1', {}, 'Overview'),
+    el('h2', {}, 'Needs attention'),
+    o.attention.length === 0
+      ? el('p', { class: 'note', id: 'attention-none' }, 'Nothing needs attention.')
+      : el(
+          'ul',
+          { class: 'attention', id: 'attention' },
+          ...o.attention.map((item) =>
+            el(
+              'li',
+              { class: `attention kind-${item.kind}`, 'data-kind': item.kind },
+              el('a', { href: `#/${item.view}` }, item.kind),
+              ' ',
+              el('strong', {}, item.subject),
+              ': ',
+              item.detail,
+            ),
+          ),
+        ),
+    el('h2', {}, 'Counts'),
+    table(
+      ['kind', 'count', 'by state'],
+      [
+        ['sessions', `${c.sessions.total}${more(c.sessions)}`, ''],
+        [
+          'workers',
+          `${c.workers.total}${more(c.workers)}`,
+          Object.entries(c.workers.byState)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join(', '),
+        ],
+        [
+          'runs',
+          `${c.runs.total}${more(c.runs)}`,
+          Object.entries(c.runs.byStatus)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join(', '),
+        ],
+        ['daemons', `${c.daemons.total}${more(c.daemons)}`, ''],
+      ],
+    ),
+    el('h2', {}, 'Backend'),
+    table(
+      ['field', 'value'],
+      [
+        ['backend', o.backend.name],
+        ['url', o.backend.url],
+        ['namespace', o.backend.namespace],
+        ...Object.entries(caps).map(([k, v]) => [
+          `capabilities.${k}`,
+          typeof v === 'object' ? JSON.stringify(v) : String(v),
+        ]),
+      ],
+    ),
+  ]
+}
+
+async function listView(name) {
+  const v = await api(`/api/view/${name}`)
+  const unknownColumn = v.headers.indexOf('UNKNOWN')
+  const body = table(
+    v.headers,
+    v.rows.map((r) => r.cells),
+    (i) => (v.rows[i].broken ? 'broken' : v.rows[i].attention ? 'attention' : ''),
+  )
+  if (unknownColumn >= 0) {
+    // Unknown effects stand out: the cell of every run that has one.
+    body.querySelectorAll('tbody tr').forEach((tr, i) => {
+      if (v.rows[i].cells[unknownColumn] !== '0')
+        tr.children[unknownColumn].classList.add('state-unknown')
+    })
+  }
+  return [
+    el('h1', {}, name[0].toUpperCase() + name.slice(1)),
+    v.rows.length === 0 ? el('p', { class: 'note' }, `No ${name}.`) : body,
+    v.truncated ? el('p', { class: 'note' }, `Only the first ${v.scanLimit} are shown.`) : null,
+  ]
+}
+
+async function keysView(params) {
+  const prefixRef = params.get('prefix') ?? ''
+  const cursor = params.get('cursor')
+  const query = new URLSearchParams({ prefix: prefixRef })
+  if (cursor !== null) query.set('cursor', cursor)
+  const page = await api(`/api/keys?${query}`)
+  const rows = [
+    ...page.prefixes.map((p) => [
+      el('a', { href: `#/keys?prefix=${p.ref}` }, p.name),
+      'prefix',
+      '',
+      '',
+      '',
+    ]),
+    ...page.keys.map((k) => [
+      el('a', { href: `#/key/${k.ref}` }, k.name),
+      'key',
+      bytes(k.size),
+      k.updatedAt ?? '-',
+      k.version,
+    ]),
+  ]
+  return [
+    el('h1', {}, 'Keys'),
+    el(
+      'p',
+      {},
+      'Prefix: ',
+      el('code', { id: 'prefix' }, page.prefix.name === '' ? '(root)' : page.prefix.name),
+    ),
+    rows.length === 0
+      ? el('p', { class: 'note' }, 'No keys here.')
+      : table(['name', 'type', 'size', 'updated', 'version'], rows),
+    page.next === null
+      ? el('p', { class: 'note', id: 'last-page' }, 'Last page.')
+      : el(
+          'p',
+          {},
+          el(
+            'a',
+            {
+              id: 'next-page',
+              href: `#/keys?${new URLSearchParams({ prefix: prefixRef, cursor: page.next })}`,
+            },
+            'Next page',
+          ),
+        ),
+  ]
+}
+
+async function keyView(ref) {
+  const k = await api(`/api/key?ref=${encodeURIComponent(ref)}`)
+  const p = k.preview
+  const m = k.meta
+  const described =
+    p === null
+      ? 'no value'
+      : p.kind === 'not-read'
+        ? `${p.size} bytes: over the preview's read limit, not read`
+        : `${p.kind}, ${p.truncated ? `first ${p.shownBytes} of ${p.size} bytes shown` : `${p.size} bytes`}`
+  return [
+    el('h1', {}, 'Key'),
+    el('p', {}, el('code', { id: 'key-name' }, k.key.name)),
+    table(
+      ['field', 'value'],
+      [
+        ['version', m?.version ?? '-'],
+        ['size', m === null ? 'no value' : `${m.size} bytes`],
+        ['writer', m?.writer ?? '-'],
+        ['updated', m?.updatedAt ?? '-'],
+        [
+          'lease',
+          k.lease === null
+            ? 'none'
+            : `held by ${k.lease.holder}, token ${k.lease.token}, until ${k.lease.expiresAt}`,
+        ],
+      ],
+    ),
+    el('h2', {}, 'Value'),
+    el('p', { id: 'preview-kind' }, described),
+    p === null || p.kind === 'not-read'
+      ? null
+      : setText(el('pre', { id: 'preview' }), p.lines.join('\n')),
+  ]
+}
+
+const ROUTES = [
+  [/^overview$/, () => overviewView(), 'overview'],
+  [/^keys$/, (_m, params) => keysView(params), 'keys'],
+  [/^key\/([A-Za-z0-9_-]*)$/, (m) => keyView(m[1]), 'key'],
+  [/^(runs|workers|daemons|sessions)$/, (m) => listView(m[1]), null],
+]
+
+let rendering = 0
+
+async function render() {
+  const main = document.getElementById('view')
+  const [path, search] = location.hash.replace(/^#\/?/, '').split('?')
+  const route = ROUTES.find(([pattern]) => pattern.test(path || 'overview'))
+  const name = path || 'overview'
+  const current = ++rendering
+  main.removeAttribute('data-ready')
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.getAttribute('href') === `#/${name.split('/')[0]}`) a.setAttribute('aria-current', 'page')
+    else a.removeAttribute('aria-current')
+  }
+  let content
+  let view
+  try {
+    if (route === undefined) throw new Error('no such view')
+    const [pattern, build, label] = route
+    const match = pattern.exec(name)
+    view = label ?? match[1]
+    content = await build(match, new URLSearchParams(search ?? ''))
+  } catch (error) {
+    view = 'error'
+    content = [
+      el('h1', {}, 'Error'),
+      el('p', { class: 'error', id: 'error' }, String(error.message ?? error)),
+    ]
+  }
+  if (current !== rendering) return
+  main.replaceChildren(...content.filter((c) => c !== null))
+  main.setAttribute('data-ready', view)
+  main.focus()
+}
+
+async function start() {
+  try {
+    const b = await api('/api/backend')
+    setText(document.getElementById('backend'), `${b.name} ${b.url} (namespace ${b.namespace})`)
+  } catch {
+    // The view itself shows the error.
+  }
+  window.addEventListener('hashchange', render)
+  await render()
+}
+
+start()
