@@ -119,7 +119,7 @@ async function listView(name) {
   if (unknownColumn >= 0) {
     // Unknown effects stand out: the cell of every run that has one.
     body.querySelectorAll('tbody tr').forEach((tr, i) => {
-      if (v.rows[i].cells[unknownColumn] !== '0')
+      if (Number(v.rows[i].cells[unknownColumn]) > 0)
         tr.children[unknownColumn].classList.add('state-unknown')
     })
   }
@@ -254,6 +254,8 @@ async function render() {
   if (current !== rendering) return
   main.replaceChildren(...content.filter((c) => c !== null))
   main.setAttribute('data-ready', view)
+  // Counts renders, so a test (or a user script) can tell a new render from the previous one.
+  main.setAttribute('data-render', String(current))
   main.focus()
 }
 
