@@ -266,6 +266,36 @@ for (const target of BACKENDS) {
       const attempt = (await inspectRun(backend, 'recon')).head.attempt.attemptId
       expect(runs[2]?.slice(1)).toEqual(['open', attempt, '1', '0', '-', '1', '0', '0', '0'])
       await shot(page, `${target.name}-runs`)
+      // The run's own page, from its link: unknown first (e-crash sorts before e-unknown).
+      const toLedger = await page.getAttribute('#view tbody tr:nth-child(2) a', 'href')
+      expect(toLedger).toBe(`#/run/${ref('ledger')}`)
+      await show(page, toLedger ?? '', 'run')
+      expect(await page.textContent('#run-id')).toBe('ledger')
+      const ledgerEffects = await tableRows(page, '#view table:nth-of-type(2)')
+      expect(ledgerEffects.map((row) => [row[0], row[1], row[2]])).toEqual([
+        ['e-unknown', 'pay', 'unknown'],
+        ['e-crash', 'pay', 'submitted'],
+      ])
+      expect(ledgerEffects[0]?.[5]).toMatch(
+        /^planned at .*\nsubmitted at .*\nunknown at .* \(timeout/,
+      )
+      expect(
+        await page.$$eval('#view td.state-unknown', (tds) => tds.map((td) => td.textContent)),
+      ).toEqual(['unknown'])
+      expect(Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))).toMatchObject(
+        {
+          status: 'open',
+          steps: '1',
+          next: 'charge',
+          'settled effects': '2',
+        },
+      )
+      expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
+      await shot(page, `${target.name}-run`)
+      await show(page, `#/run/${ref('recon')}`, 'run')
+      expect((await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[2])).toEqual([
+        'unknown',
+      ])
 
       const resolved = await runScript('./seed-ui.ts', [url, 'resolve'])
       expect(resolved.status, resolved.stderr).toBe(0)
@@ -297,6 +327,18 @@ for (const target of BACKENDS) {
         'attention',
         '',
       ])
+      await show(page, `#/run/${ref('recon')}`, 'run')
+      expect(await page.textContent('#effects-none')).toBe(
+        'None: every effect is confirmed or failed.',
+      )
+      expect(Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))).toMatchObject(
+        {
+          attempts: '2',
+          'settled effects': '1',
+        },
+      )
+      const audit = (await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[0])
+      expect(audit).toContain('operator_resolved')
 
       await show(page, '#/workers', 'workers')
       const workers = await tableRows(page)
@@ -317,6 +359,20 @@ for (const target of BACKENDS) {
         'broken',
       ])
       await shot(page, `${target.name}-workers`)
+      await show(page, `#/worker/${ref('stale')}`, 'worker')
+      const stale = Object.fromEntries(await tableRows(page))
+      expect(stale).toMatchObject({
+        state: 'running',
+        'lease expired': 'yes: running, and nobody holds it',
+        lease: 'none',
+      })
+      await show(page, `#/worker/${ref('w2')}`, 'worker')
+      expect(Object.fromEntries(await tableRows(page))).toMatchObject({
+        state: 'suspended',
+        'lease expired': 'no',
+      })
+      expect(await page.textContent('#suspension')).toContain('"reason": "waiting for a human"')
+      await shot(page, `${target.name}-worker`)
 
       await show(page, '#/daemons', 'daemons')
       const daemons = await tableRows(page)

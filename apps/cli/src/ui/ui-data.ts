@@ -2,12 +2,16 @@ import {
   type Backend,
   type Capabilities,
   escapeForDisplay,
+  isAgentStateError,
   type Lease,
   redactUrl,
 } from '@agent-state/core'
+import { inspectRun, inspectWorker } from '@agent-state/runtime'
+import { RUNS_PREFIX, workerSnapshotKey } from '@agent-state/runtime/internal'
 import {
   AGENT_VIEWS,
   type AgentView,
+  countKeys,
   type DaemonRow,
   daemonsView,
   type RunRow,
@@ -211,6 +215,15 @@ function rowAttention(view: string, row: object, now: number): boolean {
   return (row as SessionRow).handoff?.state === 'corrupt'
 }
 
+/** The id a list view's row is about (`runId`, `workerId`, `daemonId`, `sessionId`). */
+function idOf(row: object): string {
+  for (const field of ['runId', 'workerId', 'daemonId', 'sessionId']) {
+    const id = (row as Record<string, unknown>)[field]
+    if (typeof id === 'string') return id
+  }
+  throw new Error('a list view row without an id')
+}
+
 /** The names of the list views (`sessions`, `workers`, `daemons`, `runs`). */
 export const LIST_VIEWS: readonly string[] = AGENT_VIEWS.map((view) => view.name)
 
@@ -223,6 +236,7 @@ export async function listView(backend: Backend, name: string, now = Date.now())
     view: view.name,
     headers: view.headers,
     rows: rows.map((row) => ({
+      ref: refOf(idOf(row)),
       cells: view.cells(row, now),
       broken: view.broken(row),
       attention: rowAttention(view.name, row, now),
@@ -285,5 +299,101 @@ export async function keyDetail(backend: Backend, key: string) {
           },
     lease: leaseText(lease),
     preview,
+  })
+}
+
+/** A JSON value as pretty-printed lines (escaped by {@link forDisplay} with the rest). */
+function jsonLines(value: unknown): string[] {
+  return (JSON.stringify(value, null, 2) ?? 'null').split('\n')
+}
+
+const EFFECT_ORDER = ['unknown', 'submitted', 'planned'] as const
+
+/**
+ * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position
+ * and last committed step, and its incomplete effects with their transition histories,
+ * unknown first. Settled effects are counted from a key listing, never read. `null` when there
+ * is no such run.
+ */
+export async function runDetail(backend: Backend, runId: string) {
+  let view: Awaited<ReturnType<typeof inspectRun>>
+  try {
+    view = await inspectRun(backend, runId)
+  } catch (error) {
+    if (isAgentStateError(error, 'RUN_NOT_FOUND')) return null
+    throw error
+  }
+  const effectKeys = await countKeys(backend, `${RUNS_PREFIX}${runId}/effects/`)
+  const incomplete = [...view.incomplete].sort(
+    (a, b) =>
+      EFFECT_ORDER.indexOf(a.state as (typeof EFFECT_ORDER)[number]) -
+        EFFECT_ORDER.indexOf(b.state as (typeof EFFECT_ORDER)[number]) ||
+      (a.effectId < b.effectId ? -1 : 1),
+  )
+  const { head } = view
+  return forDisplay({
+    runId,
+    status: head.status,
+    attempt: { id: head.attempt.attemptId, holder: head.attempt.holder, count: head.attemptCount },
+    createdAt: head.createdAt,
+    updatedAt: head.updatedAt,
+    steps: view.steps,
+    lastStep:
+      view.lastStep === null
+        ? null
+        : {
+            seq: view.lastStep.seq,
+            step: view.lastStep.step,
+            next: view.lastStep.next,
+            committedAt: view.lastStep.committedAt,
+            outputs: jsonLines(view.lastStep.outputs),
+          },
+    settled: Math.max(0, effectKeys - incomplete.length),
+    effects: incomplete.map((effect) => ({
+      effectId: effect.effectId,
+      kind: effect.kind,
+      state: effect.state,
+      idempotencyKey: effect.idempotencyKey,
+      retryAllowed: effect.retryAllowed,
+      history: effect.history.map((h) => `${h.state} at ${h.at} (${h.reason}, ${h.attemptId})`),
+    })),
+    audit: head.audit.map((entry) => ({
+      event: entry.event,
+      at: entry.at,
+      attemptId: entry.attemptId,
+      detail: JSON.stringify(entry.detail),
+    })),
+  })
+}
+
+/**
+ * One worker (runtime `inspectWorker`: the verified snapshot) with its live lease: state,
+ * owner, suspension and resume conditions, summary, transcript length, result, and its audit
+ * trail. `null` when there is no such worker.
+ */
+export async function workerDetail(backend: Backend, workerId: string) {
+  const lease = await backend.getLease(workerSnapshotKey(workerId))
+  let body: Awaited<ReturnType<typeof inspectWorker>>
+  try {
+    body = await inspectWorker(backend, workerId)
+  } catch (error) {
+    if (isAgentStateError(error, 'SNAPSHOT_MISSING')) return null
+    throw error
+  }
+  return forDisplay({
+    workerId,
+    status: body.status,
+    iterationsCompleted: body.iterationsCompleted,
+    createdAt: body.createdAt,
+    updatedAt: body.updatedAt,
+    lease: leaseText(lease),
+    leaseExpired: body.status === 'running' && (lease === null || lease.expiresAt <= Date.now()),
+    summary: body.summary,
+    transcriptLength: body.transcript.length,
+    state: jsonLines(body.state),
+    suspension: body.suspension === null ? null : jsonLines(body.suspension),
+    conditions: body.conditions === null ? null : jsonLines(body.conditions),
+    result: jsonLines(body.result),
+    audit: body.audit.map((entry) => JSON.stringify(entry)),
   })
 }

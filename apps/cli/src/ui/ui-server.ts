@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { type Backend, redactUrl } from '@agent-state/core'
+import { type Backend, isAgentStateError, redactUrl } from '@agent-state/core'
 import { describeFailure } from '../failure.js'
 import { newAccessToken, tokenMatches } from './access-token.js'
 import {
@@ -12,7 +12,9 @@ import {
   LIST_VIEWS,
   listView,
   overview,
+  runDetail,
   textOfRef,
+  workerDetail,
 } from './ui-data.js'
 
 /**
@@ -197,6 +199,12 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
       const ref = param('ref')
       return ref === null ? null : keyDetail(backend, textOfRef(ref))
     }
+    if (url.pathname === '/api/run' || url.pathname === '/api/worker') {
+      const ref = param('ref')
+      if (ref === null) return null
+      const id = textOfRef(ref)
+      return url.pathname === '/api/run' ? runDetail(backend, id) : workerDetail(backend, id)
+    }
     const view = /^\/api\/view\/([a-z]+)$/.exec(url.pathname)?.[1]
     if (view !== undefined && LIST_VIEWS.includes(view)) return listView(backend, view)
     return null
@@ -207,10 +215,12 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
       // One failed read is one failed answer, never a crashed server; the message is the
       // CLI's (credentials of the URL removed), escaped like every other string.
       const { message } = describeFailure(error, [options.info.url])
+      // A key the backend refuses (too long, a control character) is the request's fault.
+      const status = isAgentStateError(error, 'INVALID_ARGUMENT') ? 400 : 500
       if (!res.headersSent) {
         send(
           res,
-          500,
+          status,
           'application/json; charset=utf-8',
           JSON.stringify(forDisplay({ error: message })),
         )

@@ -111,9 +111,15 @@ async function overviewView() {
 async function listView(name) {
   const v = await api(`/api/view/${name}`)
   const unknownColumn = v.headers.indexOf('UNKNOWN')
+  // Runs and workers have a page of their own: their first cell links to it.
+  const detail = { runs: 'run', workers: 'worker' }[name]
   const body = table(
     v.headers,
-    v.rows.map((r) => r.cells),
+    v.rows.map((r) =>
+      detail === undefined || r.broken
+        ? r.cells
+        : [el('a', { href: `#/${detail}/${r.ref}` }, r.cells[0]), ...r.cells.slice(1)],
+    ),
     (i) => (v.rows[i].broken ? 'broken' : v.rows[i].attention ? 'attention' : ''),
   )
   if (unknownColumn >= 0) {
@@ -216,10 +222,105 @@ async function keyView(ref) {
   ]
 }
 
+function lines(id, values) {
+  return setText(el('pre', { id }), values.join('\n'))
+}
+
+async function runView(ref) {
+  const r = await api(`/api/run?ref=${encodeURIComponent(ref)}`)
+  const effects = table(
+    ['effect', 'kind', 'state', 'idempotency key', 'retry allowed', 'history'],
+    r.effects.map((e) => [
+      e.effectId,
+      e.kind,
+      e.state,
+      e.idempotencyKey,
+      String(e.retryAllowed),
+      e.history.join('\n'),
+    ]),
+    (i) => (r.effects[i].state === 'unknown' ? 'attention' : ''),
+  )
+  effects.querySelectorAll('tbody tr').forEach((tr, i) => {
+    tr.children[2].classList.add(`state-${r.effects[i].state}`)
+  })
+  return [
+    el('h1', {}, 'Run ', el('code', { id: 'run-id' }, r.runId)),
+    table(
+      ['field', 'value'],
+      [
+        ['status', r.status],
+        ['attempt', `${r.attempt.id} (holder ${r.attempt.holder})`],
+        ['attempts', String(r.attempt.count)],
+        ['steps', String(r.steps)],
+        ['next', r.lastStep?.next ?? '-'],
+        ['settled effects', String(r.settled)],
+        ['created', r.createdAt],
+        ['updated', r.updatedAt],
+      ],
+    ),
+    el('h2', {}, 'Effects not settled (unknown first)'),
+    r.effects.length === 0
+      ? el('p', { class: 'note', id: 'effects-none' }, 'None: every effect is confirmed or failed.')
+      : effects,
+    el('h2', {}, 'Last step'),
+    r.lastStep === null
+      ? el('p', { class: 'note' }, 'No step committed.')
+      : el(
+          'div',
+          {},
+          el('p', {}, `#${r.lastStep.seq} ${r.lastStep.step} at ${r.lastStep.committedAt}`),
+          lines('outputs', r.lastStep.outputs),
+        ),
+    el('h2', {}, 'Audit trail'),
+    table(
+      ['event', 'at', 'attempt', 'detail'],
+      r.audit.map((a) => [a.event, a.at, a.attemptId, a.detail]),
+    ),
+  ]
+}
+
+async function workerView(ref) {
+  const w = await api(`/api/worker?ref=${encodeURIComponent(ref)}`)
+  return [
+    el('h1', {}, 'Worker ', el('code', { id: 'worker-id' }, w.workerId)),
+    table(
+      ['field', 'value'],
+      [
+        ['state', w.status],
+        ['turns', String(w.iterationsCompleted)],
+        [
+          'lease',
+          w.lease === null
+            ? 'none'
+            : `held by ${w.lease.holder}, token ${w.lease.token}, until ${w.lease.expiresAt}`,
+        ],
+        ['lease expired', w.leaseExpired ? 'yes: running, and nobody holds it' : 'no'],
+        ['summary', w.summary ?? '-'],
+        ['transcript', `${w.transcriptLength} entries`],
+        ['created', w.createdAt],
+        ['updated', w.updatedAt],
+      ],
+      (i) => (i === 3 && w.leaseExpired ? 'attention' : ''),
+    ),
+    el('h2', {}, 'Suspension'),
+    w.suspension === null
+      ? el('p', { class: 'note' }, 'Not suspended.')
+      : lines('suspension', w.suspension),
+    el('h2', {}, 'Resume conditions'),
+    w.conditions === null ? el('p', { class: 'note' }, 'None.') : lines('conditions', w.conditions),
+    el('h2', {}, 'State'),
+    lines('state', w.state),
+    el('h2', {}, 'Audit trail'),
+    w.audit.length === 0 ? el('p', { class: 'note' }, 'Empty.') : lines('audit', w.audit),
+  ]
+}
+
 const ROUTES = [
   [/^overview$/, () => overviewView(), 'overview'],
   [/^keys$/, (_m, params) => keysView(params), 'keys'],
   [/^key\/([A-Za-z0-9_-]*)$/, (m) => keyView(m[1]), 'key'],
+  [/^run\/([A-Za-z0-9_-]+)$/, (m) => runView(m[1]), 'run'],
+  [/^worker\/([A-Za-z0-9_-]+)$/, (m) => workerView(m[1]), 'worker'],
   [/^(runs|workers|daemons|sessions)$/, (m) => listView(m[1]), null],
 ]
 
