@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -34,7 +35,18 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ')
 
-/** The static files of the page, served from `src/ui/assets` (or `dist/ui/assets` once built). */
+/**
+ * Where the page's files are: `src/ui/assets/`, which the package publishes with its sources.
+ * Next to this module when it runs from the sources; from `dist/ui/` (built), two levels up.
+ */
+function assetsDir(): URL {
+  const here = new URL('./assets/', import.meta.url)
+  return existsSync(new URL('index.html', here))
+    ? here
+    : new URL('../../src/ui/assets/', import.meta.url)
+}
+
+/** The static files of the page (see {@link assetsDir}). */
 const ASSETS: Readonly<Record<string, { file: string; type: string }>> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
@@ -127,7 +139,7 @@ function refuse(res: ServerResponse, status: number, message: string): void {
  */
 export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
   const token = options.token ?? newAccessToken()
-  const assetsDir = new URL('./assets/', import.meta.url)
+  const assets = assetsDir()
   let port = 0
   const allowedHosts = new Set<string>()
 
@@ -174,7 +186,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     }
     const asset = ASSETS[url.pathname]
     if (asset !== undefined) {
-      send(res, 200, asset.type, await readFile(new URL(asset.file, assetsDir)))
+      send(res, 200, asset.type, await readFile(new URL(asset.file, assets)))
       return
     }
     const answer = await api(url)
