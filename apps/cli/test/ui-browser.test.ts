@@ -391,6 +391,26 @@ for (const target of BACKENDS) {
       await shot(page, `${target.name}-sessions`)
     })
 
+    it('the keyboard reaches every view: Tab through the navigation, Enter opens each', async () => {
+      const views = ['overview', 'keys', 'runs', 'workers', 'daemons', 'sessions']
+      // From a page no link of the navigation names, so that each Enter changes the view.
+      await show(page, `#/key/${ref('plain/a b ✓')}`, 'key')
+      for (const [i, view] of views.entries()) {
+        // From the header's title (a click there sets where sequential focus starts), Tab moves
+        // through the navigation's links in order.
+        await page.click('header strong')
+        for (let n = 0; n <= i; n++) await page.keyboard.press('Tab')
+        expect(await page.evaluate('document.activeElement?.getAttribute("href")')).toBe(
+          `#/${view}`,
+        )
+        const before = await page.getAttribute('#view', 'data-render')
+        await page.keyboard.press('Enter')
+        await nextRender(page, before)
+        expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
+        expect(await page.getAttribute(`nav a[href="#/${view}"]`, 'aria-current')).toBe('page')
+      }
+    })
+
     it('hostile keys, values and writers show as text; no script runs', async () => {
       expect(await hostileFailures(page)).toEqual([])
       await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
