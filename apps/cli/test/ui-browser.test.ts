@@ -47,18 +47,22 @@ async function openUi(context: BrowserContext, ui: UiProcess): Promise<Page> {
 }
 
 /**
- * Waits for the render after the one numbered `before` (the page numbers its renders in
- * `data-render`). The page callbacks are strings: this package is type-checked without the DOM.
+ * Waits for a render of `hash` after the one numbered `before` (the page numbers its renders in
+ * `data-render` and names the address each was for in `data-hash`, so a live refresh of the
+ * previous view is never taken for the new one). The page callbacks are strings: this package
+ * is type-checked without the DOM.
  */
-async function nextRender(page: Page, before: string | null): Promise<void> {
-  await page.waitForSelector(`#view[data-ready]:not([data-render="${before}"])`)
+async function nextRender(page: Page, before: string | null, hash: string): Promise<void> {
+  await page.waitForSelector(
+    `#view[data-ready][data-hash=${JSON.stringify(hash)}]:not([data-render="${before}"])`,
+  )
 }
 
 /** Shows the view at `hash` and waits for its new render; checks which view it is. */
 async function show(page: Page, hash: string, view: string): Promise<void> {
   const before = await page.getAttribute('#view', 'data-render')
   await page.evaluate(`location.hash = ${JSON.stringify(hash)}`)
-  await nextRender(page, before)
+  await nextRender(page, before, hash)
   expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
 }
 
@@ -202,8 +206,9 @@ for (const target of BACKENDS) {
         Array.from({ length: 100 }, (_, i) => `many/k-${String(i).padStart(3, '0')}`),
       )
       const before = await page.getAttribute('#view', 'data-render')
+      const nextPage = await page.getAttribute('#next-page', 'href')
       await page.click('#next-page')
-      await nextRender(page, before)
+      await nextRender(page, before, nextPage ?? '')
       const second = await tableRows(page)
       expect(second.map((row) => row[0])).toEqual(
         Array.from({ length: 50 }, (_, i) => `many/k-${String(i + 100).padStart(3, '0')}`),
@@ -405,10 +410,19 @@ for (const target of BACKENDS) {
         )
         const before = await page.getAttribute('#view', 'data-render')
         await page.keyboard.press('Enter')
-        await nextRender(page, before)
+        await nextRender(page, before, `#/${view}`)
         expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
         expect(await page.getAttribute(`nav a[href="#/${view}"]`, 'aria-current')).toBe('page')
       }
+    })
+
+    it('live: an open view shows a write made elsewhere, without being reloaded', async () => {
+      expect(await page.textContent('#live')).toBe('live')
+      await show(page, `#/keys?prefix=${ref('live/')}`, 'keys')
+      expect(await page.textContent('#view')).toContain('No keys here.')
+      await backend.put('live/new', new TextEncoder().encode('hello'))
+      await page.waitForSelector('#view table a >> text="live/new"')
+      expect(await page.getAttribute('#view', 'data-hash')).toBe(`#/keys?prefix=${ref('live/')}`)
     })
 
     it('hostile keys, values and writers show as text; no script runs', async () => {
@@ -418,6 +432,26 @@ for (const target of BACKENDS) {
     })
 
     if (target.mutants) {
+      it('the live check fails on a page whose event stream is cut (mutant)', async () => {
+        const cut = await browser.newContext()
+        try {
+          const live = `#/keys?prefix=${ref('live/')}`
+          if ((await page.evaluate('location.hash')) !== live) await show(page, live, 'keys')
+          await cut.route(`${ui.origin}/api/events`, (route) => route.abort())
+          const mutant = await openUi(cut, ui)
+          await show(mutant, `#/keys?prefix=${ref('live/')}`, 'keys')
+          await backend.put('live/unseen', new TextEncoder().encode('hello'))
+          // The same wait as the live check, bounded: it must not be met without the stream.
+          await expect(
+            mutant.waitForSelector('#view table a >> text="live/unseen"', { timeout: 3000 }),
+          ).rejects.toThrow(/Timeout 3000ms exceeded/)
+          // While the page that listens, at the same view, shows it.
+          await page.waitForSelector('#view table a >> text="live/unseen"')
+        } finally {
+          await cut.close()
+        }
+      })
+
       it('the hostile check fails on a page that renders data as markup (mutant), and catches the script once the CSP is off too', async () => {
         const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
         const script = (await http(ui.origin, '/app.js', { headers: cookie })).body

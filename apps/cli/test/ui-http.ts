@@ -52,7 +52,7 @@ export async function expectRefusals(origin: string, port: number, token: string
   expect(entry.headers['set-cookie']).toEqual([`${cookie}; HttpOnly; SameSite=Strict; Path=/`])
   expect((await http(origin, '/api/overview', { headers: { Cookie: cookie } })).status).toBe(200)
   // No token, on the API, the page and its script: 401.
-  for (const path of ['/api/overview', '/', '/app.js', '/api/keys']) {
+  for (const path of ['/api/overview', '/', '/app.js', '/api/keys', '/api/events']) {
     expect((await http(origin, path)).status, `GET ${path} without a token`).toBe(401)
   }
   // A wrong token, as the cookie or in the entry URL: 403.

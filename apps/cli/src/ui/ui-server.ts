@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { type Backend, isAgentStateError, redactUrl } from '@agent-state/core'
 import { describeFailure } from '../failure.js'
 import { newAccessToken, tokenMatches } from './access-token.js'
+import { createChangeFeed, MAX_STREAMS } from './change-feed.js'
 import {
   type BackendInfo,
   forDisplay,
@@ -184,6 +185,10 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
       })
       return
     }
+    if (url.pathname === '/api/events') {
+      stream(req, res)
+      return
+    }
     const asset = ASSETS[url.pathname]
     if (asset !== undefined) {
       send(res, 200, asset.type, await readFile(new URL(asset.file, assets)))
@@ -192,6 +197,22 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     const answer = await api(url)
     if (answer === null) refuse(res, 404, 'not found')
     else send(res, 200, 'application/json; charset=utf-8', JSON.stringify(answer))
+  }
+
+  const feed = createChangeFeed(options.backend)
+  /**
+   * The event stream (server-sent events) a page listens to: `hello` with the feed's mode,
+   * then `change` whenever the state may have changed; a page re-reads its view then.
+   */
+  const stream = (req: IncomingMessage, res: ServerResponse): void => {
+    if (feed.size >= MAX_STREAMS) {
+      refuse(res, 503, `at most ${MAX_STREAMS} pages listen at once`)
+      return
+    }
+    res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream' })
+    res.write(`event: hello\ndata: ${JSON.stringify({ mode: feed.mode })}\n\n`)
+    const unsubscribe = feed.subscribe(() => res.write('event: change\ndata: {}\n\n'))
+    req.on('close', unsubscribe)
   }
 
   const api = async (url: URL): Promise<unknown> => {

@@ -326,13 +326,15 @@ const ROUTES = [
 
 let rendering = 0
 
-async function render() {
+/** Renders the view the address names; `refresh`: the same view again, after a change. */
+async function render(refresh = false) {
   const main = document.getElementById('view')
-  const [path, search] = location.hash.replace(/^#\/?/, '').split('?')
+  const hash = location.hash
+  const [path, search] = hash.replace(/^#\/?/, '').split('?')
   const route = ROUTES.find(([pattern]) => pattern.test(path || 'overview'))
   const name = path || 'overview'
   const current = ++rendering
-  main.removeAttribute('data-ready')
+  if (!refresh) main.removeAttribute('data-ready')
   for (const a of document.querySelectorAll('nav a')) {
     if (a.getAttribute('href') === `#/${name.split('/')[0]}`) a.setAttribute('aria-current', 'page')
     else a.removeAttribute('aria-current')
@@ -353,11 +355,45 @@ async function render() {
     ]
   }
   if (current !== rendering) return
+  const scrolled = window.scrollY
   main.replaceChildren(...content.filter((c) => c !== null))
   main.setAttribute('data-ready', view)
   // Counts renders, so a test (or a user script) can tell a new render from the previous one.
   main.setAttribute('data-render', String(current))
-  main.focus()
+  main.setAttribute('data-hash', hash)
+  // A new view takes the focus (for keyboard and screen-reader users); a refresh keeps the
+  // reader's place instead.
+  if (refresh) window.scrollTo(0, scrolled)
+  else main.focus()
+}
+
+/** Re-renders on every `change` of the server's event stream, one render at a time. */
+function listen() {
+  const status = document.getElementById('live')
+  const events = new EventSource('/api/events')
+  let busy = false
+  let again = false
+  const refresh = async () => {
+    if (busy) {
+      again = true
+      return
+    }
+    busy = true
+    try {
+      do {
+        again = false
+        await render(true)
+      } while (again)
+    } finally {
+      busy = false
+    }
+  }
+  events.addEventListener('hello', (event) => {
+    const { mode } = JSON.parse(event.data)
+    setText(status, mode === 'push' ? 'live' : 'live (every 5 s)')
+  })
+  events.addEventListener('change', () => void refresh())
+  events.addEventListener('error', () => setText(status, 'not live: reconnecting'))
 }
 
 async function start() {
@@ -367,7 +403,8 @@ async function start() {
   } catch {
     // The view itself shows the error.
   }
-  window.addEventListener('hashchange', render)
+  window.addEventListener('hashchange', () => render())
+  listen()
   await render()
 }
 
