@@ -60,6 +60,8 @@ function ensureDebianPackages() {
     // Debian's PostgreSQL 15 keeps its server binaries off PATH.
     ['/usr/lib/postgresql/15/bin/postgres', 'postgresql'],
     ['/usr/sbin/pgbouncer', 'pgbouncer'],
+    // The CLI's `ui` tests drive Debian's headless Chromium through playwright-core.
+    ['/usr/bin/chromium', 'chromium'],
   ].filter(([binary]) => !existsSync(binary))
   if (needed.length === 0) return Promise.resolve(true)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }

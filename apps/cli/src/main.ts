@@ -19,6 +19,7 @@ import { EXIT, type ExitCode } from './exit-codes.js'
 import { describeFailure } from './failure.js'
 import { loadOptional } from './optional-package.js'
 import { errLine, type FormatFlags, formatOf, outLine } from './output.js'
+import { addUiCommand } from './ui/ui-command.js'
 
 const EXIT_CODES_HELP = `
 Exit codes:
@@ -180,6 +181,7 @@ function buildProgram(setCode: (code: ExitCode) => void): Command {
 
   for (const view of AGENT_VIEWS) addViewCommand(program, view, setCode)
   addQuarantineCommand(program, setCode)
+  addUiCommand(program, setCode)
 
   addFormatOptions(
     addTimeoutOption(

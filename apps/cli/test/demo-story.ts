@@ -28,6 +28,8 @@ export const DEMO_STORY: readonly RegExp[] = [
   /agent-state stat runs\/researcher-ticket\/run\.json --url/,
   /agent-state daemons --url 'file:\.\/\.agent-state' --namespace demo-/,
   /agent-state runs --url 'file:\.\/\.agent-state' --namespace demo-/,
+  /^or all of it in a browser \(read-only, on 127\.0\.0\.1; Ctrl-C stops it\):$/m,
+  /agent-state ui --url 'file:\.\/\.agent-state' --namespace demo-\d{14}-[0-9a-f]{4}/,
 ]
 
 /** What `agent-state runs --json` shows of the demo's run afterwards: completed, one effect settled. */

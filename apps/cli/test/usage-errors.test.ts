@@ -21,6 +21,7 @@ const COMMANDS = [
   'quarantine worker',
   'quarantine key',
   'quarantine list',
+  'ui',
 ]
 
 /**

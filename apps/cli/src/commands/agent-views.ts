@@ -333,7 +333,8 @@ export interface RunRow {
   readonly error: RowError | null
 }
 
-async function countKeys(backend: Backend, prefix: string): Promise<number> {
+/** How many keys start with `prefix` (a listing, no value read). */
+export async function countKeys(backend: Backend, prefix: string): Promise<number> {
   let count = 0
   let cursor: string | undefined
   do {

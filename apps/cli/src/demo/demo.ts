@@ -388,6 +388,8 @@ export async function runDemo(
     print(`  ${command} stat ${workerSnapshotKey(ctx.workerId)} ${flags}`)
     print(`  ${command} stat ${runHeadKey(ctx.runId)} ${flags}`)
     print(`  ${command} ls -r -l ${flags}`)
+    print(`or all of it in a browser (read-only, on 127.0.0.1; Ctrl-C stops it):`)
+    print(`  ${command} ui ${flags}`)
     return true
   } finally {
     for (const agent of agents.values())

@@ -1,0 +1,399 @@
+import {
+  type Backend,
+  type Capabilities,
+  escapeForDisplay,
+  isAgentStateError,
+  type Lease,
+  redactUrl,
+} from '@agent-state/core'
+import { inspectRun, inspectWorker } from '@agent-state/runtime'
+import { RUNS_PREFIX, workerSnapshotKey } from '@agent-state/runtime/internal'
+import {
+  AGENT_VIEWS,
+  type AgentView,
+  countKeys,
+  type DaemonRow,
+  daemonsView,
+  type RunRow,
+  runsView,
+  type SessionRow,
+  sessionsView,
+  type WorkerRow,
+  workersView,
+} from '../commands/agent-views.js'
+import { writerText } from '../commands/keys.js'
+import { isoTime } from '../output.js'
+import { PREVIEW_READ_LIMIT_BYTES, previewValue, type ValuePreview } from './value-preview.js'
+
+/**
+ * What the UI's API answers, built from the same readers as the CLI's views (`agent-views.ts`,
+ * `keys.ts`): no record is decoded here a second way. Every answer goes through
+ * {@link forDisplay} before it is sent, so every string the page shows is already escaped
+ * (control, separator and bidirectional formatting characters as `\uXXXX`); a key the page
+ * must send back comes as a `ref` (its UTF-8 bytes in base64url), which escaping leaves alone.
+ */
+
+/** How many records of each kind the overview and the list views read at most. */
+export const SCAN_LIMIT = 500
+
+/** Rows of a key page. */
+export const KEY_PAGE_SIZE = 100
+
+/** A key (or prefix, or cursor) as the page carries it: its UTF-8 bytes in base64url. */
+export function refOf(text: string): string {
+  return Buffer.from(text, 'utf8').toString('base64url')
+}
+
+/** The text a {@link refOf} names. */
+export function textOfRef(ref: string): string {
+  return Buffer.from(ref, 'base64url').toString('utf8')
+}
+
+/** `value` with every string in it escaped for display (see `escapeForDisplay`). */
+export function forDisplay(value: unknown): unknown {
+  if (typeof value === 'string') return escapeForDisplay(value)
+  if (Array.isArray(value)) return value.map(forDisplay)
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, forDisplay(v)]))
+  }
+  return value
+}
+
+/** Reads at most `limit` rows of a view; `truncated` says whether there were more. */
+async function scan<Row extends object>(
+  view: AgentView<Row>,
+  backend: Backend,
+  limit = SCAN_LIMIT,
+): Promise<{ rows: Row[]; truncated: boolean }> {
+  const rows: Row[] = []
+  for await (const row of view.rows(backend, limit + 1)) rows.push(row)
+  const truncated = rows.length > limit
+  return { rows: truncated ? rows.slice(0, limit) : rows, truncated }
+}
+
+/** One thing that needs an operator, most urgent kinds first. */
+export interface AttentionItem {
+  readonly kind:
+    | 'unknown-effect'
+    | 'run-needs-attention'
+    | 'unreadable-record'
+    | 'lease-expired'
+    | 'queue-full'
+  /** The view the subject is listed in (`runs`, `workers`, ...). */
+  readonly view: string
+  readonly subject: string
+  readonly detail: string
+}
+
+const ATTENTION_ORDER: readonly AttentionItem['kind'][] = [
+  'unknown-effect',
+  'run-needs-attention',
+  'unreadable-record',
+  'lease-expired',
+  'queue-full',
+]
+
+function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1
+  return counts
+}
+
+/** Whether a running worker's lease is gone or past its expiry (nobody is driving it). */
+function leaseExpired(row: WorkerRow, now: number): boolean {
+  return row.status === 'running' && (row.lease === null || row.lease.expiresAt <= now)
+}
+
+function queueFull(row: DaemonRow): boolean {
+  return row.queued !== null && row.capacity !== null && row.queued >= row.capacity
+}
+
+function runNeedsAttention(row: RunRow): boolean {
+  return row.effects !== null && row.effects.unknown > 0
+}
+
+/** What the backend is, for the page header: the URL without its credentials. */
+export interface BackendInfo {
+  readonly url: string
+  readonly namespace: string
+  readonly name: string
+  readonly capabilities: Capabilities
+}
+
+/** The overview: backend, capabilities, counts per kind, and what needs attention. */
+export async function overview(backend: Backend, info: BackendInfo, now = Date.now()) {
+  const [sessions, workers, daemons, runs] = await Promise.all([
+    scan<SessionRow>(sessionsView, backend),
+    scan<WorkerRow>(workersView, backend),
+    scan<DaemonRow>(daemonsView, backend),
+    scan<RunRow>(runsView, backend),
+  ])
+  const attention: AttentionItem[] = []
+  for (const run of runs.rows) {
+    for (const effect of run.effects?.incomplete ?? []) {
+      if (effect.state !== 'unknown') continue
+      attention.push({
+        kind: 'unknown-effect',
+        view: 'runs',
+        subject: `${run.runId} / ${effect.effectId}`,
+        detail: `effect ${effect.effectId} (${effect.kind}) of run ${run.runId}: outcome unknown, resolve it with resolveEffect`,
+      })
+    }
+    if (runNeedsAttention(run)) {
+      attention.push({
+        kind: 'run-needs-attention',
+        view: 'runs',
+        subject: run.runId,
+        detail: `${run.effects?.unknown} unknown effect(s): the run cannot go on until they are resolved`,
+      })
+    }
+  }
+  const unreadable = (view: string, id: string, error: { code: string; message: string }) =>
+    attention.push({
+      kind: 'unreadable-record',
+      view,
+      subject: id,
+      detail: `${error.code}: ${error.message}`,
+    })
+  for (const run of runs.rows) if (run.error !== null) unreadable('runs', run.runId, run.error)
+  for (const w of workers.rows) if (w.error !== null) unreadable('workers', w.workerId, w.error)
+  for (const d of daemons.rows) if (d.error !== null) unreadable('daemons', d.daemonId, d.error)
+  for (const s of sessions.rows) {
+    if (s.handoff.state === 'corrupt') unreadable('sessions', s.sessionId, s.handoff.error)
+  }
+  for (const w of workers.rows) {
+    if (!leaseExpired(w, now)) continue
+    attention.push({
+      kind: 'lease-expired',
+      view: 'workers',
+      subject: w.workerId,
+      detail:
+        w.lease === null
+          ? 'running, and no process holds its lease'
+          : `running, lease of ${w.lease.holder} expired at ${isoTime(w.lease.expiresAt)}`,
+    })
+  }
+  for (const d of daemons.rows) {
+    if (!queueFull(d)) continue
+    attention.push({
+      kind: 'queue-full',
+      view: 'daemons',
+      subject: d.daemonId,
+      detail: `${d.queued} of ${d.capacity} queued: triggers are refused`,
+    })
+  }
+  attention.sort((a, b) => ATTENTION_ORDER.indexOf(a.kind) - ATTENTION_ORDER.indexOf(b.kind))
+  return forDisplay({
+    backend: { ...info, url: redactUrl(info.url) },
+    scanLimit: SCAN_LIMIT,
+    counts: {
+      sessions: { total: sessions.rows.length, truncated: sessions.truncated },
+      workers: {
+        total: workers.rows.length,
+        truncated: workers.truncated,
+        byState: countBy(workers.rows, (w) => w.status ?? 'unreadable'),
+      },
+      runs: {
+        total: runs.rows.length,
+        truncated: runs.truncated,
+        byStatus: countBy(runs.rows, (r) =>
+          r.status === null ? 'unreadable' : runNeedsAttention(r) ? 'needs attention' : r.status,
+        ),
+      },
+      daemons: { total: daemons.rows.length, truncated: daemons.truncated },
+    },
+    attention,
+  })
+}
+
+/** Whether a row of a list view needs attention (highlighted on the page). */
+function rowAttention(view: string, row: object, now: number): boolean {
+  if (view === 'runs') return runNeedsAttention(row as RunRow) || (row as RunRow).error !== null
+  if (view === 'workers')
+    return leaseExpired(row as WorkerRow, now) || (row as WorkerRow).error !== null
+  if (view === 'daemons') return queueFull(row as DaemonRow) || (row as DaemonRow).error !== null
+  return (row as SessionRow).handoff?.state === 'corrupt'
+}
+
+/** The id a list view's row is about (`runId`, `workerId`, `daemonId`, `sessionId`). */
+function idOf(row: object): string {
+  for (const field of ['runId', 'workerId', 'daemonId', 'sessionId']) {
+    const id = (row as Record<string, unknown>)[field]
+    if (typeof id === 'string') return id
+  }
+  throw new Error('a list view row without an id')
+}
+
+/** The names of the list views (`sessions`, `workers`, `daemons`, `runs`). */
+export const LIST_VIEWS: readonly string[] = AGENT_VIEWS.map((view) => view.name)
+
+/** One list view as a table: the CLI view's own headers and cells, at most {@link SCAN_LIMIT} rows. */
+export async function listView(backend: Backend, name: string, now = Date.now()) {
+  const view = AGENT_VIEWS.find((v) => v.name === name)
+  if (view === undefined) return null
+  const { rows, truncated } = await scan(view, backend)
+  return forDisplay({
+    view: view.name,
+    headers: view.headers,
+    rows: rows.map((row) => ({
+      ref: refOf(idOf(row)),
+      cells: view.cells(row, now),
+      broken: view.broken(row),
+      attention: rowAttention(view.name, row, now),
+    })),
+    truncated,
+    scanLimit: SCAN_LIMIT,
+  })
+}
+
+/** One page of the key browser: the keys and `/`-groups directly under `prefix`. */
+export async function keyPage(backend: Backend, prefix: string, cursor: string | undefined) {
+  const page = await backend.list({
+    ...(prefix === '' ? {} : { prefix }),
+    delimiter: '/',
+    limit: KEY_PAGE_SIZE,
+    ...(cursor === undefined ? {} : { cursor }),
+  })
+  return forDisplay({
+    prefix: { ref: refOf(prefix), name: prefix },
+    prefixes: (page.prefixes ?? []).map((p) => ({ ref: refOf(p), name: p })),
+    keys: page.entries.map((e) => ({
+      ref: refOf(e.key),
+      name: e.key,
+      version: e.version,
+      size: e.size ?? null,
+      updatedAt: e.updatedAt === undefined ? null : isoTime(e.updatedAt),
+    })),
+    next: page.cursor === undefined ? null : refOf(page.cursor),
+  })
+}
+
+function leaseText(lease: Lease | null) {
+  return lease === null
+    ? null
+    : { holder: lease.holder, token: String(lease.token), expiresAt: isoTime(lease.expiresAt) }
+}
+
+/** One key: its meta (version, size, writer, time), its lease, and a preview of its value. */
+export async function keyDetail(backend: Backend, key: string) {
+  const [meta, lease] = await Promise.all([backend.head(key), backend.getLease(key)])
+  let preview: ValuePreview | null = null
+  if (meta !== null) {
+    if (meta.size > PREVIEW_READ_LIMIT_BYTES) preview = previewValue(meta.size, null)
+    else {
+      const stored = await backend.get(key)
+      // Deleted between the head and the get: shown as absent, never as empty.
+      preview = stored === null ? null : previewValue(stored.value.length, stored.value)
+    }
+  }
+  return forDisplay({
+    key: { ref: refOf(key), name: key },
+    meta:
+      meta === null
+        ? null
+        : {
+            version: meta.version,
+            size: meta.size,
+            writer: writerText(meta.writer),
+            updatedAt: isoTime(meta.updatedAt),
+          },
+    lease: leaseText(lease),
+    preview,
+  })
+}
+
+/** A JSON value as pretty-printed lines (escaped by {@link forDisplay} with the rest). */
+function jsonLines(value: unknown): string[] {
+  return (JSON.stringify(value, null, 2) ?? 'null').split('\n')
+}
+
+const EFFECT_ORDER = ['unknown', 'submitted', 'planned'] as const
+
+/**
+ * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position
+ * and last committed step, and its incomplete effects with their transition histories,
+ * unknown first. Settled effects are counted from a key listing, never read. `null` when there
+ * is no such run.
+ */
+export async function runDetail(backend: Backend, runId: string) {
+  let view: Awaited<ReturnType<typeof inspectRun>>
+  try {
+    view = await inspectRun(backend, runId)
+  } catch (error) {
+    if (isAgentStateError(error, 'RUN_NOT_FOUND')) return null
+    throw error
+  }
+  const effectKeys = await countKeys(backend, `${RUNS_PREFIX}${runId}/effects/`)
+  const incomplete = [...view.incomplete].sort(
+    (a, b) =>
+      EFFECT_ORDER.indexOf(a.state as (typeof EFFECT_ORDER)[number]) -
+        EFFECT_ORDER.indexOf(b.state as (typeof EFFECT_ORDER)[number]) ||
+      (a.effectId < b.effectId ? -1 : 1),
+  )
+  const { head } = view
+  return forDisplay({
+    runId,
+    status: head.status,
+    attempt: { id: head.attempt.attemptId, holder: head.attempt.holder, count: head.attemptCount },
+    createdAt: head.createdAt,
+    updatedAt: head.updatedAt,
+    steps: view.steps,
+    lastStep:
+      view.lastStep === null
+        ? null
+        : {
+            seq: view.lastStep.seq,
+            step: view.lastStep.step,
+            next: view.lastStep.next,
+            committedAt: view.lastStep.committedAt,
+            outputs: jsonLines(view.lastStep.outputs),
+          },
+    settled: Math.max(0, effectKeys - incomplete.length),
+    effects: incomplete.map((effect) => ({
+      effectId: effect.effectId,
+      kind: effect.kind,
+      state: effect.state,
+      idempotencyKey: effect.idempotencyKey,
+      retryAllowed: effect.retryAllowed,
+      history: effect.history.map((h) => `${h.state} at ${h.at} (${h.reason}, ${h.attemptId})`),
+    })),
+    audit: head.audit.map((entry) => ({
+      event: entry.event,
+      at: entry.at,
+      attemptId: entry.attemptId,
+      detail: JSON.stringify(entry.detail),
+    })),
+  })
+}
+
+/**
+ * One worker (runtime `inspectWorker`: the verified snapshot) with its live lease: state,
+ * owner, suspension and resume conditions, summary, transcript length, result, and its audit
+ * trail. `null` when there is no such worker.
+ */
+export async function workerDetail(backend: Backend, workerId: string) {
+  const lease = await backend.getLease(workerSnapshotKey(workerId))
+  let body: Awaited<ReturnType<typeof inspectWorker>>
+  try {
+    body = await inspectWorker(backend, workerId)
+  } catch (error) {
+    if (isAgentStateError(error, 'SNAPSHOT_MISSING')) return null
+    throw error
+  }
+  return forDisplay({
+    workerId,
+    status: body.status,
+    iterationsCompleted: body.iterationsCompleted,
+    createdAt: body.createdAt,
+    updatedAt: body.updatedAt,
+    lease: leaseText(lease),
+    leaseExpired: body.status === 'running' && (lease === null || lease.expiresAt <= Date.now()),
+    summary: body.summary,
+    transcriptLength: body.transcript.length,
+    state: jsonLines(body.state),
+    suspension: body.suspension === null ? null : jsonLines(body.suspension),
+    conditions: body.conditions === null ? null : jsonLines(body.conditions),
+    result: jsonLines(body.result),
+    audit: body.audit.map((entry) => JSON.stringify(entry)),
+  })
+}

@@ -1,0 +1,66 @@
+/**
+ * Writes what the `ui` tests look at beyond test/seed-state.ts and test/seed-runs.ts, through
+ * the runtime, and exits:
+ *
+ * - `seed`: worker `stale` running with a lease that has expired (a crashed process's; the
+ *   script waits out its 1 s TTL), daemon `full` at its capacity of 2, run `recon` with
+ *   effect `e-lost` unknown (its dispatch timed out) and the run closed, and the hostile keys
+ *   and values of {@link HOSTILE} (markup, bidi overrides, C1 and C0 controls), and 150 keys
+ *   `many/k-000` … `many/k-149` (a page and a half of the key browser);
+ * - `resolve`: the operator confirms `recon`'s `e-lost` through `resolveEffect`.
+ *
+ *   node --conditions=@agent-state/source --import tsx test/seed-ui.ts <url> seed|resolve
+ */
+import { openBackend } from '@agent-state/core'
+import { openRun, resolveEffect, spawnDaemon, startWorker } from '@agent-state/runtime'
+import { importBackendPackage } from '../src/backend-importer.js'
+import { HOSTILE } from './ui-hostile.js'
+
+const [url, mode] = process.argv.slice(2)
+if (url === undefined || (mode !== 'seed' && mode !== 'resolve'))
+  throw new Error('usage: seed-ui.ts <url> seed|resolve')
+const backend = await openBackend(url, { importer: importBackendPackage })
+const text = (s: string) => new TextEncoder().encode(s)
+
+if (mode === 'resolve') {
+  await resolveEffect(backend, 'recon', 'e-lost', {
+    action: 'confirm',
+    result: { paid: true },
+    reason: 'the provider shows the charge',
+  })
+} else {
+  await startWorker(backend, {
+    workerId: 'stale',
+    holder: 'gone:1',
+    leaseTtlMs: 1000,
+    state: { step: 1 },
+  })
+  const full = await spawnDaemon(backend, { daemonId: 'full', capacity: 2, holder: 'seed' })
+  await full.trigger({ n: 1 })
+  await full.trigger({ n: 2 })
+  const run = await openRun(backend, 'recon', {
+    handlers: {
+      pay: {
+        retrySafe: false,
+        timeoutMs: 50,
+        reconcile: async () => ({ status: 'unknown' }),
+        dispatch: () => new Promise(() => undefined),
+      },
+    },
+  })
+  await run.effect('pay', 'e-lost', { amount: 5 }).catch(() => undefined)
+  await run.close()
+  for (const key of HOSTILE.keys) await backend.put(key, text('hostile key'))
+  await backend.put(HOSTILE.htmlValue.key, text(HOSTILE.htmlValue.value), {
+    writer: { writerId: HOSTILE.writer },
+  })
+  await backend.put(HOSTILE.jsonValue.key, text(HOSTILE.jsonValue.value))
+  // More keys than one page of the key browser (100).
+  for (let i = 0; i < 150; i++)
+    await backend.put(`many/k-${String(i).padStart(3, '0')}`, text(`${i}`))
+  await backend.put(HOSTILE.bigValue.key, new Uint8Array(HOSTILE.bigValue.size).fill(0x61))
+  // The stale worker's lease outlives nothing: wait until it has expired.
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+}
+await backend.close()
+process.exit(0)

@@ -1,0 +1,130 @@
+/**
+ * `agent-state ui` over HTTP: the access token, the origin and host checks, the security
+ * headers, the loopback rule and credentials in the URL, on the real command (a child
+ * process); and a mutant of the token comparison that the same checks catch.
+ */
+import { createMemoryBackend } from '@agent-state/memory'
+import { afterAll, describe, expect, it, vi } from 'vitest'
+import { removeTemps, runCli, tempDir } from './cli-process.js'
+import { redisUrl, services } from './services.js'
+import { expectRefusals, http, tokenCookie } from './ui-http.js'
+import { startUi } from './ui-process.js'
+
+afterAll(removeTemps)
+
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+describe('agent-state ui: access', () => {
+  it('refuses every request without the right token, from another origin or host, and every POST', async () => {
+    const ui = await startUi([`file:${tempDir('ui-access-')}/state`])
+    try {
+      expect(ui.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      expect(ui.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+      await expectRefusals(ui.origin, ui.port, ui.token)
+      // The page, its script and the API: the same strict headers.
+      const cookie = tokenCookie(ui.port, ui.token)
+      for (const path of ['/', '/app.js', '/app.css', '/api/overview']) {
+        const answer = await http(ui.origin, path, { headers: { Cookie: cookie } })
+        expect(answer.status, path).toBe(200)
+        expect(answer.headers['content-security-policy'], path).toBe(CSP)
+        expect(answer.headers['x-content-type-options'], path).toBe('nosniff')
+        expect(answer.headers['cache-control'], path).toBe('no-store')
+      }
+      const page = await http(ui.origin, '/', { headers: { Cookie: cookie } })
+      // No inline script or style, nothing from elsewhere.
+      expect(page.body).toMatch(/<script type="module" src="\/app\.js"><\/script>/)
+      expect(page.body).not.toMatch(/<script>|<style|\sstyle=|\son[a-z]+=|https?:\/\//)
+    } finally {
+      expect(await ui.stop()).toBe(143)
+    }
+  })
+
+  it('serves a non-loopback address only with --allow-non-loopback, and warns', async () => {
+    const url = `file:${tempDir('ui-host-')}/state`
+    const refused = await runCli(['ui', url, '--host', '0.0.0.0'])
+    expect(refused.status).toBe(2)
+    expect(refused.stderr).toContain(
+      'agent-state ui: --host 0.0.0.0 is not a loopback address: add --allow-non-loopback to serve it there',
+    )
+    const ui = await startUi([url, '--host', '0.0.0.0', '--allow-non-loopback'])
+    try {
+      expect(ui.output().stderr).toContain('WARNING: listening on 0.0.0.0, not a loopback address')
+      // Reached through loopback, the origin check still holds against other sites.
+      const origin = `http://127.0.0.1:${ui.port}`
+      const cookie = tokenCookie(ui.port, ui.token)
+      expect((await http(origin, '/api/overview', { headers: { Cookie: cookie } })).status).toBe(
+        200,
+      )
+      expect((await http(origin, '/api/overview')).status).toBe(401)
+      const cross = await http(origin, '/api/overview', {
+        method: 'POST',
+        headers: { Cookie: cookie, Origin: 'http://evil.example' },
+      })
+      expect(cross.status).toBe(403)
+    } finally {
+      await ui.stop()
+    }
+  })
+
+  it('never shows the credentials of a Redis URL: not printed, not served', async () => {
+    const { password } = services().redis
+    const url = redisUrl()
+    expect(url).toContain(password)
+    const ui = await startUi([url, '--namespace', `ui-${Date.now()}`])
+    try {
+      const cookie = tokenCookie(ui.port, ui.token)
+      const { stdout, stderr } = ui.output()
+      expect(`${stdout}${stderr}`).not.toContain(password)
+      expect(stdout).toContain('redis://***@')
+      for (const path of ['/api/backend', '/api/overview']) {
+        const answer = await http(ui.origin, path, { headers: { Cookie: cookie } })
+        expect(answer.status, path).toBe(200)
+        expect(answer.body, path).not.toContain(password)
+        expect(JSON.parse(answer.body).url ?? JSON.parse(answer.body).backend.url).toMatch(
+          /^redis:\/\/\*\*\*@127\.0\.0\.1:\d+\/0$/,
+        )
+      }
+    } finally {
+      await ui.stop()
+    }
+  })
+})
+
+describe('agent-state ui: the access checks catch a broken token comparison (mutant)', () => {
+  it('fails on a server whose comparison accepts any token', async () => {
+    vi.resetModules()
+    vi.doMock('../src/ui/access-token.js', async (original) => ({
+      ...(await original<typeof import('../src/ui/access-token.js')>()),
+      tokenMatches: () => true,
+    }))
+    try {
+      const { startUiServer } = await import('../src/ui/ui-server.js')
+      const backend = createMemoryBackend()
+      const server = await startUiServer({
+        backend,
+        info: {
+          url: 'memory:',
+          namespace: 'default',
+          name: backend.name,
+          capabilities: backend.capabilities,
+        },
+        host: '127.0.0.1',
+        port: 0,
+      })
+      try {
+        const token = new URL(server.url).searchParams.get('token') ?? ''
+        // The mutant serves a wrong token: the refusal checks must fail, on exactly that.
+        await expect(expectRefusals(server.origin, server.port, token)).rejects.toThrow(
+          /expected 200 to be 403/,
+        )
+      } finally {
+        await server.close()
+        await backend.close()
+      }
+    } finally {
+      vi.doUnmock('../src/ui/access-token.js')
+      vi.resetModules()
+    }
+  })
+})

@@ -1,0 +1,479 @@
+/**
+ * `agent-state ui` in a real browser: Debian's Chromium, headless, driven by playwright-core
+ * (which downloads no browser: it is handed the executable). The real command serves state
+ * the runtime wrote (test/seed-state.ts, seed-runs.ts, seed-ui.ts) on the filesystem backend
+ * and on Redis; each view is opened, checked against that state, and saved as a screenshot
+ * under `apps/cli/reports/ui/` (gitignored). Hostile keys and values must show as text with
+ * no script run, and two committed mutants of the page (markup rendering; and with the CSP
+ * off as well) prove those checks fail when the page is broken. One browser for the file.
+ */
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type Backend, escapeForDisplay, openBackend } from '@agent-state/core'
+import { inspectRun } from '@agent-state/runtime'
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { importBackendPackage } from '../src/backend-importer.js'
+import { removeTemps, runScript, tempDir } from './cli-process.js'
+import { freshName, redisUrl } from './services.js'
+import { HOSTILE } from './ui-hostile.js'
+import { http, tokenCookie } from './ui-http.js'
+import { startUi, type UiProcess } from './ui-process.js'
+
+/** The Chromium to drive (Debian's `chromium` package; test-all.mjs installs it). */
+const CHROMIUM = process.env.AGENT_STATE_CHROMIUM ?? '/usr/bin/chromium'
+const SHOTS = fileURLToPath(new URL('../reports/ui/', import.meta.url))
+
+let browser: Browser
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true })
+  browser = await chromium.launch({ executablePath: CHROMIUM, chromiumSandbox: false })
+}, 60_000)
+afterAll(async () => {
+  await browser?.close()
+  removeTemps()
+})
+
+const ref = (text: string) => Buffer.from(text, 'utf8').toString('base64url')
+
+/** Opens the printed URL in a fresh page: the token becomes a cookie and leaves the address. */
+async function openUi(context: BrowserContext, ui: UiProcess): Promise<Page> {
+  const page = await context.newPage()
+  await page.goto(ui.url)
+  await page.waitForSelector('#view[data-ready]')
+  expect(page.url()).toBe(`${ui.origin}/`)
+  return page
+}
+
+/**
+ * Waits for a render of `hash` after the one numbered `before` (the page numbers its renders in
+ * `data-render` and names the address each was for in `data-hash`, so a live refresh of the
+ * previous view is never taken for the new one). The page callbacks are strings: this package
+ * is type-checked without the DOM.
+ */
+async function nextRender(page: Page, before: string | null, hash: string): Promise<void> {
+  await page.waitForSelector(
+    `#view[data-ready][data-hash=${JSON.stringify(hash)}]:not([data-render="${before}"])`,
+  )
+}
+
+/** Shows the view at `hash` and waits for its new render; checks which view it is. */
+async function show(page: Page, hash: string, view: string): Promise<void> {
+  const before = await page.getAttribute('#view', 'data-render')
+  await page.evaluate(`location.hash = ${JSON.stringify(hash)}`)
+  await nextRender(page, before, hash)
+  expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
+}
+
+/** The text of every cell of the view's first table, row by row. */
+function tableRows(page: Page, selector = '#view table'): Promise<string[][]> {
+  return page.$$eval(`${selector} tbody tr`, (rows) =>
+    rows.map((tr) => [...tr.children].map((td) => td.textContent ?? '')),
+  )
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
+}
+
+/**
+ * Opens the hostile keys and values and lists every way they did not show as exactly their
+ * escaped text, or ran: an element their markup made, a name or preview that differs, or
+ * `window.__pwned` set. Empty when the page is safe.
+ */
+async function hostileFailures(page: Page): Promise<string[]> {
+  const failures: string[] = []
+  const settle = async (where: string) => {
+    // Let whatever markup got in load and fire its handlers before looking at the flag.
+    await page.waitForFunction('[...document.images].every((img) => img.complete)')
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
+    const made = await page.$$eval('#view img, #view svg, #view script', (els) => els.length)
+    if (made > 0) failures.push(`${where}: ${made} element(s) made from data`)
+  }
+  await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
+  const names = (await tableRows(page)).map((row) => row[0])
+  for (const key of HOSTILE.keys) {
+    // The key holding `/` is listed as its prefix group.
+    const listed = key.includes('</') ? key.slice(0, key.indexOf('</') + 2) : key
+    if (!names.includes(escapeForDisplay(listed)))
+      failures.push(`listing: ${listed} not shown as text`)
+  }
+  await settle('listing')
+  for (const key of HOSTILE.keys.filter((k) => !k.includes('</'))) {
+    await show(page, `#/key/${ref(key)}`, 'key')
+    const shown = await page.textContent('#key-name')
+    if (shown !== escapeForDisplay(key)) failures.push(`key ${key}: shown as ${shown}`)
+    await settle(`key ${key}`)
+  }
+  await show(page, `#/key/${ref(HOSTILE.htmlValue.key)}`, 'key')
+  const preview = await page.textContent('#preview')
+  if (preview !== escapeForDisplay(HOSTILE.htmlValue.value))
+    failures.push(`value shown as ${preview}`)
+  const writer = (await tableRows(page)).find((row) => row[0] === 'writer')?.[1]
+  if (writer !== escapeForDisplay(HOSTILE.writer)) failures.push(`writer shown as ${writer}`)
+  await settle('html value')
+  await show(page, `#/key/${ref(HOSTILE.jsonValue.key)}`, 'key')
+  const json = await page.textContent('#preview')
+  const pretty = JSON.stringify(JSON.parse(HOSTILE.jsonValue.value), null, 2)
+  if (json !== pretty.split('\n').map(escapeForDisplay).join('\n'))
+    failures.push(`json shown as ${json}`)
+  await settle('json value')
+  const pwned = await page.evaluate('window.__pwned')
+  if (pwned !== undefined) failures.push(`a script ran: window.__pwned = ${String(pwned)}`)
+  return failures
+}
+
+const BACKENDS = [
+  { name: 'fs', url: () => `file:${join(tempDir('agent-state-ui-'), 'state')}`, mutants: true },
+  { name: 'redis', url: () => `${redisUrl()}?keyPrefix=${freshName('ui')}`, mutants: false },
+]
+
+for (const target of BACKENDS) {
+  describe(`agent-state ui on ${target.name}`, () => {
+    let url: string
+    let ui: UiProcess
+    let backend: Backend
+    let context: BrowserContext
+    let page: Page
+    beforeAll(async () => {
+      url = target.url()
+      for (const [script, args] of [
+        ['./seed-state.ts', [url]],
+        ['./seed-runs.ts', [url]],
+        ['./seed-ui.ts', [url, 'seed']],
+      ] as const) {
+        const seeded = await runScript(script, args)
+        expect(seeded.status, `${script}: ${seeded.stderr}`).toBe(0)
+      }
+      backend = await openBackend(url, { importer: importBackendPackage })
+      ui = await startUi([url])
+      context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+      page = await openUi(context, ui)
+    }, 180_000)
+    afterAll(async () => {
+      await context?.close()
+      await backend?.close()
+      if (ui !== undefined) expect(await ui.stop()).toBe(143)
+    })
+
+    it('overview: what needs attention first, counts per kind, the backend without credentials', async () => {
+      await show(page, '#/overview', 'overview')
+      const attention = await page.$$eval('#attention li', (items) =>
+        items.map(
+          (li) => `${li.getAttribute('data-kind')} ${li.querySelector('strong')?.textContent}`,
+        ),
+      )
+      expect(attention).toEqual([
+        'unknown-effect ledger / e-unknown',
+        'unknown-effect recon / e-lost',
+        'run-needs-attention ledger',
+        'run-needs-attention recon',
+        'unreadable-record bad',
+        'unreadable-record w3',
+        'unreadable-record broken',
+        'lease-expired stale',
+        'queue-full full',
+      ])
+      const tables = await page.$$('#view table')
+      expect(tables).toHaveLength(2)
+      expect(await tableRows(page, '#view table:nth-of-type(1)')).toEqual([
+        ['sessions', '2', ''],
+        ['workers', '6', 'running: 4, suspended: 1, unreadable: 1'],
+        ['runs', '3', 'unreadable: 1, needs attention: 2'],
+        ['daemons', '3', ''],
+      ])
+      const info = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(2)'))
+      expect(info.backend).toBe(target.name)
+      expect(info.url).toBe(escapeForDisplay(url.replace(/\/\/[^@]*@/, '//***@')))
+      expect(info.url).not.toContain(':cli-test-pw')
+      expect(info['capabilities.leaseClock']).toBe(backend.capabilities.leaseClock)
+      expect(await page.textContent('#backend')).toContain(target.name)
+      await shot(page, `${target.name}-overview`)
+    })
+
+    it('keys: groups at "/", pages of 100 through the backend cursor, meta and previews', async () => {
+      await show(page, '#/keys', 'keys')
+      expect((await tableRows(page)).map((row) => row.slice(0, 2))).toEqual(
+        ['bin/', 'daemons/', 'hostile/', 'many/', 'plain/', 'runs/', 'sessions/', 'workers/'].map(
+          (p) => [p, 'prefix'],
+        ),
+      )
+      await shot(page, `${target.name}-keys`)
+      await show(page, `#/keys?prefix=${ref('many/')}`, 'keys')
+      const first = await tableRows(page)
+      expect(first.map((row) => row[0])).toEqual(
+        Array.from({ length: 100 }, (_, i) => `many/k-${String(i).padStart(3, '0')}`),
+      )
+      const before = await page.getAttribute('#view', 'data-render')
+      const nextPage = await page.getAttribute('#next-page', 'href')
+      await page.click('#next-page')
+      await nextRender(page, before, nextPage ?? '')
+      const second = await tableRows(page)
+      expect(second.map((row) => row[0])).toEqual(
+        Array.from({ length: 50 }, (_, i) => `many/k-${String(i + 100).padStart(3, '0')}`),
+      )
+      expect(await page.textContent('#last-page')).toBe('Last page.')
+
+      const key = 'plain/a b ✓'
+      const meta = await backend.head(key)
+      await show(page, `#/key/${ref(key)}`, 'key')
+      expect(Object.fromEntries(await tableRows(page))).toEqual({
+        version: meta?.version,
+        size: '5 bytes',
+        writer: 'me (stage=s1)',
+        updated: new Date(meta?.updatedAt ?? 0).toISOString(),
+        lease: 'none',
+      })
+      expect(await page.textContent('#preview-kind')).toBe('text, 5 bytes')
+      expect(await page.textContent('#preview')).toBe('check')
+      await shot(page, `${target.name}-key`)
+
+      const lease = await backend.getLease('plain/leased')
+      await show(page, `#/key/${ref('plain/leased')}`, 'key')
+      expect(Object.fromEntries(await tableRows(page)).lease).toBe(
+        `held by someone, token ${lease?.token}, until ${new Date(lease?.expiresAt ?? 0).toISOString()}`,
+      )
+
+      await show(page, `#/key/${ref('bin/all-bytes')}`, 'key')
+      expect(await page.textContent('#preview-kind')).toBe('hex, 256 bytes')
+      const hex = ((await page.textContent('#preview')) ?? '').split('\n')
+      expect(hex).toHaveLength(16)
+      expect(hex[0]).toBe(
+        '00000000  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f  |................|',
+      )
+      expect(hex[4]).toBe(
+        '00000040  40 41 42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f  |@ABCDEFGHIJKLMNO|',
+      )
+
+      await show(page, `#/key/${ref(HOSTILE.bigValue.key)}`, 'key')
+      expect(await page.textContent('#preview-kind')).toBe('text, first 16384 of 20000 bytes shown')
+      expect(await page.textContent('#preview')).toBe('a'.repeat(16_384))
+
+      await show(page, `#/key/${ref(HOSTILE.jsonValue.key)}`, 'key')
+      expect(await page.textContent('#preview-kind')).toBe(
+        `json, ${Buffer.byteLength(HOSTILE.jsonValue.value)} bytes`,
+      )
+      await shot(page, `${target.name}-key-json`)
+    })
+
+    it('runs, workers, daemons, sessions: rows needing attention marked; an unknown effect is settled after resolveEffect', async () => {
+      await show(page, '#/runs', 'runs')
+      const runs = await tableRows(page)
+      expect(runs.map((row) => row[0])).toEqual(['bad', 'ledger', 'recon'])
+      const unknown = await page.$$eval('#view td.state-unknown', (tds) =>
+        tds.map((td) => td.textContent),
+      )
+      expect(unknown).toEqual(['1', '1'])
+      const classes = await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))
+      expect(classes).toEqual(['broken', 'attention', 'attention'])
+      // recon: status, attempt, attempts, steps, next, unknown, submitted, planned, settled.
+      const attempt = (await inspectRun(backend, 'recon')).head.attempt.attemptId
+      expect(runs[2]?.slice(1)).toEqual(['open', attempt, '1', '0', '-', '1', '0', '0', '0'])
+      await shot(page, `${target.name}-runs`)
+      // The run's own page, from its link: unknown first (e-crash sorts before e-unknown).
+      const toLedger = await page.getAttribute('#view tbody tr:nth-child(2) a', 'href')
+      expect(toLedger).toBe(`#/run/${ref('ledger')}`)
+      await show(page, toLedger ?? '', 'run')
+      expect(await page.textContent('#run-id')).toBe('ledger')
+      const ledgerEffects = await tableRows(page, '#view table:nth-of-type(2)')
+      expect(ledgerEffects.map((row) => [row[0], row[1], row[2]])).toEqual([
+        ['e-unknown', 'pay', 'unknown'],
+        ['e-crash', 'pay', 'submitted'],
+      ])
+      expect(ledgerEffects[0]?.[5]).toMatch(
+        /^planned at .*\nsubmitted at .*\nunknown at .* \(timeout/,
+      )
+      expect(
+        await page.$$eval('#view td.state-unknown', (tds) => tds.map((td) => td.textContent)),
+      ).toEqual(['unknown'])
+      expect(Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))).toMatchObject(
+        {
+          status: 'open',
+          steps: '1',
+          next: 'charge',
+          'settled effects': '2',
+        },
+      )
+      expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
+      await shot(page, `${target.name}-run`)
+      await show(page, `#/run/${ref('recon')}`, 'run')
+      expect((await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[2])).toEqual([
+        'unknown',
+      ])
+
+      const resolved = await runScript('./seed-ui.ts', [url, 'resolve'])
+      expect(resolved.status, resolved.stderr).toBe(0)
+      await show(page, '#/overview', 'overview')
+      const attention = await page.$$eval('#attention li strong', (items) =>
+        items.map((s) => s.textContent),
+      )
+      expect(attention).not.toContain('recon / e-lost')
+      expect(attention).toContain('ledger / e-unknown')
+      await show(page, '#/runs', 'runs')
+      const after = (await tableRows(page)).find((row) => row[0] === 'recon')
+      // The operator's resolution was an attempt of its own: the second.
+      const second = await inspectRun(backend, 'recon')
+      expect(second.head.attempt.attemptId).not.toBe(attempt)
+      expect(second.incomplete).toEqual([])
+      expect(after?.slice(1)).toEqual([
+        'open',
+        second.head.attempt.attemptId,
+        '2',
+        '0',
+        '-',
+        '0',
+        '0',
+        '0',
+        '1',
+      ])
+      expect(await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))).toEqual([
+        'broken',
+        'attention',
+        '',
+      ])
+      await show(page, `#/run/${ref('recon')}`, 'run')
+      expect(await page.textContent('#effects-none')).toBe(
+        'None: every effect is confirmed or failed.',
+      )
+      expect(Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))).toMatchObject(
+        {
+          attempts: '2',
+          'settled effects': '1',
+        },
+      )
+      const audit = (await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[0])
+      expect(audit).toContain('operator_resolved')
+
+      await show(page, '#/workers', 'workers')
+      const workers = await tableRows(page)
+      expect(workers.map((row) => [row[0], row[1]])).toEqual([
+        ['full', 'running'],
+        ['inbox', 'running'],
+        ['stale', 'running'],
+        ['w1', 'running'],
+        ['w2', 'suspended'],
+        ['w3', 'SNAPSHOT_CORRUPT'],
+      ])
+      expect(await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))).toEqual([
+        '',
+        '',
+        'attention',
+        '',
+        '',
+        'broken',
+      ])
+      await shot(page, `${target.name}-workers`)
+      await show(page, `#/worker/${ref('stale')}`, 'worker')
+      const stale = Object.fromEntries(await tableRows(page))
+      expect(stale).toMatchObject({
+        state: 'running',
+        'lease expired': 'yes: running, and nobody holds it',
+        lease: 'none',
+      })
+      await show(page, `#/worker/${ref('w2')}`, 'worker')
+      expect(Object.fromEntries(await tableRows(page))).toMatchObject({
+        state: 'suspended',
+        'lease expired': 'no',
+      })
+      expect(await page.textContent('#suspension')).toContain('"reason": "waiting for a human"')
+      await shot(page, `${target.name}-worker`)
+
+      await show(page, '#/daemons', 'daemons')
+      const daemons = await tableRows(page)
+      expect(daemons.map((row) => [row[0], row[1], row[7], row[8]])).toEqual([
+        ['broken', 'QUEUE_CORRUPT', '-', '-'],
+        ['full', 'idle', '2', '2'],
+        ['inbox', 'active', '3', '8'],
+      ])
+      await shot(page, `${target.name}-daemons`)
+
+      await show(page, '#/sessions', 'sessions')
+      expect((await tableRows(page)).map((row) => [row[0], row[3]])).toEqual([
+        ['empty-1', '-'],
+        ['review-42', 'needs_review'],
+      ])
+      await shot(page, `${target.name}-sessions`)
+    })
+
+    it('the keyboard reaches every view: Tab through the navigation, Enter opens each', async () => {
+      const views = ['overview', 'keys', 'runs', 'workers', 'daemons', 'sessions']
+      // From a page no link of the navigation names, so that each Enter changes the view.
+      await show(page, `#/key/${ref('plain/a b ✓')}`, 'key')
+      for (const [i, view] of views.entries()) {
+        // From the header's title (a click there sets where sequential focus starts), Tab moves
+        // through the navigation's links in order.
+        await page.click('header strong')
+        for (let n = 0; n <= i; n++) await page.keyboard.press('Tab')
+        expect(await page.evaluate('document.activeElement?.getAttribute("href")')).toBe(
+          `#/${view}`,
+        )
+        const before = await page.getAttribute('#view', 'data-render')
+        await page.keyboard.press('Enter')
+        await nextRender(page, before, `#/${view}`)
+        expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
+        expect(await page.getAttribute(`nav a[href="#/${view}"]`, 'aria-current')).toBe('page')
+      }
+    })
+
+    it('live: an open view shows a write made elsewhere, without being reloaded', async () => {
+      expect(await page.textContent('#live')).toBe('live')
+      await show(page, `#/keys?prefix=${ref('live/')}`, 'keys')
+      expect(await page.textContent('#view')).toContain('No keys here.')
+      await backend.put('live/new', new TextEncoder().encode('hello'))
+      await page.waitForSelector('#view table a >> text="live/new"')
+      expect(await page.getAttribute('#view', 'data-hash')).toBe(`#/keys?prefix=${ref('live/')}`)
+    })
+
+    it('hostile keys, values and writers show as text; no script runs', async () => {
+      expect(await hostileFailures(page)).toEqual([])
+      await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
+      await shot(page, `${target.name}-hostile`)
+    })
+
+    if (target.mutants) {
+      it('the live check fails on a page whose event stream is cut (mutant)', async () => {
+        const cut = await browser.newContext()
+        try {
+          const live = `#/keys?prefix=${ref('live/')}`
+          if ((await page.evaluate('location.hash')) !== live) await show(page, live, 'keys')
+          await cut.route(`${ui.origin}/api/events`, (route) => route.abort())
+          const mutant = await openUi(cut, ui)
+          await show(mutant, `#/keys?prefix=${ref('live/')}`, 'keys')
+          await backend.put('live/unseen', new TextEncoder().encode('hello'))
+          // The same wait as the live check, bounded: it must not be met without the stream.
+          await expect(
+            mutant.waitForSelector('#view table a >> text="live/unseen"', { timeout: 3000 }),
+          ).rejects.toThrow(/Timeout 3000ms exceeded/)
+          // While the page that listens, at the same view, shows it.
+          await page.waitForSelector('#view table a >> text="live/unseen"')
+        } finally {
+          await cut.close()
+        }
+      })
+
+      it('the hostile check fails on a page that renders data as markup (mutant), and catches the script once the CSP is off too', async () => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
+        const RENDER = 'node.textContent = value'
+        expect(script.split(RENDER)).toHaveLength(2)
+        const mutant = script.replace(RENDER, 'node.innerHTML = value')
+        for (const bypassCSP of [false, true]) {
+          const mutated = await browser.newContext({ bypassCSP })
+          try {
+            await mutated.route(`${ui.origin}/app.js`, (route) =>
+              route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
+            )
+            const failures = await hostileFailures(await openUi(mutated, ui))
+            expect(failures.some((f) => f.startsWith('listing:'))).toBe(true)
+            expect(failures.some((f) => /element\(s\) made from data/.test(f))).toBe(true)
+            // With the CSP on, the markup gets in but no handler runs: the second layer.
+            expect(failures.some((f) => f.startsWith('a script ran'))).toBe(bypassCSP)
+          } finally {
+            await mutated.close()
+          }
+        }
+      })
+    }
+  })
+}
