@@ -74,3 +74,48 @@ describe('daemons and runs views on state a crashed process left', () => {
     expect(table.stdout).toMatch(/^bad\s+RUN_RECORD_CORRUPT/m)
   })
 })
+
+describe('wakes view', () => {
+  let url: string
+  beforeAll(async () => {
+    url = `file:${join(tempDir('agent-state-wakes-'), 'state')}`
+    const seeded = await runScript('./seed-wakes.ts', [url])
+    expect(seeded.status, seeded.stderr).toBe(0)
+  }, 120_000)
+
+  it('lists wakes in due order with state, lateness and reason; an unreadable record is a row and exit 1', async () => {
+    const json = await runCli(['wakes', '--json', '--url', url])
+    expect(json.status, json.stderr).toBe(1)
+    expect(json.stderr).toContain('1 record(s) could not be read')
+    const rows = JSON.parse(json.stdout).wakes
+    expect(rows.map((r: { target: string | null }) => r.target)).toEqual([
+      'daemon:inbox',
+      'worker:woken',
+      'worker:parked',
+      'worker:gone',
+      null,
+    ])
+    expect(rows[0]).toMatchObject({ cause: 'interval', state: 'pending', firing: null })
+    expect(rows[1]).toMatchObject({
+      cause: 'event',
+      state: 'fired',
+      dueAt: Date.UTC(2020, 0, 1) + 1000,
+      firing: { dispatcher: 'disp-1', latenessMs: 2500, attempts: 1, delivered: true },
+    })
+    expect(rows[2]).toMatchObject({
+      cause: 'timeout',
+      state: 'pending',
+      dueAt: Date.UTC(2030, 0, 1),
+    })
+    expect(rows[3]).toMatchObject({ state: 'cancelled', cancelReason: 'worker closed' })
+    expect(rows[4]).toMatchObject({ state: null, error: { code: 'WAKE_CORRUPT' } })
+    const table = await runCli(['wakes', '--url', url])
+    const lines = table.stdout.split('\n')
+    expect(lines[0]).toMatch(/^WAKE\s+TARGET\s+CAUSE\s+DUE\s+STATE\s+LATENESS\s+BY$/)
+    expect(lines[1]).toMatch(
+      /daemon:inbox\s+interval\s+2020-01-01T00:00:00\.000Z\s+pending\s+overdue \d+h \d+m\s+-$/,
+    )
+    expect(lines[2]).toMatch(/worker:woken\s+event\s+\S+\s+fired\s+2500 ms\s+disp-1$/)
+    expect(lines[4]).toMatch(/worker:gone\s+schedule\s+\S+\s+cancelled\s+-\s+worker closed$/)
+  })
+})

@@ -16,6 +16,7 @@ const COMMANDS = [
   'workers',
   'daemons',
   'runs',
+  'wakes',
   'copy',
   'quarantine',
   'quarantine worker',

@@ -2,10 +2,12 @@ import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import { daemonSnapshot, inspectRun, inspectWorker, listSessions } from '@agent-state/runtime'
 import {
   DAEMONS_PREFIX,
+  decodeWake,
   handoffEnvelopeSchema,
   handoffKey,
   RUNS_PREFIX,
   sessionMarkerKey,
+  WAKES_RECORDS_PREFIX,
   WORKERS_PREFIX,
   workerSnapshotKey,
 } from '@agent-state/runtime/internal'
@@ -428,6 +430,121 @@ export const runsView: AgentView<RunRow> = {
   broken: (row) => row.error !== null,
 }
 
+/** A wake row: whom it wakes, why, when, and what became of it. */
+export interface WakeRow {
+  readonly wakeId: string
+  /** `worker:<id>` or `daemon:<id>`; `null` when the record cannot be read. */
+  readonly target: string | null
+  /** `timeout`, `event`, `schedule`, `webhook` or `interval`. */
+  readonly cause: string | null
+  readonly dueAt: number | null
+  /** `pending`, `fired` or `cancelled`. */
+  readonly state: string | null
+  /** A fired wake's firing: which dispatcher, how late, and whether its handler returned. */
+  readonly firing: {
+    readonly dispatcher: string
+    readonly firedAt: number
+    readonly latenessMs: number
+    readonly attempts: number
+    readonly delivered: boolean
+  } | null
+  /** A cancelled wake's reason. */
+  readonly cancelReason: string | null
+  readonly error: RowError | null
+}
+
+async function wakeRow(backend: Backend, key: string): Promise<WakeRow | null> {
+  const wakeId = key.slice(WAKES_RECORDS_PREFIX.length)
+  try {
+    const stored = await backend.get(key)
+    // Removed between the listing and the read (a destroyed namespace): no row.
+    if (stored === null) return null
+    const record = decodeWake(stored.value, key)
+    return {
+      wakeId,
+      target:
+        record.target.kind === 'worker'
+          ? `worker:${record.target.workerId}`
+          : `daemon:${record.target.daemonId}`,
+      cause: record.cause,
+      dueAt: record.dueAt,
+      state: record.state,
+      firing:
+        record.firing === null
+          ? null
+          : {
+              dispatcher: record.firing.dispatcher,
+              firedAt: record.firing.firedAt,
+              latenessMs: record.firing.latenessMs,
+              attempts: record.delivery?.attempts ?? 0,
+              delivered: record.delivery?.deliveredAt != null,
+            },
+      cancelReason: record.cancellation?.reason ?? null,
+      error: null,
+    }
+  } catch (error) {
+    return {
+      wakeId,
+      target: null,
+      cause: null,
+      dueAt: null,
+      state: null,
+      firing: null,
+      cancelReason: null,
+      error: rowError(error),
+    }
+  }
+}
+
+/**
+ * Wakes (runtime `registerWake` and the dispatcher): pending ones with how
+ * overdue they are, fired ones with their lateness, cancelled ones with the
+ * reason. Ids start with the due time, so the rows come in due order.
+ */
+export const wakesView: AgentView<WakeRow> = {
+  name: 'wakes',
+  summary: 'list wakes in due order: target, cause, due time, state, lateness',
+  async *rows(backend, limit) {
+    let cursor: string | undefined
+    let left = limit ?? Number.POSITIVE_INFINITY
+    do {
+      const page = await backend.list({
+        prefix: WAKES_RECORDS_PREFIX,
+        limit: Math.min(1000, left),
+        ...(cursor === undefined ? {} : { cursor }),
+      })
+      for (const entry of page.entries) {
+        const row = await wakeRow(backend, entry.key)
+        if (row === null) continue
+        if (left-- <= 0) return
+        yield row
+      }
+      cursor = page.cursor
+    } while (cursor !== undefined && left > 0)
+  },
+  headers: ['WAKE', 'TARGET', 'CAUSE', 'DUE', 'STATE', 'LATENESS', 'BY'],
+  cells: (row, now) => [
+    printable(row.wakeId),
+    row.target === null ? '-' : printable(row.target),
+    row.cause ?? row.error?.code ?? '-',
+    row.dueAt === null ? '-' : isoTime(row.dueAt),
+    row.state === 'fired' && row.firing !== null && !row.firing.delivered
+      ? 'fired (undelivered)'
+      : (row.state ?? '-'),
+    row.firing !== null
+      ? `${row.firing.latenessMs} ms`
+      : row.state === 'pending' && row.dueAt !== null && row.dueAt < now
+        ? `overdue ${relative(row.dueAt - now).replace(/ ago$/, '')}`
+        : '-',
+    row.firing !== null
+      ? printable(row.firing.dispatcher)
+      : row.cancelReason === null
+        ? '-'
+        : printable(row.cancelReason),
+  ],
+  broken: (row) => row.error !== null,
+}
+
 /** Every agent-level view, each a command of its own. */
 // biome-ignore lint/suspicious/noExplicitAny: rows differ per view; each view is typed by itself
 export const AGENT_VIEWS: readonly AgentView<any>[] = [
@@ -435,4 +552,5 @@ export const AGENT_VIEWS: readonly AgentView<any>[] = [
   workersView,
   daemonsView,
   runsView,
+  wakesView,
 ]

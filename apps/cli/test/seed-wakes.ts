@@ -1,0 +1,65 @@
+/**
+ * Writes wakes into the backend a URL names, on a fixed clock so the rows are known:
+ *
+ * - a timeout for worker `parked`, due at 2030-01-01T00:00:00Z: pending;
+ * - an interval for daemon `inbox`, due at 2020-01-01T00:00:00Z: pending and overdue;
+ * - an event for worker `woken`, due at 2020-01-01T00:00:01Z, fired by dispatcher `disp-1`
+ *   2.5 s after its due time and delivered;
+ * - a schedule for worker `gone`, due at 2030-01-01T00:00:01Z, cancelled with reason `worker closed`;
+ * - `wakes/records/<a valid id>` holding bytes that are not a wake.
+ *
+ *   node --conditions=@agent-state/source --import tsx test/seed-wakes.ts <url>
+ */
+import { openBackend } from '@agent-state/core'
+import { cancelWake, registerWake, startWakeDispatcher } from '@agent-state/runtime'
+import { importBackendPackage } from '../src/backend-importer.js'
+
+const url = process.argv[2]
+if (url === undefined) throw new Error('usage: seed-wakes.ts <url>')
+const backend = await openBackend(url, { importer: importBackendPackage })
+const PAST = Date.UTC(2020, 0, 1)
+const FUTURE = Date.UTC(2030, 0, 1)
+const clock = () => PAST - 60_000
+
+await registerWake(backend, {
+  target: { kind: 'worker', workerId: 'parked' },
+  cause: 'timeout',
+  dueAt: FUTURE,
+  clock,
+})
+await registerWake(backend, {
+  target: { kind: 'daemon', daemonId: 'inbox' },
+  cause: 'interval',
+  dueAt: PAST,
+  clock,
+})
+await registerWake(backend, {
+  target: { kind: 'worker', workerId: 'woken' },
+  cause: 'event',
+  dueAt: PAST + 1000,
+  payload: { topic: 'fix-chosen' },
+  clock,
+})
+const gone = await registerWake(backend, {
+  target: { kind: 'worker', workerId: 'gone' },
+  cause: 'schedule',
+  dueAt: FUTURE + 1000,
+  clock,
+})
+await cancelWake(backend, gone.id, { reason: 'worker closed', clock })
+
+// Fires only the event wake: the interval has no handler here, so it stays pending.
+const dispatcher = startWakeDispatcher(backend, {
+  handlers: { event: async () => undefined },
+  clock: () => PAST + 3500,
+  dispatcherId: 'disp-1',
+  intervalMs: null,
+})
+await dispatcher.tick()
+await dispatcher.stop()
+
+await backend.put(
+  `wakes/records/${String(FUTURE + 2000).padStart(13, '0')}-${'0'.repeat(32)}`,
+  new TextEncoder().encode('not a wake'),
+)
+await backend.close()
