@@ -31,7 +31,14 @@ export interface CliBundle {
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url))
 
 /** The scripts `runScript` starts (test/*.ts run as child processes). */
-const SCRIPTS = ['backend-ops', 'seed-readme-state', 'seed-runs', 'seed-state', 'seed-ui', 'seed-wakes']
+const SCRIPTS = [
+  'backend-ops',
+  'seed-readme-state',
+  'seed-runs',
+  'seed-state',
+  'seed-ui',
+  'seed-wakes',
+]
 
 /**
  * Each bundled workspace file keeps the `import.meta.url` of its source file: the CLI finds
