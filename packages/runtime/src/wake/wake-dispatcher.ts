@@ -6,22 +6,16 @@ import { nextStep, takeWake, writeUnderLease } from './wake-firing.js'
 import { dueBuckets, dueMarkers } from './wake-index.js'
 import {
   decodeWake,
+  type FiredWake,
   recordKeyOfId,
   WAKE_CAUSES,
   type WakeCause,
-  type WakeDelivery,
-  type WakeFiring,
   type WakeRecord,
 } from './wake-records.js'
 import { unindexWake } from './wake-registry.js'
 import { handleWorkerWake, workerWakeOptionsSchema } from './worker-wake-handler.js'
 
-/** A fired wake as a handler gets it: `id` is the key to deduplicate on (delivery is at-least-once). */
-export type FiredWake = WakeRecord & {
-  readonly state: 'fired'
-  readonly firing: WakeFiring
-  readonly delivery: WakeDelivery
-}
+export type { FiredWake } from './wake-records.js'
 
 /** What a dispatcher calls for a fired wake of one cause. A rejection leaves the wake to be delivered again. */
 export type WakeHandler = (wake: FiredWake) => Promise<void>

@@ -111,6 +111,13 @@ export const wakeRecordSchema = z
 /** See {@link wakeRecordSchema}. */
 export type WakeRecord = z.infer<typeof wakeRecordSchema>
 
+/** A fired wake as a handler gets it: `id` is the key to deduplicate on (delivery is at-least-once). */
+export type FiredWake = WakeRecord & {
+  readonly state: 'fired'
+  readonly firing: WakeFiring
+  readonly delivery: WakeDelivery
+}
+
 /** The due time an id carries; `INVALID_WAKE_ID` for anything that is not a wake id. */
 export function dueAtOfId(wakeId: unknown): number {
   const match = typeof wakeId === 'string' ? WAKE_ID_PATTERN.exec(wakeId) : null

@@ -7,7 +7,7 @@ import { resumeWorkerOnWake } from '../worker/resume-worker.js'
 import type { Worker } from '../worker/worker.js'
 import { timeOutWorker } from '../worker/worker-lifecycle.js'
 import { getEvent } from './event-topics.js'
-import type { FiredWake } from './wake-dispatcher.js'
+import type { FiredWake } from './wake-records.js'
 import { workerWakePayloadSchema } from './worker-wakes.js'
 
 /** What the dispatcher's built-in worker handler does with a resumed worker: the application's loop. */
