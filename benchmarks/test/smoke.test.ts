@@ -11,6 +11,7 @@ import { readPostgresResults } from '../src/report/postgres.js'
 import { readmeHeadlineOf, renderReadmeHeadline } from '../src/report/readme.js'
 import { type RunSummary, serializeSummary, summarizeRun } from '../src/report/summary.js'
 import { renderRatioSvg } from '../src/report/svg.js'
+import { meetsRawTarget, rawTargetOf } from '../src/report/targets.js'
 import type { CaseResult, SubjectResult } from '../src/runner.js'
 import { openSubjects, Services } from '../src/services.js'
 import { median, spreadOf } from '../src/stats.js'
@@ -300,6 +301,51 @@ describe('statistics of the report', () => {
   })
 })
 
+describe('the targets against the raw client', () => {
+  // Each cell has a p50 ratio and a throughput ratio that disagree, so a
+  // verdict that judged c=64 by latency (or c=1 by throughput) fails here.
+  const cell = (latency: number, throughput: number) => ({ latency, throughput })
+
+  it('c=1 is judged by the p50 ratio (at most 1.15x), whatever the throughput', () => {
+    const target = rawTargetOf('memory', 'get-1KiB', 1)
+    expect(target).toEqual({ measure: 'p50', bound: 1.15 })
+    expect(meetsRawTarget(target, cell(1.15, 0.5))).toBe(true)
+    expect(meetsRawTarget(target, cell(1.16, 2))).toBe(false)
+  })
+
+  it('c=64 is judged by throughput (at least 0.87x), whatever the p50 ratio', () => {
+    for (const [backend, workload] of [
+      ['memory', 'put-1KiB'],
+      ['redis', 'cas'],
+      ['sqlite', 'get-1KiB'],
+      ['fs', 'get-1KiB'],
+      ['s3', 'put-1KiB'],
+    ] as const) {
+      const target = rawTargetOf(backend, workload, 64)
+      expect(target, `${backend} ${workload}`).toEqual({ measure: 'ops/s', bound: 0.87 })
+      // The committed run's fs get: a 0.013x p50 ratio against a thread-pool baseline.
+      expect(meetsRawTarget(target, cell(0.013, 0.86))).toBe(false)
+      expect(meetsRawTarget(target, cell(2.7, 0.87))).toBe(true)
+    }
+  })
+
+  it('c=64 durable writes on fs and SQLite, whose batching is ours, need at least the raw throughput', () => {
+    for (const backend of ['fs', 'sqlite'] as const) {
+      for (const workload of ['put-1KiB', 'cas']) {
+        const target = rawTargetOf(backend, workload, 64)
+        expect(target, `${backend} ${workload}`).toEqual({ measure: 'ops/s', bound: 1 })
+        expect(meetsRawTarget(target, cell(7.18, 0.99))).toBe(false)
+        expect(meetsRawTarget(target, cell(7.18, 1))).toBe(true)
+      }
+    }
+  })
+
+  it('a cell without a ratio (a failed path) has no verdict', () => {
+    expect(meetsRawTarget(rawTargetOf('redis', 'cas', 64), undefined)).toBeUndefined()
+    expect(meetsRawTarget(rawTargetOf('redis', 'cas', 1), cell(Number.NaN, 1))).toBeUndefined()
+  })
+})
+
 describe('the README headline table', () => {
   const root = join(import.meta.dirname, '..', '..')
   const readme = readFileSync(join(root, 'README.md'), 'utf8')
@@ -329,6 +375,9 @@ describe('the README headline table', () => {
         expect(block).toContain(`| ${backend} | ${operation} |`)
       }
     }
+    // Both verdicts are there: c=1 by latency, c=64 by throughput.
+    expect(block).toContain('| c=1 target | c=64 target |')
+    expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toContain('| ops/s ≥ 0.87× |')
     for (const workload of ['put-1KiB', 'cas', 'get-1KiB']) {
       for (const row of result.cases.filter((entry) => entry.workload === workload)) {
         expect(row.runs).toBeGreaterThanOrEqual(3)

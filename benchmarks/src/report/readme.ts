@@ -1,6 +1,13 @@
 import type { BackendKind } from '../subject.js'
 import { formatRate, formatRatio, formatSpread } from './format.js'
 import type { CaseSummary, RunSummary } from './summary.js'
+import {
+  CONCURRENT_THROUGHPUT_TARGET,
+  DURABLE_WRITE_THROUGHPUT_TARGET,
+  LATENCY_TARGET,
+  meetsRawTarget,
+  rawTargetOf,
+} from './targets.js'
 
 /** The markers around the generated table in the root README. */
 export const README_START =
@@ -33,17 +40,18 @@ function find(
  * operation, the p50 latency ratio to the raw client at c=1 and c=64 and the
  * c=64 throughput of agent-state and of the raw client (put and CAS are the
  * durable writes: fsync'd on fs and SQLite), each the median over the full
- * runs with its min–max in brackets.
+ * runs with its min–max in brackets, and the verdicts: c=1 judged by the p50
+ * ratio, c=64 by the throughput ratio (the c=64 p50 ratio is information).
  */
 export function renderReadmeHeadline(result: RunSummary): string {
   const runs = Math.max(0, ...result.cases.map((row) => row.runs))
   const lines = [
     README_START,
     '',
-    `Run of ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${result.machine.cpuCount} × ${result.machine.cpus}${result.machine.note === undefined ? '' : ` (${result.machine.note})`}. Each cell: the median of ${runs} full runs, [min–max] over the runs; a ratio is agent-state ÷ raw client, computed within each run.`,
+    `Run of ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${result.machine.cpuCount} × ${result.machine.cpus}${result.machine.note === undefined ? '' : ` (${result.machine.note})`}. Each cell: the median of ${runs} full runs, [min–max] over the runs; a ratio is agent-state ÷ raw client, computed within each run. Targets: c=1 p50 ≤ ${LATENCY_TARGET}× raw; c=${HIGH} throughput ≥ ${CONCURRENT_THROUGHPUT_TARGET}× raw (≥ ${DURABLE_WRITE_THROUGHPUT_TARGET}× for fs and SQLite put and compare-and-set, whose batching is the backend's to use); the c=${HIGH} p50 ratio is information (a synchronous raw client's latency leaves out its callers' queue).`,
     '',
-    `| backend | operation | p50 ÷ raw, c=1 | p50 ÷ raw, c=${HIGH} | agent-state ops/s, c=${HIGH} | raw ops/s, c=${HIGH} | throughput ÷ raw, c=${HIGH} |`,
-    '|---|---|---:|---:|---:|---:|---:|',
+    `| backend | operation | p50 ÷ raw, c=1 | p50 ÷ raw, c=${HIGH} | agent-state ops/s, c=${HIGH} | raw ops/s, c=${HIGH} | throughput ÷ raw, c=${HIGH} | c=1 target | c=${HIGH} target |`,
+    '|---|---|---:|---:|---:|---:|---:|---|---|',
   ]
   for (const backend of BACKENDS) {
     for (const { workload, label } of ROWS) {
@@ -60,8 +68,12 @@ export function renderReadmeHeadline(result: RunSummary): string {
           : subject.error !== undefined
             ? 'FAILED'
             : formatSpread(subject.spread.opsPerSec, formatRate)
+      const verdict = (concurrency: number, ratio: typeof lowRatio): string => {
+        const met = meetsRawTarget(rawTargetOf(backend, workload, concurrency), ratio)
+        return met === undefined ? '–' : met ? 'met' : '**missed**'
+      }
       lines.push(
-        `| ${backend} | ${label} | ${formatSpread(lowRatio?.latencySpread, formatRatio)} | ${formatSpread(highRatio?.latencySpread, formatRatio)} | ${rate(ours)} | ${rate(raw)} | ${formatSpread(highRatio?.throughputSpread, formatRatio)} |`,
+        `| ${backend} | ${label} | ${formatSpread(lowRatio?.latencySpread, formatRatio)} | ${formatSpread(highRatio?.latencySpread, formatRatio)} | ${rate(ours)} | ${rate(raw)} | ${formatSpread(highRatio?.throughputSpread, formatRatio)} | ${verdict(1, lowRatio)} | ${verdict(HIGH, highRatio)} |`,
       )
     }
   }

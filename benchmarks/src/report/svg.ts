@@ -1,8 +1,8 @@
 import type { Spread } from '../stats.js'
 import type { PathKind } from '../subject.js'
 import { escapeXml, formatRatio, formatSpread } from './format.js'
-import { LATENCY_TARGET } from './markdown.js'
 import type { CaseSummary, RunSummary } from './summary.js'
+import { LATENCY_TARGET } from './targets.js'
 
 const SERIES: readonly { path: PathKind; color: string; label: string }[] = [
   { path: 'raw', color: '#4e79a7', label: 'vs raw client' },
@@ -139,8 +139,8 @@ export function renderRatioSvg(result: RunSummary): string {
   })
 
   parts.push(
-    `<text x="10" y="${secondTop - 30}" font-size="14" font-weight="bold">agent-state p50 latency ÷ raw client p50 (put, CAS, get; target ≤ ${LATENCY_TARGET}×)</text>`,
-    `<text x="10" y="${secondTop - 14}">Left of the red line = target met. Log scale from 0.5× to 8×. Whiskers and brackets: min–max over the full runs.</text>`,
+    `<text x="10" y="${secondTop - 30}" font-size="14" font-weight="bold">agent-state p50 latency ÷ raw client p50 (put, CAS, get; c=1 target ≤ ${LATENCY_TARGET}×)</text>`,
+    `<text x="10" y="${secondTop - 14}">c=1: left of the red line = target met. Above c=1 (grey) the target is throughput, the latency is information. Log scale from 0.5× to 8×. Whiskers and brackets: min–max over the full runs.</text>`,
     ...axis(secondTop, secondTop + latency.length * latencyRowHeight + 4, [0.5, 1, 2, 4, 8], xl),
   )
   const targetX = xl(LATENCY_TARGET).toFixed(1)
@@ -154,9 +154,10 @@ export function renderRatioSvg(result: RunSummary): string {
     const from = xl(1)
     const to = xl(ratio.latency)
     const met = ratio.latency <= LATENCY_TARGET
+    const fill = row.concurrency > 1 ? '#bab0ac' : met ? '#4e79a7' : '#e15759'
     parts.push(
       `<text x="${labelWidth - 6}" y="${y + latencyRowHeight - 3}" text-anchor="end">${escapeXml(`${row.backend} ${row.workload} c=${row.concurrency}`)}</text>`,
-      `<rect x="${Math.min(from, to).toFixed(1)}" y="${y + 2}" width="${Math.max(1, Math.abs(to - from)).toFixed(1)}" height="${latencyRowHeight - 4}" fill="${met ? '#4e79a7' : '#e15759'}"/>`,
+      `<rect x="${Math.min(from, to).toFixed(1)}" y="${y + 2}" width="${Math.max(1, Math.abs(to - from)).toFixed(1)}" height="${latencyRowHeight - 4}" fill="${fill}"/>`,
       ...whisker(ratio.latencySpread, xl, y + latencyRowHeight / 2),
       `<text x="${(Math.max(from, to, ratio.latencySpread.n > 1 ? xl(ratio.latencySpread.max) : 0) + 3).toFixed(1)}" y="${y + latencyRowHeight - 3}" font-size="9">${escapeXml(formatSpread(ratio.latencySpread, formatRatio))}</text>`,
     )

@@ -8,6 +8,7 @@ import {
   applyRenew,
   assertLeaseShape,
   assertValidKey,
+  assertValue,
   type Backend,
   type Capabilities,
   type Clock,
@@ -44,7 +45,7 @@ import {
 import { closedError } from './errors.js'
 import { createMemoryStore, indexAfter, type MemoryStore, setState } from './memory-store.js'
 import { type MemoryBackendOptions, memoryOptionsSchema } from './options.js'
-import { copyOut } from './value-pool.js'
+import { copyIn, copyOut } from './value-pool.js'
 
 /** One settled `null` for every miss: a promise is immutable, so sharing it is safe. */
 const RESOLVED_NULL: Promise<null> = Promise.resolve(null)
@@ -114,18 +115,50 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
         }
       },
 
-      async head(key: string): Promise<ValueMeta | null> {
-        assertValidKey(key)
-        return metaOf(key, stateOf(key))
+      head(key: string): Promise<ValueMeta | null> {
+        // As `get`: only a key missing from the Map is validated.
+        try {
+          const state = closed ? undefined : store.namespace(namespaceName).states.get(key)
+          if (state === undefined) {
+            assertValidKey(key)
+            open()
+            return RESOLVED_NULL
+          }
+          return Promise.resolve(metaOf(key, state))
+        } catch (error) {
+          return Promise.reject(error)
+        }
       },
 
-      async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
-        const writer = checkPut(key, value, putOptions, capabilities)
-        // A copy, not `value.slice()`: a Buffer's `slice` is a view of the caller's memory.
-        const next = applyPut(key, stateOf(key), new Uint8Array(value), writer, putOptions, clock())
-        setState(open(), key, next)
-        announceKey(store, namespaceName, key)
-        return metaOf(key, next) as ValueMeta
+      put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
+        // One namespace lookup and one Map lookup; a key found in the Map was
+        // validated when it was stored, so a plain put of it checks only the
+        // value (options, when given, go through the full check).
+        try {
+          const ns = closed ? undefined : store.namespace(namespaceName)
+          const current = ns?.states.get(key)
+          let writer: ReturnType<typeof checkPut> = null
+          if (current === undefined || putOptions !== undefined) {
+            writer = checkPut(key, value, putOptions, capabilities)
+          } else {
+            assertValue(value, capabilities.maxValueBytes)
+          }
+          const target = ns ?? open()
+          // The stored copy (the caller may reuse its buffer), from a pool: see value-pool.ts.
+          const next = applyPut(
+            key,
+            current ?? ABSENT_STATE,
+            copyIn(value),
+            writer,
+            putOptions,
+            clock(),
+          )
+          setState(target, key, next)
+          announceKey(store, namespaceName, key)
+          return Promise.resolve(metaOf(key, next) as ValueMeta)
+        } catch (error) {
+          return Promise.reject(error)
+        }
       },
 
       async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
