@@ -162,48 +162,15 @@ function decodeFence(key: string, fence: unknown): number {
 }
 
 /**
- * Rows whose check passed, per namespace and key: the {@link ROW_CHECK_CELLS}
- * cells and the `row_check` as read. `row_check` is a pure function of the
- * namespace, the key and those cells, so a row whose cells and check are
- * identical (`Object.is`: the same string, the same IEEE-754 number, `-0` and
- * `0` apart) to a verified one passes the check without recomputing it; any
- * difference in any cell, the check included, recomputes it. Comparing eleven
- * cells costs a fraction of the byte-wise CRC over them, which was the largest
- * JS cost of a `get` and a `head`. It does not stand in for `value_crc`:
- * every read of a value still checksums its bytes.
- */
-const verifiedRows = new Map<string, Map<string, readonly unknown[]>>()
-/** Keys remembered per namespace; the memo starts over when full. */
-const VERIFIED_ROWS_MAX = 4096
-
-function sameCells(verified: readonly unknown[], row: RawRow, offset: number): boolean {
-  for (let i = 0; i <= ROW_CHECK_CELLS; i++) {
-    if (!Object.is(verified[i], row[offset + i])) return false
-  }
-  return true
-}
-
-/**
  * Checks the row check of the {@link STATE_COLUMNS} cells at `offset` in
  * `row`, before anything in them is trusted.
  */
 function verifyRow(namespace: string, key: string, row: RawRow, offset: number): void {
-  let verified = verifiedRows.get(namespace)
-  const known = verified?.get(key)
-  if (known !== undefined && sameCells(known, row, offset)) return
   const cells = row.slice(offset, offset + ROW_CHECK_CELLS)
   const stored = row[offset + ROW_CHECK_CELLS]
   if (stored !== rowCheck(namespace, key, cells)) {
     throw corrupt(key, 'the row does not match its integrity check')
   }
-  if (verified === undefined) {
-    verified = new Map()
-    verifiedRows.set(namespace, verified)
-  } else if (verified.size >= VERIFIED_ROWS_MAX && known === undefined) {
-    verified.clear()
-  }
-  cells.push(stored)
-  verified.set(key, cells)
 }
 
 /** Decodes verified {@link STATE_COLUMNS} cells at `offset` into a state without its value. */
