@@ -1,181 +1,30 @@
 /**
- * The wake dispatcher across real processes (docs/runtime/wakes.md, Tests):
- * three dispatcher child processes over one backend (fs, SQLite, Redis, S3
- * on the servers of the global setup), wakes due at random times over 3 s,
- * dispatchers killed with SIGKILL and restarted, frozen with SIGSTOP past the
- * firing lease and continued, and killing themselves after a firing decision
- * (2% of handler calls). Every wake must be fired exactly once: one firing
- * recorded, one firing seen by the handlers (whatever the redeliveries), the
- * index empty. Kill cycles per backend: `AGENT_STATE_CRASH_CYCLES` (default
- * 10, the contract's floor 10: below it this file fails to load). Wakes
- * are registered once the three dispatchers are up, due 1.5 to 4.5 s later,
- * while the kills go on.
+ * Three wake dispatcher processes per backend (fs, SQLite, Redis, S3 on the
+ * servers of the global setup) under SIGKILL, SIGSTOP and self-kills after a
+ * firing decision (wake-kill-scenario.ts): every wake must be fired exactly
+ * once (one firing recorded, one firing seen by the handlers whatever the
+ * redeliveries), the index left empty. Kill cycles per backend:
+ * `AGENT_STATE_CRASH_CYCLES` (default 10, the contract's floor of 10: below
+ * it this file fails to load; crash-cycles.test.ts proves it).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
-import { crashCyclesKnob } from '@agent-state/contract'
-import type { Backend } from '@agent-state/core'
+import { MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { describe, expect, it } from 'vitest'
-import { getWake, registerWake } from '../src/index.js'
-import { PACKAGE_DIR } from './child-process.js'
-import { latencySummary, listAll } from './wake-figures.js'
+import { WAKE_KILL_CYCLES } from './crash-cycles.js'
+import { KILL_BACKEND_NAMES, killCycles } from './wake-kill-scenario.js'
 
-const KILLS = crashCyclesKnob('the wake dispatcher kill test', 10)
-/** Wakes per backend: fewer on S3, whose every operation is an HTTP round trip. */
-const WAKES: Readonly<Record<string, number>> = { s3: 30 }
-const DEFAULT_WAKES = 60
-const LEASE_TTL_MS = 600
-const DISPATCHERS = 3
-const BACKENDS = MULTI_PROCESS_BACKENDS.filter((b) =>
-  ['fs', 'sqlite', 'redis', 's3'].includes(b.name),
-)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const BACKENDS = MULTI_PROCESS_BACKENDS.filter((b) => KILL_BACKEND_NAMES.includes(b.name))
 
 // The backends run side by side: each mostly waits (for leases to lapse, children to start).
-describe.concurrent.each(BACKENDS)(
-  'three dispatcher processes on $name',
-  ({ name, target: make }) => {
-    it(`${KILLS} SIGKILLs and SIGSTOPs mid-fire: every wake fires exactly once`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-wake-kill-'))
-      const target = make(dir)
-      const namespace = freshName('wakes')
-      const backend: Backend = await target.open(namespace)
-      const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/wake-dispatcher-child.ts'))
-      const count = WAKES[name] ?? DEFAULT_WAKES
-      const tally = { kills: 0, stops: 0, selfKills: 0, failures: [] as string[] }
-      let stopping = false
-      let incarnation = 0
-      const slots: ChildProcess[] = []
-      const ready: Promise<void>[] = []
-      const start = (slot: number): void => {
-        const child = spawn(
-          process.execPath,
-          [
-            ...node,
-            target.url,
-            namespace,
-            `d${slot}-${incarnation++}`,
-            String(LEASE_TTL_MS),
-            '20',
-            '0.02',
-          ],
-          {
-            cwd: PACKAGE_DIR,
-            env: { ...process.env, ...target.env },
-            stdio: ['ignore', 'pipe', 'pipe'],
-          },
-        )
-        let stderr = ''
-        child.stderr?.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString()
-        })
-        ready.push(
-          new Promise<void>((resolve) => {
-            child.stdout?.on('data', () => resolve())
-            child.on('exit', () => resolve())
-          }),
-        )
-        child.on('exit', (code, signal) => {
-          if (slots[slot] !== child || stopping) return
-          // Not killed by the test: a self-kill after a firing decision, or a failure.
-          if (signal === 'SIGKILL') tally.selfKills++
-          else tally.failures.push(`${code} ${signal} ${stderr.slice(-2000)}`)
-          start(slot)
-        })
-        slots[slot] = child
-      }
-      try {
-        for (let slot = 0; slot < DISPATCHERS; slot++) start(slot)
-        await Promise.all(ready)
-        const due = Date.now() + 1500
-        const ids: string[] = []
-        for (let i = 0; i < count; i += 20) {
-          const batch = await Promise.all(
-            Array.from({ length: Math.min(20, count - i) }, (_, j) =>
-              registerWake(backend, {
-                target: { kind: 'worker', workerId: `w${i + j}` },
-                cause: 'timeout',
-                dueAt: due + Math.floor(Math.random() * 3000),
-              }),
-            ),
-          )
-          ids.push(...batch.map((wake) => wake.id))
-        }
-        for (let cycle = 0; cycle < KILLS; cycle++) {
-          await sleep(100 + Math.floor(Math.random() * 200))
-          const slot = Math.floor(Math.random() * DISPATCHERS)
-          const victim = slots[slot] as ChildProcess
-          if (cycle % 3 === 2) {
-            // Frozen past its firing lease while another dispatcher takes its wakes, then continued.
-            victim.kill('SIGSTOP')
-            tally.stops++
-            await sleep(LEASE_TTL_MS * 2)
-            victim.kill('SIGCONT')
-          }
-          const killed = slots[(slot + 1) % DISPATCHERS] as ChildProcess
-          slots[(slot + 1) % DISPATCHERS] = undefined as unknown as ChildProcess
-          killed.kill('SIGKILL')
-          tally.kills++
-          start((slot + 1) % DISPATCHERS)
-        }
-        const deadline = Date.now() + 120_000
-        while ((await listAll(backend, 'wakes/due/')).length > 0 && Date.now() < deadline) {
-          await sleep(200)
-        }
-        stopping = true
-        await Promise.all(
-          slots.map(
-            (child) =>
-              new Promise<void>((resolve) => {
-                if (child.exitCode !== null || child.signalCode !== null) return resolve()
-                child.on('exit', () => resolve())
-                child.kill('SIGTERM')
-              }),
-          ),
-        )
-        const seen = new Map<string, Set<string>>()
-        for (const key of await listAll(backend, 'wake-seen/')) {
-          const [, wakeId = '', firing = ''] = key.split('/')
-          seen.set(wakeId, (seen.get(wakeId) ?? new Set()).add(firing))
-        }
-        let fired = 0
-        let exactlyOnce = 0
-        let redelivered = 0
-        const lateness: number[] = []
-        for (const id of ids) {
-          const record = await getWake(backend, id)
-          if (record.state !== 'fired' || record.firing == null) continue
-          fired++
-          lateness.push(record.firing.latenessMs)
-          if ((record.delivery?.attempts ?? 0) > 1) redelivered++
-          const firings = seen.get(id) ?? new Set()
-          if (
-            record.delivery?.deliveredAt !== null &&
-            firings.size === 1 &&
-            firings.has(`${record.firing.dispatcher}~${record.firing.token}`)
-          ) {
-            exactlyOnce++
-          }
-        }
-        expect(tally.failures).toEqual([])
-        expect({ registered: ids.length, fired, exactlyOnce }).toEqual({
-          registered: count,
-          fired: count,
-          exactlyOnce: count,
-        })
-        expect(await listAll(backend, 'wakes/due/')).toEqual([])
-        console.info(
-          `${name}: ${count} wakes, 3 dispatcher processes, ${tally.kills} SIGKILL, ${tally.stops} SIGSTOP, ${tally.selfKills} self-kills after a firing: fired ${fired}, exactly once ${exactlyOnce}, redelivered ${redelivered}; lateness ${latencySummary(lateness)}`,
-        )
-      } finally {
-        stopping = true
-        for (const child of slots) child?.kill('SIGKILL')
-        await backend.close()
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }, 240_000)
-  },
-)
+describe.concurrent.each(BACKENDS)('three dispatcher processes on $name', (backend) => {
+  it(`${WAKE_KILL_CYCLES} SIGKILLs and SIGSTOPs mid-fire: every wake fires exactly once`, async () => {
+    const outcome = await killCycles(backend, WAKE_KILL_CYCLES)
+    console.info(outcome.summary)
+    expect(outcome.failures).toEqual([])
+    expect(outcome.registered).toBeGreaterThan(0)
+    expect(outcome).toMatchObject({
+      fired: outcome.registered,
+      exactlyOnce: outcome.registered,
+      indexLeft: 0,
+    })
+  }, 240_000)
+})
