@@ -20,6 +20,15 @@ describe("the effect ledger crash tests' cycle knob has the contract's floor", (
     await expect(knobWith('ten')).rejects.toThrow('AGENT_STATE_CRASH_CYCLES must be a whole number')
   })
 
+  it('the wake kill test: a count below 10 fails it, 10 is its default', async () => {
+    vi.stubEnv('AGENT_STATE_CRASH_CYCLES', '9')
+    vi.resetModules()
+    await expect(import('./crash-cycles.js')).rejects.toThrow(/configured with 9 kill -9 cycles/)
+    vi.stubEnv('AGENT_STATE_CRASH_CYCLES', '')
+    vi.resetModules()
+    expect((await import('./crash-cycles.js')).WAKE_KILL_CYCLES).toBe(10)
+  })
+
   it('the floor itself and the default of 50 are accepted', async () => {
     expect(await knobWith('10')).toBe(10)
     expect(await knobWith('')).toBe(50)

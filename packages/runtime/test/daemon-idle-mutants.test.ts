@@ -5,7 +5,7 @@
  * imports the runtime afresh.
  */
 
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type { Delivery } from '../src/index.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
 import {
@@ -13,9 +13,9 @@ import {
   checkpointRefusedAfterTakeover,
   IDLE_BACKENDS,
   idleThenAck,
-  type Runtime,
 } from './daemon-idle-scenarios.js'
 import { WAKE_WINDOW_MS, wakeOnNotification } from './daemon-wake-scenarios.js'
+import { mutated, unmockAll } from './mutants.js'
 
 const TURN_DECISION = '../src/daemon/turn-decision.ts'
 const WORKER = '../src/worker/worker.ts'
@@ -33,22 +33,7 @@ async function onFixture<T>(
   }
 }
 
-/** The runtime with `path` replaced by what `mutate` makes of the original module. */
-async function mutated(
-  path: string,
-  mutate: (original: Record<string, unknown>) => Record<string, unknown>,
-): Promise<Runtime> {
-  vi.resetModules()
-  vi.doMock(path, async (importOriginal) => mutate(await importOriginal<Record<string, unknown>>()))
-  return (await import('../src/index.js')) as Runtime
-}
-
-afterEach(() => {
-  vi.doUnmock(TURN_DECISION)
-  vi.doUnmock(WORKER)
-  vi.doUnmock(QUEUE_SIGNALS)
-  vi.resetModules()
-})
+afterEach(unmockAll)
 
 /** Mutant: `ack` with an update acknowledges the event first and checkpoints after. */
 const ackFirst = () =>

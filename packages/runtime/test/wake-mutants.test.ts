@@ -6,16 +6,16 @@
  */
 
 import type { Backend, Lease, WriterIdentity } from '@agent-state/core'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type { WakeRecord } from '../src/index.js'
 import { wakeBucketPrefix } from '../src/shared/layout.js'
 import type * as WakeIndex from '../src/wake/wake-index.js'
+import { mutated, unmockAll } from './mutants.js'
 import {
   cancelledNeverFires,
   frozenMidFire,
   handlerFailure,
   lateStart,
-  type Runtime,
   raceTwoDispatchers,
   WAKE_BACKENDS,
 } from './wake-scenarios.js'
@@ -24,21 +24,7 @@ const FIRING = '../src/wake/wake-firing.ts'
 const INDEX = '../src/wake/wake-index.ts'
 const encoder = new TextEncoder()
 
-/** The runtime with `path` replaced by what `mutate` makes of the original module. */
-async function mutated(
-  path: string,
-  mutate: (original: Record<string, unknown>) => Record<string, unknown>,
-): Promise<Runtime> {
-  vi.resetModules()
-  vi.doMock(path, async (importOriginal) => mutate(await importOriginal<Record<string, unknown>>()))
-  return (await import('../src/index.js')) as Runtime
-}
-
-afterEach(() => {
-  vi.doUnmock(FIRING)
-  vi.doUnmock(INDEX)
-  vi.resetModules()
-})
+afterEach(unmockAll)
 
 /**
  * Mutant: no lease taken (a made-up one is returned) and every write a plain

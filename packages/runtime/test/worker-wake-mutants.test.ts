@@ -6,12 +6,13 @@
  */
 
 import type { Backend } from '@agent-state/core'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import type * as EventTopics from '../src/wake/event-topics.js'
 import type * as WakeRegistry from '../src/wake/wake-registry.js'
 import type * as ResumeWorker from '../src/worker/resume-worker.js'
-import { type Runtime, WAKE_BACKENDS } from './wake-scenarios.js'
+import { mutated, unmockAll } from './mutants.js'
+import { WAKE_BACKENDS } from './wake-scenarios.js'
 import {
   byHand,
   cronTrigger,
@@ -31,32 +32,8 @@ const WAKE_REGISTRY = '../src/wake/wake-registry.ts'
 const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
 const IDS = '../src/shared/ids.ts'
 const CANONICAL_JSON = '../src/shared/canonical-json.ts'
-const MODULES = [
-  IDS,
-  CANONICAL_JSON,
-  WORKER_WAKES,
-  EVENT_TOPICS,
-  RESUME_WORKER,
-  WORKER_LIFECYCLE,
-  WAKE_REGISTRY,
-  CRON_TRIGGER,
-  'cron-parser',
-]
 
-/** The runtime with `path` replaced by what `mutate` makes of the original module. */
-async function mutated(
-  path: string,
-  mutate: (original: Record<string, unknown>) => Record<string, unknown>,
-): Promise<Runtime> {
-  vi.resetModules()
-  vi.doMock(path, async (importOriginal) => mutate(await importOriginal<Record<string, unknown>>()))
-  return (await import('../src/index.js')) as Runtime
-}
-
-afterEach(() => {
-  for (const path of MODULES) vi.doUnmock(path)
-  vi.resetModules()
-})
+afterEach(unmockAll)
 
 /** Mutant: a resume or close that leaves the suspension's other wakes (and its topic waiter) in place. */
 const noSiblingCancel = (original: Record<string, unknown>) => ({

@@ -3,6 +3,8 @@ import { z } from 'zod'
 import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonError, runtimeError } from '../shared/errors.js'
 import { uuidv7 } from '../shared/ids.js'
+import { assertIdleWatchdog } from '../wake/daemon-interval.js'
+import { armDaemonWakes } from '../wake/daemon-wakes.js'
 import type { Suspension, Worker, WorkerUpdate } from '../worker/index.js'
 import {
   type ResumeWorkerOptions,
@@ -49,6 +51,13 @@ export interface SpawnDaemonOptions
   readonly state?: JsonValue
   /** Visibility timeout of each delivery this handle claims. */
   readonly visibilityTimeoutMs?: number
+  /**
+   * How many interval wakes in a row may find the daemon's queue not empty
+   * (its previous wake not taken: busy, stopped or dead) before the interval
+   * chain stops and the trip is recorded (docs/runtime/wakes.md, Daemon
+   * wakes). 1 to 1 000 000; default none. Needs `wakeIntervalMs`.
+   */
+  readonly idleWatchdogAttempts?: number
 }
 
 /** Options of {@link resumeDaemon}. */
@@ -306,8 +315,9 @@ export async function spawnDaemon(
     transcript,
     summary,
   } = options
-  const { capacity, maxEventBytes, wakeIntervalMs, watchPaths } = options
+  const { capacity, maxEventBytes, wakeIntervalMs, watchPaths, idleWatchdogAttempts } = options
   const id = daemonId ?? uuidv7()
+  assertIdleWatchdog(idleWatchdogAttempts, wakeIntervalMs, id)
   const queue = await createDaemonQueue(
     backend,
     id,
@@ -320,6 +330,16 @@ export async function spawnDaemon(
     state: { app, daemon: { ...(await daemonFields(queue, null, null)) } },
     ...defined({ holder, leaseTtlMs, hooks, clock, transcript, summary }),
   })
+  await armDaemonWakes(
+    backend,
+    id,
+    {
+      intervalMs: queue.config.wakeIntervalMs,
+      watchPaths: queue.config.watchPaths,
+      idleWatchdogAttempts: idleWatchdogAttempts ?? null,
+    },
+    clock ?? Date.now,
+  )
   return new Daemon(backend, worker, queue, defined({ holder, visibilityTimeoutMs }))
 }
 
@@ -340,6 +360,17 @@ export async function resumeDaemon(
   const queue = await openDaemonQueue(backend, daemonId, options.clock)
   const { visibilityTimeoutMs, ...workerOptions } = options
   const worker = await resumeWorker(backend, daemonId, { cause: 'daemon_resume', ...workerOptions })
+  // Re-arms the interval chain if the watchdog tripped or it ended (a no-op otherwise).
+  await armDaemonWakes(
+    backend,
+    daemonId,
+    {
+      intervalMs: queue.config.wakeIntervalMs,
+      watchPaths: queue.config.watchPaths,
+      idleWatchdogAttempts: null,
+    },
+    options.clock ?? Date.now,
+  )
   signalQueueChange(backend, daemonId)
   return new Daemon(
     backend,

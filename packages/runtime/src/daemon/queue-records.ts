@@ -30,9 +30,9 @@ export const daemonQueueOptionsSchema = z.strictObject({
   capacity: z.int().min(1).max(MAX_QUEUE_CAPACITY).default(DEFAULT_QUEUE_CAPACITY),
   /** Largest event as JSON bytes. Default 64 KiB, at most 1 MiB. */
   maxEventBytes: z.int().min(16).max(MAX_EVENT_BYTES_LIMIT).default(DEFAULT_MAX_EVENT_BYTES),
-  /** The wake-up interval in ms: stored and reported; the daemon loop owns the timer. */
+  /** The wake-up interval in ms: `spawnDaemon` registers the interval wakes (docs/runtime/wakes.md, Daemon wakes). */
   wakeIntervalMs: z.int().positive().nullable().default(null),
-  /** Paths the daemon watches: stored and reported; the daemon loop owns the watching. */
+  /** Key prefixes whose changes wake the daemon (`watchDaemonPaths`; docs/runtime/wakes.md, Daemon wakes). */
   watchPaths: z.array(z.string().min(1).max(4096)).max(256).default([]),
 })
 

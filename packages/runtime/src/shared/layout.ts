@@ -147,6 +147,14 @@ export function workerWakesKey(workerId: string): string {
   return `wakes/workers/${workerId}`
 }
 
+/**
+ * A daemon's idle-wake registration (`wakeIntervalMs`, `watchPaths`, `idleWatchdogAttempts`):
+ * the pending interval and path wakes, so at most one of each is pending.
+ */
+export function daemonWakesKey(daemonId: string): string {
+  return `wakes/daemons/${daemonId}`
+}
+
 /** Prefix of the workers waiting on an event topic: `wakes/topics/<topic>/<worker id>`. */
 export function topicWaitersPrefix(topic: string): string {
   return `wakes/topics/${topic}/`

@@ -4,6 +4,20 @@ export {
   nextCronOccurrence,
 } from './cron-trigger.js'
 export {
+  type DaemonPathWatch,
+  type WatchDaemonPathsOptions,
+  watchDaemonPaths,
+  watchDaemonPathsOptionsSchema,
+} from './daemon-path-watch.js'
+export {
+  type DaemonWakeEvent,
+  type DaemonWakeResult,
+  type DaemonWakes,
+  daemonWakesSchema,
+  handleDaemonWake,
+  readDaemonWakes,
+} from './daemon-wakes.js'
+export {
   assertEventTopic,
   EVENT_ID_PATTERN,
   getEvent,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type Backend, type Clock, systemClock } from '@agent-state/core'
 import { z } from 'zod'
 import { wakeError } from '../shared/errors.js'
+import { handleDaemonWake } from './daemon-wakes.js'
 import { nextStep, takeWake, writeUnderLease } from './wake-firing.js'
 import { dueBuckets, dueMarkers } from './wake-index.js'
 import {
@@ -35,6 +36,14 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
    * that has it.
    */
   workers: workerWakeOptionsSchema.optional(),
+  /**
+   * The built-in handler of daemons' `interval` and `event` (path) wakes
+   * (`handleDaemonWake`, docs/runtime/wakes.md, Daemon wakes): enqueues each
+   * into the daemon's queue with its wake id. Used for a daemon's wake whose
+   * cause has no entry in `handlers`. Default `false`: daemon wakes are left
+   * to a dispatcher that has it.
+   */
+  daemons: z.boolean().default(false),
   /** The clock due times are compared with (and `firedAt` read from). Default `Date.now`. */
   clock: z
     .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
@@ -173,6 +182,15 @@ async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
 function handlerOf(backend: Backend, config: Parsed, record: WakeRecord): WakeHandler | undefined {
   const own = config.handlers[record.cause as WakeCause]
   if (own !== undefined) return own
+  if (
+    config.daemons &&
+    record.target.kind === 'daemon' &&
+    (record.cause === 'interval' || record.cause === 'event')
+  ) {
+    return async (wake) => {
+      await handleDaemonWake(backend, wake, config.clock)
+    }
+  }
   const workers = config.workers
   if (
     workers === undefined ||

@@ -1,0 +1,182 @@
+/**
+ * Wake latency per backend (`bench:wakes`): how late the runtime's wake
+ * dispatcher fires wakes after their due time, p50 and p99 of the recorded
+ * `firing.latenessMs`, with one and with three dispatchers (in this process,
+ * each on its own backend instance over the same storage). Each cell
+ * registers WAKE_COUNT wakes (S3: WAKE_COUNT_S3) due at random over the next
+ * 2 s, starting 1 s after registration ends, with dispatchers ticking every
+ * WAKE_TICK_MS (100), a no-op handler, and waits until every wake is
+ * delivered. Not a timed test: figures for FINDINGS.md and the runtime docs.
+ * Knobs: WAKE_BACKENDS (fs,sqlite,redis,s3), WAKE_COUNT (200), WAKE_COUNT_S3
+ * (50), WAKE_TICK_MS (100). Writes results/wake-latency.json and .md.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Backend } from '@agent-state/core'
+import { createFsBackend } from '@agent-state/fs'
+import { createRedisBackend } from '@agent-state/redis'
+import { getWake, registerWake, startWakeDispatcher } from '@agent-state/runtime'
+import { createS3Backend } from '@agent-state/s3'
+import { createSqliteBackend } from '@agent-state/sqlite'
+import { startRedisServer, startRgw } from '@agent-state/test-services'
+
+const BACKENDS = (process.env.WAKE_BACKENDS ?? 'fs,sqlite,redis,s3').split(',')
+const COUNT = Number(process.env.WAKE_COUNT ?? 200)
+const COUNT_S3 = Number(process.env.WAKE_COUNT_S3 ?? 50)
+const TICK_MS = Number(process.env.WAKE_TICK_MS ?? 100)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+let redis: ReturnType<typeof startRedisServer> | undefined
+let rgw: ReturnType<typeof startRgw> | undefined
+const root = mkdtempSync(join(tmpdir(), 'agent-state-wake-bench-'))
+
+/** Opens `n` instances over one fresh storage of `name`. */
+async function open(name: string, cell: string, n: number): Promise<Backend[]> {
+  const namespace = `wb-${cell}`
+  const make = async (): Promise<() => Backend> => {
+    switch (name) {
+      case 'fs': {
+        const dir = join(root, cell)
+        mkdirSync(dir, { recursive: true, mode: 0o700 })
+        return () => createFsBackend({ root: dir, namespace })
+      }
+      case 'sqlite': {
+        const path = join(root, `${cell}.db`)
+        return () => createSqliteBackend({ path, namespace })
+      }
+      case 'redis': {
+        redis ??= startRedisServer()
+        const { host, port } = await redis
+        return () => createRedisBackend({ host, port, namespace })
+      }
+      case 's3': {
+        rgw ??= startRgw({ memstoreBytes: 2 * 1024 ** 3 })
+        const target = await rgw
+        return () =>
+          createS3Backend({
+            bucket: 'wake-bench',
+            namespace,
+            endpoint: target.endpoint,
+            region: target.region,
+            forcePathStyle: true,
+            createBucket: true,
+            credentials: {
+              accessKeyId: target.accessKeyId,
+              secretAccessKey: target.secretAccessKey,
+            },
+          })
+      }
+      default:
+        throw new Error(`unknown backend ${name}`)
+    }
+  }
+  const factory = await make()
+  return Array.from({ length: n }, factory)
+}
+
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN
+}
+
+interface Row {
+  backend: string
+  dispatchers: number
+  wakes: number
+  p50Ms: number
+  p99Ms: number
+  maxMs: number
+  drainMs: number
+}
+
+async function cell(name: string, dispatchers: number): Promise<Row> {
+  const count = name === 's3' ? COUNT_S3 : COUNT
+  const backends = await open(name, `${name}-${dispatchers}`, dispatchers)
+  const [first] = backends as [Backend]
+  try {
+    const ids: string[] = []
+    const planned = Array.from({ length: count }, () => Math.floor(Math.random() * 2000))
+    const base = Date.now() + 1000 + count * (name === 's3' ? 40 : 5)
+    for (let i = 0; i < count; i += 25) {
+      const batch = await Promise.all(
+        planned.slice(i, i + 25).map((offset, j) =>
+          registerWake(first, {
+            target: { kind: 'worker', workerId: `w${i + j}` },
+            cause: 'timeout',
+            dueAt: base + offset,
+          }),
+        ),
+      )
+      ids.push(...batch.map((wake) => wake.id))
+    }
+    const started = backends.map((backend) =>
+      startWakeDispatcher(backend, {
+        handlers: { timeout: async () => undefined },
+        intervalMs: TICK_MS,
+      }),
+    )
+    const lastDue = base + Math.max(...planned)
+    let delivered = 0
+    while (delivered < count) {
+      await sleep(200)
+      delivered = 0
+      for (const id of ids)
+        if ((await getWake(first, id)).delivery?.deliveredAt != null) delivered++
+      if (Date.now() > lastDue + 300_000)
+        throw new Error(`${name}: ${delivered}/${count} after 5 min`)
+    }
+    await Promise.all(started.map((dispatcher) => dispatcher.stop()))
+    const lateness: number[] = []
+    let lastDelivered = 0
+    for (const id of ids) {
+      const record = await getWake(first, id)
+      lateness.push(record.firing?.latenessMs ?? Number.NaN)
+      lastDelivered = Math.max(lastDelivered, record.delivery?.deliveredAt ?? 0)
+    }
+    return {
+      backend: name,
+      dispatchers,
+      wakes: count,
+      p50Ms: quantile(lateness, 0.5),
+      p99Ms: quantile(lateness, 0.99),
+      maxMs: Math.max(...lateness),
+      drainMs: lastDelivered - lastDue,
+    }
+  } finally {
+    await Promise.all(backends.map((backend) => backend.close()))
+  }
+}
+
+const rows: Row[] = []
+try {
+  for (const name of BACKENDS) {
+    for (const dispatchers of [1, 3]) {
+      const row = await cell(name, dispatchers)
+      rows.push(row)
+      console.info(JSON.stringify(row))
+    }
+  }
+} finally {
+  await Promise.all([redis?.then((server) => server.stop()), rgw?.then((server) => server.stop())])
+  rmSync(root, { recursive: true, force: true })
+}
+const load = loadavg()[0]?.toFixed(1) ?? '?'
+const table = [
+  `Wake lateness after the due time (tick every ${TICK_MS} ms, no-op handler), ${new Date().toISOString()}, load average ${load}:`,
+  '',
+  '| backend | dispatchers | wakes | p50 ms | p99 ms | max ms | last delivered after last due, ms |',
+  '| --- | --- | --- | --- | --- | --- | --- |',
+  ...rows.map(
+    (r) =>
+      `| ${r.backend} | ${r.dispatchers} | ${r.wakes} | ${r.p50Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.drainMs} |`,
+  ),
+  '',
+].join('\n')
+mkdirSync(new URL('../results/', import.meta.url), { recursive: true })
+writeFileSync(
+  new URL('../results/wake-latency.json', import.meta.url),
+  `${JSON.stringify({ tickMs: TICK_MS, load, rows }, null, 2)}\n`,
+)
+writeFileSync(new URL('../results/wake-latency.md', import.meta.url), table)
+console.info(table)
