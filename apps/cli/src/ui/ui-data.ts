@@ -350,6 +350,7 @@ export async function runDetail(backend: Backend, runId: string) {
           },
     settled: Math.max(0, effectKeys - incomplete.length),
     effects: incomplete.map((effect) => ({
+      ref: refOf(effect.effectId),
       effectId: effect.effectId,
       kind: effect.kind,
       state: effect.state,

@@ -41,6 +41,93 @@ async function api(path) {
   return body
 }
 
+/** The operator actions the server allows (`{ operator, token }`), or null: read-only. */
+let actions = null
+
+/** Sends one operator action; resolves to what the server says it did. */
+async function act(name, body) {
+  const response = await fetch(`/api/action/${name}`, {
+    method: 'POST',
+    credentials: 'same-origin',
+    cache: 'no-store',
+    headers: { 'Content-Type': 'application/json', 'X-Agent-State-Action-Token': actions.token },
+    body: JSON.stringify(body),
+  })
+  const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}` }))
+  if (!response.ok) throw new Error(answer.error ?? `HTTP ${response.status}`)
+  return answer.done
+}
+
+/** A labelled form control (`input`, `select` or `textarea`) with the id `id`. */
+function control(id, label, node) {
+  node.id = id
+  return el('p', {}, el('label', { for: id }, label), ' ', node)
+}
+
+/**
+ * An action panel with its confirmation step: `ask` checks the fields and returns the
+ * question (or throws what is missing); only Confirm sends the action; Cancel sends nothing.
+ * The outcome is shown in `#action-status`, which outlives the view's re-render.
+ */
+function actionPanel(prefix, title, controls, ask, run) {
+  const status = document.getElementById('action-status')
+  const question = el('p', { id: `${prefix}-question` })
+  const confirm = el(
+    'div',
+    { class: 'confirm', id: `${prefix}-confirmation`, role: 'alertdialog', 'aria-label': title },
+    question,
+    el('button', { type: 'button', id: `${prefix}-confirm` }, 'Confirm'),
+    ' ',
+    el('button', { type: 'button', id: `${prefix}-cancel` }, 'Cancel'),
+  )
+  confirm.hidden = true
+  const problem = el('p', { class: 'error', id: `${prefix}-problem`, role: 'alert' })
+  const askButton = el('button', { type: 'button', id: `${prefix}-ask` }, `${title}…`)
+  askButton.addEventListener('click', () => {
+    setText(problem, '')
+    try {
+      setText(question, ask())
+      confirm.hidden = false
+      confirm.querySelector('button').focus()
+    } catch (error) {
+      setText(problem, String(error.message ?? error))
+    }
+  })
+  confirm.querySelector(`#${prefix}-cancel`).addEventListener('click', () => {
+    confirm.hidden = true
+    askButton.focus()
+  })
+  confirm.querySelector(`#${prefix}-confirm`).addEventListener('click', async () => {
+    confirm.hidden = true
+    status.className = ''
+    setText(status, `${title}: working…`)
+    try {
+      setText(status, await run())
+      status.className = 'done'
+    } catch (error) {
+      setText(status, `${title} refused: ${String(error.message ?? error)}`)
+      status.className = 'error'
+    }
+    await render(true)
+  })
+  return el(
+    'section',
+    { class: 'action', id: `${prefix}-action`, 'aria-label': title },
+    el('h2', {}, title),
+    el('p', { class: 'note' }, `As operator ${actions.operator}; audited.`),
+    ...controls,
+    askButton,
+    problem,
+    confirm,
+  )
+}
+
+function required(id, what) {
+  const value = document.getElementById(id).value.trim()
+  if (value === '') throw new Error(`${what} is required`)
+  return value
+}
+
 function bytes(n) {
   return n === null || n === undefined ? '-' : `${n} B`
 }
@@ -219,11 +306,68 @@ async function keyView(ref) {
     p === null || p.kind === 'not-read'
       ? null
       : setText(el('pre', { id: 'preview' }), p.lines.join('\n')),
+    actions === null || m === null
+      ? null
+      : actionPanel(
+          'quarantine',
+          'Quarantine this record',
+          [control('quarantine-reason', 'Reason (required)', el('input', { type: 'text' }))],
+          () =>
+            `Move ${k.key.name} aside to quarantine/ (its bytes kept, the key removed), because: ${required('quarantine-reason', 'A reason')}?`,
+          () =>
+            act('quarantine', {
+              key: ref,
+              reason: required('quarantine-reason', 'A reason'),
+            }),
+        ),
   ]
 }
 
 function lines(id, values) {
   return setText(el('pre', { id }), values.join('\n'))
+}
+
+/** The run page's panel to resolve a submitted or unknown effect (`resolveEffect`). */
+function resolvePanel(runRef, r) {
+  const open = r.effects.filter((e) => e.state === 'unknown' || e.state === 'submitted')
+  if (actions === null || open.length === 0) return null
+  const effect = el('select', {}, ...open.map((e) => el('option', { value: e.ref }, e.effectId)))
+  const action = el(
+    'select',
+    {},
+    el('option', { value: 'confirm' }, 'confirm: it happened, with this result'),
+    el('option', { value: 'fail' }, 'fail: it did not and must not happen'),
+    el('option', { value: 'retry' }, 'allow a retry with the same idempotency key'),
+  )
+  const value = (id) => document.getElementById(id).value
+  const body = () => {
+    const chosen = value('resolve-action')
+    const b = { run: runRef, effect: value('resolve-effect'), action: chosen }
+    b.reason = required('resolve-reason', 'A reason')
+    if (chosen === 'confirm') {
+      b.result = required('resolve-result', 'The result (JSON)')
+      JSON.parse(b.result)
+    }
+    if (chosen === 'fail') b.message = required('resolve-message', 'A failure message')
+    return b
+  }
+  const named = () => effect.selectedOptions[0]?.textContent ?? ''
+  return actionPanel(
+    'resolve',
+    'Resolve an effect',
+    [
+      control('resolve-effect', 'Effect', effect),
+      control('resolve-action', 'Decision', action),
+      control('resolve-result', 'Result (JSON, for confirm)', el('textarea', { rows: '2' })),
+      control('resolve-message', 'Failure message (for fail)', el('input', { type: 'text' })),
+      control('resolve-reason', 'Reason (required)', el('input', { type: 'text' })),
+    ],
+    () => {
+      const b = body()
+      return `${b.action} effect ${named()} of run ${r.runId}, because: ${b.reason}?`
+    },
+    () => act('resolve-effect', body()),
+  )
 }
 
 async function runView(ref) {
@@ -262,6 +406,7 @@ async function runView(ref) {
     r.effects.length === 0
       ? el('p', { class: 'note', id: 'effects-none' }, 'None: every effect is confirmed or failed.')
       : effects,
+    resolvePanel(ref, r),
     el('h2', {}, 'Last step'),
     r.lastStep === null
       ? el('p', { class: 'note' }, 'No step committed.')
@@ -302,6 +447,15 @@ async function workerView(ref) {
       ],
       (i) => (i === 3 && w.leaseExpired ? 'attention' : ''),
     ),
+    actions === null || w.status !== 'suspended'
+      ? null
+      : actionPanel(
+          'close',
+          'Close this worker',
+          [],
+          () => `Close worker ${w.workerId} for good (later resumes fail with WORKER_CLOSED)?`,
+          () => act('close-worker', { worker: ref }),
+        ),
     el('h2', {}, 'Suspension'),
     w.suspension === null
       ? el('p', { class: 'note' }, 'Not suspended.')
@@ -367,6 +521,11 @@ async function render(refresh = false) {
   else main.focus()
 }
 
+/** Whether the operator is filling in or confirming an action (focus in its panel). */
+function editing() {
+  return document.activeElement?.closest('.action') != null
+}
+
 /** Re-renders on every `change` of the server's event stream, one render at a time. */
 function listen() {
   const status = document.getElementById('live')
@@ -374,6 +533,11 @@ function listen() {
   let busy = false
   let again = false
   const refresh = async () => {
+    // A live refresh would wipe what the operator is typing into an action: wait until done.
+    if (editing()) {
+      setTimeout(() => void refresh(), 1000)
+      return
+    }
     if (busy) {
       again = true
       return
@@ -399,7 +563,11 @@ function listen() {
 async function start() {
   try {
     const b = await api('/api/backend')
-    setText(document.getElementById('backend'), `${b.name} ${b.url} (namespace ${b.namespace})`)
+    actions = b.actions
+    setText(
+      document.getElementById('backend'),
+      `${b.name} ${b.url} (namespace ${b.namespace})${actions === null ? '' : `, operator ${actions.operator}`}`,
+    )
   } catch {
     // The view itself shows the error.
   }
