@@ -99,20 +99,25 @@ function actionPanel(prefix, title, controls, ask, run) {
   })
   confirm.querySelector(`#${prefix}-confirm`).addEventListener('click', async () => {
     confirm.hidden = true
+    document.activeElement?.blur()
     status.className = ''
     setText(status, `${title}: working…`)
+    let outcome
+    let done = false
     try {
-      setText(status, await run())
-      status.className = 'done'
+      outcome = await run()
+      done = true
     } catch (error) {
-      setText(status, `${title} refused: ${String(error.message ?? error)}`)
-      status.className = 'error'
+      outcome = `${title} refused: ${String(error.message ?? error)}`
     }
-    await render(true)
+    // The view after the action first, then the outcome: once it shows, the page is current.
+    await render(true, true)
+    setText(status, outcome)
+    status.className = done ? 'done' : 'error'
   })
   return el(
     'section',
-    { class: 'action', id: `${prefix}-action`, 'aria-label': title },
+    { class: 'action', id: `${prefix}-panel`, 'aria-label': title },
     el('h2', {}, title),
     el('p', { class: 'note' }, `As operator ${actions.operator}; audited.`),
     ...controls,
@@ -480,8 +485,11 @@ const ROUTES = [
 
 let rendering = 0
 
-/** Renders the view the address names; `refresh`: the same view again, after a change. */
-async function render(refresh = false) {
+/**
+ * Renders the view the address names; `refresh`: the same view again, after a change, unless
+ * the operator is in an action panel (then later: it would wipe what they typed), or `force`.
+ */
+async function render(refresh = false, force = false) {
   const main = document.getElementById('view')
   const hash = location.hash
   const [path, search] = hash.replace(/^#\/?/, '').split('?')
@@ -509,6 +517,10 @@ async function render(refresh = false) {
     ]
   }
   if (current !== rendering) return
+  if (refresh && !force && editing()) {
+    setTimeout(() => void render(true), 1000)
+    return
+  }
   const scrolled = window.scrollY
   main.replaceChildren(...content.filter((c) => c !== null))
   main.setAttribute('data-ready', view)
