@@ -338,6 +338,45 @@ for (const target of BACKENDS) {
         },
       )
       expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
+      // The timeline: every recorded time of the run's audit trail, its last step and its
+      // unsettled effects' transitions is a mark, on its row, placed on one linear time axis.
+      const ledger = await inspectRun(backend, 'ledger')
+      const expected = [
+        ...ledger.head.audit.map((a) => ['run (audit)', a.at]),
+        ...(ledger.lastStep === null
+          ? []
+          : [[`step #${ledger.lastStep.seq}`, ledger.lastStep.committedAt]]),
+        ...ledger.incomplete.flatMap((e) => e.history.map((h) => [`effect ${e.effectId}`, h.at])),
+      ] as [string, string][]
+      const marks = await page.$$eval('#timeline circle[data-at]', (circles) =>
+        circles.map((c) => ({
+          row: c.getAttribute('data-row') ?? '',
+          at: c.getAttribute('data-at') ?? '',
+          x: Number(c.getAttribute('cx')),
+          title: c.querySelector('title')?.textContent ?? '',
+        })),
+      )
+      expect(marks.map((m) => [m.row, m.at]).sort()).toEqual([...expected].sort())
+      const times = expected.map(([, at]) => Date.parse(at))
+      const [t0, t1] = [Math.min(...times), Math.max(...times)]
+      expect(t1).toBeGreaterThan(t0)
+      expect(await page.textContent('#timeline-start')).toBe(new Date(t0).toISOString())
+      expect(await page.textContent('#timeline-end')).toBe(new Date(t1).toISOString())
+      for (const m of marks) {
+        // 170 px of labels, then 640 px from the first recorded time to the last.
+        expect(m.x).toBeCloseTo(170 + ((Date.parse(m.at) - t0) / (t1 - t0)) * 640, 6)
+      }
+      const unknownMark = marks.find(
+        (m) => m.row === 'effect e-unknown' && m.title.includes(': unknown at'),
+      )
+      expect(unknownMark?.title).toBe(
+        `effect e-unknown: unknown at ${ledger.incomplete.find((e) => e.effectId === 'e-unknown')?.history.at(-1)?.at}`,
+      )
+      expect(
+        await page.$$eval('#timeline circle.tl-unknown', (cs) =>
+          cs.map((c) => c.getAttribute('data-row')),
+        ),
+      ).toEqual(['effect e-unknown'])
       await shot(page, `${target.name}-run`)
       await show(page, `#/run/${ref('recon')}`, 'run')
       expect((await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[2])).toEqual([

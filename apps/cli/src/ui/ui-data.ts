@@ -357,6 +357,7 @@ export async function runDetail(backend: Backend, runId: string) {
       idempotencyKey: effect.idempotencyKey,
       retryAllowed: effect.retryAllowed,
       history: effect.history.map((h) => `${h.state} at ${h.at} (${h.reason}, ${h.attemptId})`),
+      transitions: effect.history.map((h) => ({ state: h.state, at: h.at })),
     })),
     audit: head.audit.map((entry) => ({
       event: entry.event,

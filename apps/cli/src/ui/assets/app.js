@@ -375,6 +375,110 @@ function resolvePanel(runRef, r) {
   )
 }
 
+const SVG = 'http://www.w3.org/2000/svg'
+
+/** An SVG element with attributes (fixed names; numbers, classes and ISO times as values). */
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG, tag)
+  for (const [name, value] of Object.entries(attrs ?? {})) node.setAttribute(name, String(value))
+  for (const child of children) node.append(child)
+  return node
+}
+
+/** An SVG `title` (the tooltip and accessible name), its text set as text. */
+function svgTitle(text) {
+  const node = document.createElementNS(SVG, 'title')
+  node.textContent = text
+  return node
+}
+
+/** Geometry of the timeline: label column, plot width, row height (pixels). */
+const TL = { left: 170, width: 640, row: 22, top: 26 }
+
+/**
+ * The run's timeline: one row for the run's audit trail (creation, each attempt, each
+ * operator resolution), one for its last committed step, and one per unsettled effect with
+ * each transition, on one time axis from the first recorded time to the last. Each mark
+ * carries its recorded time (`data-at`), so the page can be checked against the records.
+ */
+function timeline(r) {
+  const rows = [
+    {
+      label: 'run (audit)',
+      marks: r.audit.map((a) => ({ at: a.at, kind: a.event, what: a.event })),
+    },
+  ]
+  if (r.lastStep !== null)
+    rows.push({
+      label: `step #${r.lastStep.seq}`,
+      marks: [{ at: r.lastStep.committedAt, kind: 'step', what: `${r.lastStep.step} committed` }],
+    })
+  for (const e of r.effects)
+    rows.push({
+      label: `effect ${e.effectId}`,
+      marks: e.transitions.map((t) => ({ at: t.at, kind: t.state, what: t.state })),
+    })
+  const times = rows.flatMap((row) => row.marks.map((m) => Date.parse(m.at)))
+  const t0 = Math.min(...times)
+  const t1 = Math.max(...times)
+  const span = t1 > t0 ? t1 - t0 : 1
+  const x = (at) => TL.left + ((Date.parse(at) - t0) / span) * TL.width
+  const height = TL.top + rows.length * TL.row + 8
+  const labelOf = (ms) => new Date(ms).toISOString()
+  const picture = svg(
+    'svg',
+    {
+      id: 'timeline',
+      role: 'img',
+      width: TL.left + TL.width + 20,
+      height,
+      viewBox: `0 0 ${TL.left + TL.width + 20} ${height}`,
+      'aria-labelledby': 'timeline-title',
+    },
+    svg('title', { id: 'timeline-title' }),
+    svg('text', { x: TL.left, y: 14, class: 'tl-axis', id: 'timeline-start' }),
+    svg('text', {
+      x: TL.left + TL.width,
+      y: 14,
+      class: 'tl-axis',
+      'text-anchor': 'end',
+      id: 'timeline-end',
+    }),
+  )
+  setText(
+    picture.querySelector('#timeline-title'),
+    `Timeline of run ${r.runId}, ${labelOf(t0)} to ${labelOf(t1)}`,
+  )
+  setText(picture.querySelector('#timeline-start'), labelOf(t0))
+  setText(picture.querySelector('#timeline-end'), labelOf(t1))
+  rows.forEach((row, i) => {
+    const y = TL.top + i * TL.row + TL.row / 2
+    const label = svg('text', { x: 4, y: y + 4, class: 'tl-label' })
+    label.textContent = row.label
+    picture.append(
+      label,
+      svg('line', { x1: TL.left, x2: TL.left + TL.width, y1: y, y2: y, class: 'tl-line' }),
+    )
+    for (const m of row.marks) {
+      picture.append(
+        svg(
+          'circle',
+          {
+            cx: x(m.at),
+            cy: y,
+            r: 5,
+            class: `tl-mark tl-${m.kind}`,
+            'data-row': row.label,
+            'data-at': m.at,
+          },
+          svgTitle(`${row.label}: ${m.what} at ${m.at}`),
+        ),
+      )
+    }
+  })
+  return picture
+}
+
 async function runView(ref) {
   const r = await api(`/api/run?ref=${encodeURIComponent(ref)}`)
   const effects = table(
@@ -407,6 +511,8 @@ async function runView(ref) {
         ['updated', r.updatedAt],
       ],
     ),
+    el('h2', {}, 'Timeline'),
+    el('div', { class: 'timeline' }, timeline(r)),
     el('h2', {}, 'Effects not settled (unknown first)'),
     r.effects.length === 0
       ? el('p', { class: 'note', id: 'effects-none' }, 'None: every effect is confirmed or failed.')
