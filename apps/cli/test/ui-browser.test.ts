@@ -166,6 +166,54 @@ async function resolveInPage(
   return (await page.textContent('#action-status')) ?? ''
 }
 
+/**
+ * Checks the run page's timeline against the run's records and lists every way it differs:
+ * every recorded time of the audit trail, the last step and the unsettled effects'
+ * transitions must be a mark on its row, placed on one linear axis from the first time to the
+ * last (170 px of labels, then 640 px), the unknown transitions marked as such. Empty: it
+ * matches.
+ */
+async function timelineFailures(page: Page, backend: Backend, runId: string): Promise<string[]> {
+  const failures: string[] = []
+  const run = await inspectRun(backend, runId)
+  const expected = [
+    ...run.head.audit.map((a) => `run (audit) ${a.at}`),
+    ...(run.lastStep === null ? [] : [`step #${run.lastStep.seq} ${run.lastStep.committedAt}`]),
+    ...run.incomplete.flatMap((e) => e.history.map((h) => `effect ${e.effectId} ${h.at}`)),
+  ].sort()
+  const marks = await page.$$eval('#timeline circle[data-at]', (circles) =>
+    circles.map((c) => ({
+      row: c.getAttribute('data-row') ?? '',
+      at: c.getAttribute('data-at') ?? '',
+      x: Number(c.getAttribute('cx')),
+      unknown: c.classList.contains('tl-unknown'),
+    })),
+  )
+  const shown = marks.map((m) => `${m.row} ${m.at}`).sort()
+  if (JSON.stringify(shown) !== JSON.stringify(expected))
+    failures.push(`marks ${JSON.stringify(shown)}, records ${JSON.stringify(expected)}`)
+  const times = marks.map((m) => Date.parse(m.at))
+  const [t0, t1] = [Math.min(...times), Math.max(...times)]
+  if (!(t1 > t0)) failures.push('the recorded times span no time')
+  if ((await page.textContent('#timeline-start')) !== new Date(t0).toISOString())
+    failures.push('the axis does not start at the first recorded time')
+  if ((await page.textContent('#timeline-end')) !== new Date(t1).toISOString())
+    failures.push('the axis does not end at the last recorded time')
+  for (const m of marks) {
+    const x = 170 + ((Date.parse(m.at) - t0) / (t1 - t0)) * 640
+    if (Math.abs(m.x - x) > 1e-6) failures.push(`${m.row} at ${m.at}: x ${m.x}, not ${x}`)
+  }
+  const unknownAt = new Set(
+    run.incomplete.flatMap((e) =>
+      e.history.filter((h) => h.state === 'unknown').map((h) => `effect ${e.effectId} ${h.at}`),
+    ),
+  )
+  const marked = new Set(marks.filter((m) => m.unknown).map((m) => `${m.row} ${m.at}`))
+  if (JSON.stringify([...marked].sort()) !== JSON.stringify([...unknownAt].sort()))
+    failures.push('the unknown transitions are not the marks shown as unknown')
+  return failures
+}
+
 const BACKENDS = [
   { name: 'fs', url: () => `file:${join(tempDir('agent-state-ui-'), 'state')}`, mutants: true },
   { name: 'redis', url: () => `${redisUrl()}?keyPrefix=${freshName('ui')}`, mutants: false },
@@ -338,45 +386,7 @@ for (const target of BACKENDS) {
         },
       )
       expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
-      // The timeline: every recorded time of the run's audit trail, its last step and its
-      // unsettled effects' transitions is a mark, on its row, placed on one linear time axis.
-      const ledger = await inspectRun(backend, 'ledger')
-      const expected = [
-        ...ledger.head.audit.map((a) => ['run (audit)', a.at]),
-        ...(ledger.lastStep === null
-          ? []
-          : [[`step #${ledger.lastStep.seq}`, ledger.lastStep.committedAt]]),
-        ...ledger.incomplete.flatMap((e) => e.history.map((h) => [`effect ${e.effectId}`, h.at])),
-      ] as [string, string][]
-      const marks = await page.$$eval('#timeline circle[data-at]', (circles) =>
-        circles.map((c) => ({
-          row: c.getAttribute('data-row') ?? '',
-          at: c.getAttribute('data-at') ?? '',
-          x: Number(c.getAttribute('cx')),
-          title: c.querySelector('title')?.textContent ?? '',
-        })),
-      )
-      expect(marks.map((m) => [m.row, m.at]).sort()).toEqual([...expected].sort())
-      const times = expected.map(([, at]) => Date.parse(at))
-      const [t0, t1] = [Math.min(...times), Math.max(...times)]
-      expect(t1).toBeGreaterThan(t0)
-      expect(await page.textContent('#timeline-start')).toBe(new Date(t0).toISOString())
-      expect(await page.textContent('#timeline-end')).toBe(new Date(t1).toISOString())
-      for (const m of marks) {
-        // 170 px of labels, then 640 px from the first recorded time to the last.
-        expect(m.x).toBeCloseTo(170 + ((Date.parse(m.at) - t0) / (t1 - t0)) * 640, 6)
-      }
-      const unknownMark = marks.find(
-        (m) => m.row === 'effect e-unknown' && m.title.includes(': unknown at'),
-      )
-      expect(unknownMark?.title).toBe(
-        `effect e-unknown: unknown at ${ledger.incomplete.find((e) => e.effectId === 'e-unknown')?.history.at(-1)?.at}`,
-      )
-      expect(
-        await page.$$eval('#timeline circle.tl-unknown', (cs) =>
-          cs.map((c) => c.getAttribute('data-row')),
-        ),
-      ).toEqual(['effect e-unknown'])
+      expect(await timelineFailures(page, backend, 'ledger')).toEqual([])
       await shot(page, `${target.name}-run`)
       await show(page, `#/run/${ref('recon')}`, 'run')
       expect((await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[2])).toEqual([
@@ -669,6 +679,27 @@ for (const target of BACKENDS) {
           await page.waitForSelector('#view table a >> text="live/unseen"')
         } finally {
           await cut.close()
+        }
+      })
+
+      it('the timeline check fails on a page whose time axis is not linear (mutant)', async () => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
+        const SCALE = '((Date.parse(at) - t0) / span) * TL.width'
+        expect(script.split(SCALE)).toHaveLength(2)
+        const mutant = script.replace(SCALE, 'Math.sqrt((Date.parse(at) - t0) / span) * TL.width')
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/app.js`, (route) =>
+            route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
+          )
+          const other = await openUi(mutated, ui)
+          await show(other, `#/run/${ref('ledger')}`, 'run')
+          const failures = await timelineFailures(other, backend, 'ledger')
+          expect(failures.length).toBeGreaterThan(0)
+          expect(failures.every((f) => /^effect e-|^run \(audit\)|^step #/.test(f))).toBe(true)
+        } finally {
+          await mutated.close()
         }
       })
 
