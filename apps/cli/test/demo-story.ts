@@ -30,6 +30,7 @@ export const DEMO_STORY: readonly RegExp[] = [
   /agent-state runs --url 'file:\.\/\.agent-state' --namespace demo-/,
   /^or all of it in a browser \(read-only, on 127\.0\.0\.1; Ctrl-C stops it\):$/m,
   /agent-state ui --url 'file:\.\/\.agent-state' --namespace demo-\d{14}-[0-9a-f]{4}/,
+  /^ {2}\(to resolve effects or close workers from it: add --allow-actions --operator <you>\)$/m,
 ]
 
 /** What `agent-state runs --json` shows of the demo's run afterwards: completed, one effect settled. */

@@ -7,27 +7,32 @@
  *   effect `e-lost` unknown (its dispatch timed out) and the run closed, and the hostile keys
  *   and values of {@link HOSTILE} (markup, bidi overrides, C1 and C0 controls), and 150 keys
  *   `many/k-000` … `many/k-149` (a page and a half of the key browser);
- * - `resolve`: the operator confirms `recon`'s `e-lost` through `resolveEffect`.
+ * - `ops`: run `ops` with effects `e-a` and `e-b` unknown (dispatches that timed out), the
+ *   run closed: for the page's operator actions to resolve.
  *
- *   node --conditions=@agent-state/source --import tsx test/seed-ui.ts <url> seed|resolve
+ *   node --conditions=@agent-state/source --import tsx test/seed-ui.ts <url> seed|ops
  */
 import { openBackend } from '@agent-state/core'
-import { openRun, resolveEffect, spawnDaemon, startWorker } from '@agent-state/runtime'
+import { openRun, spawnDaemon, startWorker } from '@agent-state/runtime'
 import { importBackendPackage } from '../src/backend-importer.js'
 import { HOSTILE } from './ui-hostile.js'
 
 const [url, mode] = process.argv.slice(2)
-if (url === undefined || (mode !== 'seed' && mode !== 'resolve'))
-  throw new Error('usage: seed-ui.ts <url> seed|resolve')
+if (url === undefined || (mode !== 'seed' && mode !== 'ops'))
+  throw new Error('usage: seed-ui.ts <url> seed|ops')
 const backend = await openBackend(url, { importer: importBackendPackage })
 const text = (s: string) => new TextEncoder().encode(s)
 
-if (mode === 'resolve') {
-  await resolveEffect(backend, 'recon', 'e-lost', {
-    action: 'confirm',
-    result: { paid: true },
-    reason: 'the provider shows the charge',
-  })
+const lost = {
+  retrySafe: false,
+  timeoutMs: 50,
+  reconcile: async () => ({ status: 'unknown' as const }),
+  dispatch: () => new Promise<never>(() => undefined),
+}
+if (mode === 'ops') {
+  const run = await openRun(backend, 'ops', { handlers: { pay: lost } })
+  for (const id of ['e-a', 'e-b']) await run.effect('pay', id, { id }).catch(() => undefined)
+  await run.close()
 } else {
   await startWorker(backend, {
     workerId: 'stale',
@@ -38,16 +43,7 @@ if (mode === 'resolve') {
   const full = await spawnDaemon(backend, { daemonId: 'full', capacity: 2, holder: 'seed' })
   await full.trigger({ n: 1 })
   await full.trigger({ n: 2 })
-  const run = await openRun(backend, 'recon', {
-    handlers: {
-      pay: {
-        retrySafe: false,
-        timeoutMs: 50,
-        reconcile: async () => ({ status: 'unknown' }),
-        dispatch: () => new Promise(() => undefined),
-      },
-    },
-  })
+  const run = await openRun(backend, 'recon', { handlers: { pay: lost } })
   await run.effect('pay', 'e-lost', { amount: 5 }).catch(() => undefined)
   await run.close()
   for (const key of HOSTILE.keys) await backend.put(key, text('hostile key'))

@@ -7,7 +7,13 @@ import { createMemoryBackend } from '@agent-state/memory'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { removeTemps, runCli, tempDir } from './cli-process.js'
 import { redisUrl, services } from './services.js'
-import { expectRefusals, http, tokenCookie } from './ui-http.js'
+import {
+  expectActionRefusals,
+  expectActionsOff,
+  expectRefusals,
+  http,
+  tokenCookie,
+} from './ui-http.js'
 import { startUi } from './ui-process.js'
 
 afterAll(removeTemps)
@@ -22,6 +28,7 @@ describe('agent-state ui: access', () => {
       expect(ui.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
       expect(ui.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
       await expectRefusals(ui.origin, ui.port, ui.token)
+      await expectActionsOff(ui.origin, ui.port, ui.token)
       // The page, its script and the API: the same strict headers.
       const cookie = tokenCookie(ui.port, ui.token)
       for (const path of ['/', '/app.js', '/app.css', '/api/overview']) {
@@ -35,6 +42,37 @@ describe('agent-state ui: access', () => {
       // No inline script or style, nothing from elsewhere.
       expect(page.body).toMatch(/<script type="module" src="\/app\.js"><\/script>/)
       expect(page.body).not.toMatch(/<script>|<style|\sstyle=|\son[a-z]+=|https?:\/\//)
+    } finally {
+      expect(await ui.stop()).toBe(143)
+    }
+  })
+
+  it('--allow-actions: needs --operator; every action passes the token, origin, body type and action token checks', async () => {
+    const url = `file:${tempDir('ui-actions-')}/state`
+    for (const [args, message] of [
+      [['--allow-actions'], '--allow-actions needs --operator <name>'],
+      [['--operator', 'alice'], '--operator names who acts: add --allow-actions'],
+      [['--allow-actions', '--operator', 'a<b'], '--operator is 1 to 64 letters'],
+    ] as const) {
+      const refused = await runCli(['ui', url, ...args])
+      expect([refused.status, refused.stderr], args.join(' ')).toEqual([
+        2,
+        expect.stringContaining(message),
+      ])
+    }
+    const ui = await startUi([url, '--allow-actions', '--operator', 'alice'])
+    try {
+      expect(ui.output().stdout).toContain('actions on, as operator alice')
+      const cookie = tokenCookie(ui.port, ui.token)
+      const backend = JSON.parse(
+        (await http(ui.origin, '/api/backend', { headers: { Cookie: cookie } })).body,
+      )
+      expect(backend.actions.operator).toBe('alice')
+      expect(backend.actions.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+      expect(backend.actions.token).not.toBe(ui.token)
+      await expectActionRefusals(ui.origin, ui.port, ui.token, backend.actions.token)
+      // Reads are unchanged: a POST elsewhere is still refused.
+      await expectRefusals(ui.origin, ui.port, ui.token)
     } finally {
       expect(await ui.stop()).toBe(143)
     }
@@ -127,4 +165,86 @@ describe('agent-state ui: the access checks catch a broken token comparison (mut
       vi.resetModules()
     }
   })
+})
+
+describe('agent-state ui: the action checks catch a broken guard (mutants)', () => {
+  type Guard = typeof import('../src/ui/action-guard.js')
+  type Headers = Parameters<Guard['actionRefusal']>[0]
+  type Context = Parameters<Guard['actionRefusal']>[1]
+  const MUTANTS: [string, (h: Headers, c: Context) => [Headers, Context], boolean, RegExp][] = [
+    [
+      'ignores the action token',
+      (h, c) => [{ ...h, actionToken: c.actionToken }, c],
+      true,
+      /an action with no action token: expected 404 to be 403/,
+    ],
+    [
+      'ignores the Origin',
+      (h, c) => [{ ...h, origin: c.origin }, c],
+      true,
+      /an action with no Origin: expected 404 to be 403/,
+    ],
+    [
+      'takes any body type',
+      (h, c) => [{ ...h, contentType: 'application/json' }, c],
+      true,
+      /an action with a form body: expected (400|404) to be 415/,
+    ],
+    [
+      'ignores --allow-actions',
+      (h, c) => [h, { ...c, enabled: true }],
+      false,
+      /POST resolve-effect: expected 'the action token is missing or wrong/,
+    ],
+  ]
+  for (const [name, mutate, enabled, failure] of MUTANTS) {
+    it(`fails on a guard that ${name}`, async () => {
+      vi.resetModules()
+      vi.doMock('../src/ui/action-guard.js', async (original) => {
+        const real = await original<Guard>()
+        return {
+          ...real,
+          actionRefusal: (h: Headers, c: Context) => real.actionRefusal(...mutate(h, c)),
+        }
+      })
+      try {
+        const { startUiServer } = await import('../src/ui/ui-server.js')
+        const backend = createMemoryBackend()
+        const server = await startUiServer({
+          backend,
+          info: {
+            url: 'memory:',
+            namespace: 'default',
+            name: backend.name,
+            capabilities: backend.capabilities,
+          },
+          host: '127.0.0.1',
+          port: 0,
+          ...(enabled ? { actions: { operator: 'mallory', report: () => undefined } } : {}),
+        })
+        try {
+          const token = new URL(server.url).searchParams.get('token') ?? ''
+          const check = async () => {
+            if (!enabled) return expectActionsOff(server.origin, server.port, token)
+            const info = await http(server.origin, '/api/backend', {
+              headers: { Cookie: tokenCookie(server.port, token) },
+            })
+            return expectActionRefusals(
+              server.origin,
+              server.port,
+              token,
+              JSON.parse(info.body).actions.token,
+            )
+          }
+          await expect(check()).rejects.toThrow(failure)
+        } finally {
+          await server.close()
+          await backend.close()
+        }
+      } finally {
+        vi.doUnmock('../src/ui/action-guard.js')
+        vi.resetModules()
+      }
+    })
+  }
 })

@@ -11,7 +11,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Backend, escapeForDisplay, openBackend } from '@agent-state/core'
-import { inspectRun } from '@agent-state/runtime'
+import { inspectRun, inspectWorker, listQuarantined } from '@agent-state/runtime'
+import { workerSnapshotKey } from '@agent-state/runtime/internal'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importBackendPackage } from '../src/backend-importer.js'
@@ -124,6 +125,95 @@ async function hostileFailures(page: Page): Promise<string[]> {
   return failures
 }
 
+/** The operator the UI is started as (`--allow-actions --operator alice`). */
+const OPERATOR = 'alice'
+
+/**
+ * Clicks an action's Confirm and waits until the page shows the outcome (which it does after
+ * re-rendering the view, so the view is then current).
+ */
+async function confirmInPage(page: Page, prefix: string): Promise<void> {
+  await page.click(`#${prefix}-confirm`)
+  await page.waitForSelector('#action-status:is(.done, .error)')
+}
+
+/**
+ * Resolves an effect on the run's page as an operator does: fills the panel, asks, checks the
+ * confirmation's question, confirms, and waits for the page's re-render; resolves to what the
+ * page then says was done (or refused).
+ */
+async function resolveInPage(
+  page: Page,
+  runId: string,
+  effectId: string,
+  action: 'confirm' | 'fail' | 'retry',
+  fields: { result?: string; message?: string },
+  reason: string,
+): Promise<string> {
+  const hash = `#/run/${ref(runId)}`
+  if ((await page.evaluate('location.hash')) !== hash) await show(page, hash, 'run')
+  // The reason first: with the focus in the panel, a live refresh waits (it would clear it).
+  await page.fill('#resolve-reason', reason)
+  await page.selectOption('#resolve-effect', ref(effectId))
+  await page.selectOption('#resolve-action', action)
+  if (fields.result !== undefined) await page.fill('#resolve-result', fields.result)
+  if (fields.message !== undefined) await page.fill('#resolve-message', fields.message)
+  await page.click('#resolve-ask')
+  expect(await page.textContent('#resolve-question')).toBe(
+    `${action} effect ${effectId} of run ${runId}, because: ${reason}?`,
+  )
+  await confirmInPage(page, 'resolve')
+  return (await page.textContent('#action-status')) ?? ''
+}
+
+/**
+ * Checks the run page's timeline against the run's records and lists every way it differs:
+ * every recorded time of the audit trail, the last step and the unsettled effects'
+ * transitions must be a mark on its row, placed on one linear axis from the first time to the
+ * last (170 px of labels, then 640 px), the unknown transitions marked as such. Empty: it
+ * matches.
+ */
+async function timelineFailures(page: Page, backend: Backend, runId: string): Promise<string[]> {
+  const failures: string[] = []
+  const run = await inspectRun(backend, runId)
+  const expected = [
+    ...run.head.audit.map((a) => `run (audit) ${a.at}`),
+    ...(run.lastStep === null ? [] : [`step #${run.lastStep.seq} ${run.lastStep.committedAt}`]),
+    ...run.incomplete.flatMap((e) => e.history.map((h) => `effect ${e.effectId} ${h.at}`)),
+  ].sort()
+  const marks = await page.$$eval('#timeline circle[data-at]', (circles) =>
+    circles.map((c) => ({
+      row: c.getAttribute('data-row') ?? '',
+      at: c.getAttribute('data-at') ?? '',
+      x: Number(c.getAttribute('cx')),
+      unknown: c.classList.contains('tl-unknown'),
+    })),
+  )
+  const shown = marks.map((m) => `${m.row} ${m.at}`).sort()
+  if (JSON.stringify(shown) !== JSON.stringify(expected))
+    failures.push(`marks ${JSON.stringify(shown)}, records ${JSON.stringify(expected)}`)
+  const times = marks.map((m) => Date.parse(m.at))
+  const [t0, t1] = [Math.min(...times), Math.max(...times)]
+  if (!(t1 > t0)) failures.push('the recorded times span no time')
+  if ((await page.textContent('#timeline-start')) !== new Date(t0).toISOString())
+    failures.push('the axis does not start at the first recorded time')
+  if ((await page.textContent('#timeline-end')) !== new Date(t1).toISOString())
+    failures.push('the axis does not end at the last recorded time')
+  for (const m of marks) {
+    const x = 170 + ((Date.parse(m.at) - t0) / (t1 - t0)) * 640
+    if (Math.abs(m.x - x) > 1e-6) failures.push(`${m.row} at ${m.at}: x ${m.x}, not ${x}`)
+  }
+  const unknownAt = new Set(
+    run.incomplete.flatMap((e) =>
+      e.history.filter((h) => h.state === 'unknown').map((h) => `effect ${e.effectId} ${h.at}`),
+    ),
+  )
+  const marked = new Set(marks.filter((m) => m.unknown).map((m) => `${m.row} ${m.at}`))
+  if (JSON.stringify([...marked].sort()) !== JSON.stringify([...unknownAt].sort()))
+    failures.push('the unknown transitions are not the marks shown as unknown')
+  return failures
+}
+
 const BACKENDS = [
   { name: 'fs', url: () => `file:${join(tempDir('agent-state-ui-'), 'state')}`, mutants: true },
   { name: 'redis', url: () => `${redisUrl()}?keyPrefix=${freshName('ui')}`, mutants: false },
@@ -147,7 +237,7 @@ for (const target of BACKENDS) {
         expect(seeded.status, `${script}: ${seeded.stderr}`).toBe(0)
       }
       backend = await openBackend(url, { importer: importBackendPackage })
-      ui = await startUi([url])
+      ui = await startUi([url, '--allow-actions', '--operator', OPERATOR])
       context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
       page = await openUi(context, ui)
     }, 180_000)
@@ -296,14 +386,24 @@ for (const target of BACKENDS) {
         },
       )
       expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
+      expect(await timelineFailures(page, backend, 'ledger')).toEqual([])
       await shot(page, `${target.name}-run`)
       await show(page, `#/run/${ref('recon')}`, 'run')
       expect((await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[2])).toEqual([
         'unknown',
       ])
 
-      const resolved = await runScript('./seed-ui.ts', [url, 'resolve'])
-      expect(resolved.status, resolved.stderr).toBe(0)
+      // The operator confirms it on the page (the panel is tested in full below).
+      expect(
+        await resolveInPage(
+          page,
+          'recon',
+          'e-lost',
+          'confirm',
+          { result: '{"paid": true}' },
+          'the provider shows the charge',
+        ),
+      ).toBe(`${OPERATOR} resolved effect e-lost of run recon: confirm, now confirmed`)
       await show(page, '#/overview', 'overview')
       const attention = await page.$$eval('#attention li strong', (items) =>
         items.map((s) => s.textContent),
@@ -431,6 +531,136 @@ for (const target of BACKENDS) {
       await shot(page, `${target.name}-hostile`)
     })
 
+    it('operator actions: a reason is required, Cancel sends nothing, each action is confirmed, runs through the runtime and is audited with the operator', async () => {
+      const seeded = await runScript('./seed-ui.ts', [url, 'ops'])
+      expect(seeded.status, seeded.stderr).toBe(0)
+      const unresolved = async (runId: string) =>
+        (await inspectRun(backend, runId)).incomplete.map((e) => [
+          e.effectId,
+          e.state,
+          e.retryAllowed,
+        ])
+      expect(await unresolved('ops')).toEqual([
+        ['e-a', 'unknown', false],
+        ['e-b', 'unknown', false],
+      ])
+      const hash = `#/run/${ref('ops')}`
+      await show(page, hash, 'run')
+      // No reason: the page says so and asks nothing.
+      await page.click('#resolve-ask')
+      expect(await page.textContent('#resolve-problem')).toBe('A reason is required')
+      expect(await page.isHidden('#resolve-confirmation')).toBe(true)
+      // Asked, then cancelled: nothing is sent.
+      await page.fill('#resolve-reason', 'changed my mind')
+      await page.selectOption('#resolve-action', 'retry')
+      await page.click('#resolve-ask')
+      expect(await page.isVisible('#resolve-confirmation')).toBe(true)
+      await shot(page, `${target.name}-action-confirm`)
+      await page.click('#resolve-cancel')
+      expect(await page.isHidden('#resolve-confirmation')).toBe(true)
+      expect((await unresolved('ops')).map((e) => e[2])).toEqual([false, false])
+
+      // Allow a retry of e-a, fail e-b: each an attempt of the operator, audited.
+      expect(
+        await resolveInPage(page, 'ops', 'e-a', 'retry', {}, 'the provider has no record of it'),
+      ).toBe(`${OPERATOR} resolved effect e-a of run ops: retry, now unknown`)
+      expect(
+        await resolveInPage(
+          page,
+          'ops',
+          'e-b',
+          'fail',
+          { message: 'declined by the bank' },
+          'the bank says declined',
+        ),
+      ).toBe(`${OPERATOR} resolved effect e-b of run ops: fail, now failed`)
+      expect(await unresolved('ops')).toEqual([['e-a', 'unknown', true]])
+      const { head } = await inspectRun(backend, 'ops')
+      const resolutions = head.audit.filter((a) => a.event === 'operator_resolved')
+      expect(resolutions.map((a) => a.detail)).toEqual([
+        {
+          effectId: 'e-a',
+          action: 'retry',
+          reason: `the provider has no record of it (operator ${OPERATOR}, agent-state ui)`,
+          from: 'unknown',
+        },
+        {
+          effectId: 'e-b',
+          action: 'fail',
+          reason: `the bank says declined (operator ${OPERATOR}, agent-state ui)`,
+          from: 'unknown',
+        },
+      ])
+      for (const resolution of resolutions) {
+        const started = head.audit.find(
+          (a) => a.event === 'attempt_started' && a.attemptId === resolution.attemptId,
+        )
+        expect(started?.detail.holder).toBe(`agent-state-ui:${OPERATOR}`)
+      }
+      // The page shows the audit entries it caused.
+      const trail = await tableRows(page, '#view table:nth-of-type(3)')
+      expect(trail.filter((row) => row[0] === 'operator_resolved')).toHaveLength(2)
+
+      // A run another process owns (ledger: its crashed process's lease is still held): the
+      // runtime refuses, and the page says why.
+      const owned = await resolveInPage(
+        page,
+        'ledger',
+        'e-crash',
+        'fail',
+        { message: 'x' },
+        'try it',
+      )
+      expect(owned).toMatch(/^Resolve an effect refused: RUN_OWNED: /)
+      expect(await page.getAttribute('#action-status', 'class')).toBe('error')
+
+      // Close the suspended worker w2.
+      const w2 = `#/worker/${ref('w2')}`
+      await show(page, w2, 'worker')
+      await page.click('#close-ask')
+      expect(await page.textContent('#close-question')).toBe(
+        'Close worker w2 for good (later resumes fail with WORKER_CLOSED)?',
+      )
+      await confirmInPage(page, 'close')
+      expect(await page.textContent('#action-status')).toBe(`${OPERATOR} closed worker w2`)
+      const closed = await inspectWorker(backend, 'w2')
+      expect(closed.status).toBe('closed')
+      expect(closed.audit.at(-1)).toMatchObject({
+        event: 'worker_closed',
+        holder: `agent-state-ui:${OPERATOR}`,
+      })
+      expect(Object.fromEntries(await tableRows(page)).state).toBe('closed')
+      expect(await page.$('#close-ask')).toBeNull()
+
+      // Quarantine w3's unreadable snapshot from its key page.
+      const key = workerSnapshotKey('w3')
+      const keyHash = `#/key/${ref(key)}`
+      await show(page, keyHash, 'key')
+      await page.fill('#quarantine-reason', 'not a snapshot: written by hand')
+      await page.click('#quarantine-ask')
+      expect(await page.textContent('#quarantine-question')).toBe(
+        `Move ${key} aside to quarantine/ (its bytes kept, the key removed), because: not a snapshot: written by hand?`,
+      )
+      await confirmInPage(page, 'quarantine')
+      const [entry, ...others] = await listQuarantined(backend)
+      expect(others).toEqual([])
+      expect(entry?.report).toMatchObject({
+        key,
+        by: OPERATOR,
+        reason: 'not a snapshot: written by hand',
+      })
+      expect(await page.textContent('#action-status')).toBe(
+        `${OPERATOR} quarantined ${key}: report at ${entry?.report?.reportKey}`,
+      )
+      expect(await backend.head(key)).toBeNull()
+      expect(Object.fromEntries(await tableRows(page)).size).toBe('no value')
+      // The server's own log names each action too.
+      await expect
+        .poll(() => ui.output().stderr)
+        .toContain(`agent-state ui: ${OPERATOR} quarantined ${key}`)
+      expect(ui.output().stderr).toContain(`agent-state ui: ${OPERATOR} closed worker w2`)
+    })
+
     if (target.mutants) {
       it('the live check fails on a page whose event stream is cut (mutant)', async () => {
         const cut = await browser.newContext()
@@ -449,6 +679,27 @@ for (const target of BACKENDS) {
           await page.waitForSelector('#view table a >> text="live/unseen"')
         } finally {
           await cut.close()
+        }
+      })
+
+      it('the timeline check fails on a page whose time axis is not linear (mutant)', async () => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
+        const SCALE = '((Date.parse(at) - t0) / span) * TL.width'
+        expect(script.split(SCALE)).toHaveLength(2)
+        const mutant = script.replace(SCALE, 'Math.sqrt((Date.parse(at) - t0) / span) * TL.width')
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/app.js`, (route) =>
+            route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
+          )
+          const other = await openUi(mutated, ui)
+          await show(other, `#/run/${ref('ledger')}`, 'run')
+          const failures = await timelineFailures(other, backend, 'ledger')
+          expect(failures.length).toBeGreaterThan(0)
+          expect(failures.every((f) => /^effect e-|^run \(audit\)|^step #/.test(f))).toBe(true)
+        } finally {
+          await mutated.close()
         }
       })
 

@@ -87,3 +87,90 @@ export async function expectRefusals(origin: string, port: number, token: string
   })
   expect(rebound.status).toBe(421)
 }
+
+/** The headers of a well-formed action request from the server's own page. */
+export function actionHeaders(
+  origin: string,
+  port: number,
+  token: string,
+  actionToken: string,
+): Record<string, string> {
+  return {
+    Cookie: tokenCookie(port, token),
+    Origin: origin,
+    'Sec-Fetch-Site': 'same-origin',
+    'Content-Type': 'application/json',
+    'X-Agent-State-Action-Token': actionToken,
+  }
+}
+
+/**
+ * What a server with actions on must refuse, each with its exact status, after a positive
+ * control: a well-formed action about a run that does not exist reaches the runtime (404
+ * `RUN_NOT_FOUND`), so no refusal below can pass because actions never run at all.
+ */
+export async function expectActionRefusals(
+  origin: string,
+  port: number,
+  token: string,
+  actionToken: string,
+): Promise<void> {
+  const path = '/api/action/resolve-effect'
+  const body = JSON.stringify({
+    run: Buffer.from('no-such-run').toString('base64url'),
+    effect: Buffer.from('e').toString('base64url'),
+    action: 'retry',
+    reason: 'a test',
+  })
+  const good = actionHeaders(origin, port, token, actionToken)
+  const post = (headers: Record<string, string>) =>
+    http(origin, path, { method: 'POST', headers, body })
+  const control = await post(good)
+  expect(control.status, control.body).toBe(404)
+  expect(JSON.parse(control.body).code).toBe('RUN_NOT_FOUND')
+  const without = (name: string) =>
+    Object.fromEntries(Object.entries(good).filter(([k]) => k !== name))
+  const cases: [string, Record<string, string>, number][] = [
+    ['no cookie', without('Cookie'), 401],
+    ['no Origin', without('Origin'), 403],
+    ['a foreign Origin', { ...good, Origin: 'http://evil.example' }, 403],
+    ['a same-site page', { ...good, 'Sec-Fetch-Site': 'same-site' }, 403],
+    ['a form body', { ...good, 'Content-Type': 'application/x-www-form-urlencoded' }, 415],
+    ['a text body', { ...good, 'Content-Type': 'text/plain' }, 415],
+    ['no action token', without('X-Agent-State-Action-Token'), 403],
+    ['a wrong action token', { ...good, 'X-Agent-State-Action-Token': token }, 403],
+  ]
+  for (const [what, headers, status] of cases) {
+    expect((await post(headers)).status, `an action with ${what}`).toBe(status)
+  }
+  expect((await http(origin, path, { headers: good })).status, 'an action by GET').toBe(405)
+}
+
+/** The refusal of every action by a server started without `--allow-actions`. */
+export const ACTIONS_OFF =
+  'actions are off: start agent-state ui with --allow-actions --operator <name>\n'
+
+/**
+ * Every action endpoint of a server without `--allow-actions` refuses a request that is
+ * otherwise well-formed (there is no action token to give: a made-up one), with the guard's
+ * own answer; and the page is told there are no actions.
+ */
+export async function expectActionsOff(origin: string, port: number, token: string): Promise<void> {
+  const backend = await http(origin, '/api/backend', {
+    headers: { Cookie: tokenCookie(port, token) },
+  })
+  expect(backend.status).toBe(200)
+  expect(JSON.parse(backend.body).actions).toBeNull()
+  const headers = actionHeaders(origin, port, token, token)
+  for (const name of ['resolve-effect', 'close-worker', 'quarantine', 'no-such-action']) {
+    for (const method of ['POST', 'GET']) {
+      const answer = await http(origin, `/api/action/${name}`, {
+        method,
+        headers,
+        ...(method === 'POST' ? { body: '{}' } : {}),
+      })
+      expect(answer.status, `${method} ${name}`).toBe(403)
+      expect(answer.body, `${method} ${name}`).toBe(ACTIONS_OFF)
+    }
+  }
+}

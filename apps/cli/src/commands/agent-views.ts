@@ -46,6 +46,19 @@ function rowError(error: unknown): RowError {
   throw error
 }
 
+/**
+ * The row of a record that could not be read: what is known without reading it (its id, a
+ * lease), every field in `unread` null, and the error (see {@link rowError}).
+ */
+function errorRow<Row extends { readonly error: RowError | null }, Known extends keyof Row>(
+  known: Pick<Row, Known>,
+  unread: readonly Exclude<keyof Row, Known | 'error'>[],
+  error: unknown,
+): Row {
+  const nulls = Object.fromEntries(unread.map((field) => [field, null]))
+  return { ...nulls, ...known, error: rowError(error) } as Row
+}
+
 /** The ids grouped under `prefix` (`daemons/<id>/...`), by a delimited listing: no values read. */
 async function* idsUnder(backend: Backend, prefix: string, limit?: number): AsyncGenerator<string> {
   let cursor: string | undefined
@@ -177,14 +190,11 @@ async function workerRow(backend: Backend, workerId: string): Promise<WorkerRow>
       error: null,
     }
   } catch (error) {
-    return {
-      workerId,
-      status: null,
-      iterationsCompleted: null,
-      updatedAt: null,
-      lease,
-      error: rowError(error),
-    }
+    return errorRow<WorkerRow, 'workerId' | 'lease'>(
+      { workerId, lease },
+      ['status', 'iterationsCompleted', 'updatedAt'],
+      error,
+    )
   }
 }
 
@@ -255,16 +265,11 @@ async function daemonRow(backend: Backend, daemonId: string): Promise<DaemonRow>
       error: null,
     }
   } catch (error) {
-    return {
-      daemonId,
-      state: null,
-      pending: null,
-      inflight: null,
-      queued: null,
-      capacity: null,
-      iterations: null,
-      error: rowError(error),
-    }
+    return errorRow<DaemonRow, 'daemonId'>(
+      { daemonId },
+      ['state', 'pending', 'inflight', 'queued', 'capacity', 'iterations'],
+      error,
+    )
   }
 }
 
@@ -385,14 +390,7 @@ async function runRow(backend: Backend, runId: string): Promise<RunRow> {
       error: null,
     }
   } catch (error) {
-    return {
-      runId,
-      status: null,
-      attempt: null,
-      position: null,
-      effects: null,
-      error: rowError(error),
-    }
+    return errorRow<RunRow, 'runId'>({ runId }, ['status', 'attempt', 'position', 'effects'], error)
   }
 }
 
@@ -483,16 +481,11 @@ async function wakeRow(backend: Backend, key: string): Promise<WakeRow | null> {
       error: null,
     }
   } catch (error) {
-    return {
-      wakeId,
-      target: null,
-      cause: null,
-      dueAt: null,
-      state: null,
-      firing: null,
-      cancelReason: null,
-      error: rowError(error),
-    }
+    return errorRow<WakeRow, 'wakeId'>(
+      { wakeId },
+      ['target', 'cause', 'dueAt', 'state', 'firing', 'cancelReason'],
+      error,
+    )
   }
 }
 

@@ -390,6 +390,7 @@ export async function runDemo(
     print(`  ${command} ls -r -l ${flags}`)
     print(`or all of it in a browser (read-only, on 127.0.0.1; Ctrl-C stops it):`)
     print(`  ${command} ui ${flags}`)
+    print(`  (to resolve effects or close workers from it: add --allow-actions --operator <you>)`)
     return true
   } finally {
     for (const agent of agents.values())

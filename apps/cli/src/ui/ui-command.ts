@@ -4,6 +4,7 @@ import { guarded, withBackend } from '../command-runner.js'
 import { addBackendOptions, type BackendFlags } from '../common-options.js'
 import { CliError, EXIT, type ExitCode } from '../exit-codes.js'
 import { errLine, outLine } from '../output.js'
+import { isOperatorName } from './ui-actions.js'
 import { isLoopbackHost, startUiServer } from './ui-server.js'
 
 /** The flags of `agent-state ui`. */
@@ -11,6 +12,25 @@ export interface UiFlags extends BackendFlags {
   readonly host: string
   readonly port: number
   readonly allowNonLoopback?: boolean
+  readonly allowActions?: boolean
+  readonly operator?: string
+}
+
+/** The operator of `--allow-actions`, checked; `undefined` when actions are off. */
+function operatorOf(flags: UiFlags): string | undefined {
+  if (flags.allowActions !== true) {
+    if (flags.operator !== undefined)
+      throw new CliError('--operator names who acts: add --allow-actions', EXIT.USAGE)
+    return undefined
+  }
+  if (flags.operator === undefined)
+    throw new CliError(
+      '--allow-actions needs --operator <name> (recorded in every audit entry)',
+      EXIT.USAGE,
+    )
+  if (!isOperatorName(flags.operator))
+    throw new CliError('--operator is 1 to 64 letters, digits, ".", "_", "@" or "-"', EXIT.USAGE)
+  return flags.operator
 }
 
 function port(value: string): number {
@@ -33,7 +53,7 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
   const command = program
     .command('ui')
     .description(
-      'serve a read-only web inspector of a backend on 127.0.0.1 (prints its address with an access token)',
+      'serve a web inspector of a backend on 127.0.0.1 (prints its address with an access token); read-only unless --allow-actions',
     )
     .argument('[url]', 'backend URL (default: --url, AGENT_STATE_URL or the embedded default)')
     .addOption(new Option('--host <address>', 'address to listen on').default('127.0.0.1'))
@@ -44,6 +64,11 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
       '--allow-non-loopback',
       'allow a --host that is not a loopback address (anyone who can reach it and has the token can read the backend)',
     )
+    .option(
+      '--allow-actions',
+      'let the page resolve effects, close suspended workers and quarantine records (each audited)',
+    )
+    .option('--operator <name>', 'who acts, with --allow-actions: recorded in every audit entry')
   addBackendOptions(command).action(async (positional: string | undefined, flags: UiFlags) => {
     const url = positional ?? flags.url ?? DEFAULT_BACKEND_URL
     setCode(
@@ -54,6 +79,7 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
             EXIT.USAGE,
           )
         }
+        const operator = operatorOf(flags)
         return withBackend({ ...flags, url }, async (backend) => {
           const server = await startUiServer({
             backend,
@@ -65,6 +91,14 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
             },
             host: flags.host,
             port: flags.port,
+            ...(operator === undefined
+              ? {}
+              : {
+                  actions: {
+                    operator,
+                    report: (line: string) => errLine(`agent-state ui: ${escapeForDisplay(line)}`),
+                  },
+                }),
           })
           if (!isLoopbackHost(flags.host)) {
             errLine(
@@ -72,7 +106,7 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
             )
           }
           await outLine(
-            `agent-state ui: ${escapeForDisplay(redactUrl(url))} (namespace ${escapeForDisplay(flags.namespace ?? 'default')}), read-only`,
+            `agent-state ui: ${escapeForDisplay(redactUrl(url))} (namespace ${escapeForDisplay(flags.namespace ?? 'default')}), ${operator === undefined ? 'read-only' : `actions on, as operator ${operator}`}`,
           )
           await outLine(`  open ${server.url}`)
           await outLine('  Ctrl-C stops it')

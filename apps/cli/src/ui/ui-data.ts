@@ -350,12 +350,14 @@ export async function runDetail(backend: Backend, runId: string) {
           },
     settled: Math.max(0, effectKeys - incomplete.length),
     effects: incomplete.map((effect) => ({
+      ref: refOf(effect.effectId),
       effectId: effect.effectId,
       kind: effect.kind,
       state: effect.state,
       idempotencyKey: effect.idempotencyKey,
       retryAllowed: effect.retryAllowed,
       history: effect.history.map((h) => `${h.state} at ${h.at} (${h.reason}, ${h.attemptId})`),
+      transitions: effect.history.map((h) => ({ state: h.state, at: h.at })),
     })),
     audit: head.audit.map((entry) => ({
       event: entry.event,

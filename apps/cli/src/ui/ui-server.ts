@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net'
 import { type Backend, isAgentStateError, redactUrl } from '@agent-state/core'
 import { describeFailure } from '../failure.js'
 import { newAccessToken, tokenMatches } from './access-token.js'
+import { ACTION_TOKEN_HEADER, actionRefusal } from './action-guard.js'
 import { createChangeFeed, MAX_STREAMS } from './change-feed.js'
+import { ACTION_NAMES, runAction } from './ui-actions.js'
 import {
   type BackendInfo,
   forDisplay,
@@ -64,6 +66,41 @@ export interface UiServerOptions {
   readonly port: number
   /** The access token; a fresh random one when absent. */
   readonly token?: string
+  /**
+   * Operator actions (`--allow-actions`): who acts, and where each done action is reported
+   * (the command prints it). Absent: every action endpoint refuses (403).
+   */
+  readonly actions?: {
+    readonly operator: string
+    readonly report: (line: string) => void
+  }
+}
+
+/** The largest action body read (a confirmation's result included). */
+const MAX_ACTION_BODY_BYTES = 64 * 1024
+
+/** Error codes of an action that name something missing (404); other refusals are 409. */
+const MISSING_CODES = new Set([
+  'RUN_NOT_FOUND',
+  'RUN_RECORD_MISSING',
+  'SNAPSHOT_MISSING',
+  'NOT_FOUND',
+])
+
+function header(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined
+}
+
+/** The request's body as JSON text, at most {@link MAX_ACTION_BODY_BYTES}; `null` past it. */
+async function readBody(req: IncomingMessage): Promise<string | null> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > MAX_ACTION_BODY_BYTES) return null
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 /** A running UI server. */
@@ -134,12 +171,15 @@ function refuse(res: ServerResponse, status: number, message: string): void {
  * Every request passes, in order: the Host check (on a loopback address, against DNS
  * rebinding), the Origin check (a request another site's page sent is refused, whatever it
  * carries), the token (missing: 401; wrong: 403), then only GET and HEAD are served (there
- * is no action to POST). The token reaches the server once, in the printed URL's `?token=`;
+ * is no action to POST, except the operator actions, see {@link actionRefusal}). The token reaches the server once, in the printed URL's `?token=`;
  * the server answers with an HttpOnly, SameSite=Strict cookie and a redirect that drops it
  * from the address bar, so it is in no later URL, Referer or history entry.
  */
 export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
   const token = options.token ?? newAccessToken()
+  // A second secret, for actions only: handed to this server's own page by `/api/backend`
+  // and required in a header of every action (see action-guard.ts).
+  const actionToken = newAccessToken()
   const assets = assetsDir()
   let port = 0
   const allowedHosts = new Set<string>()
@@ -171,6 +211,11 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     }
     if (!tokenMatches(token, presented)) {
       refuse(res, 403, 'wrong access token')
+      return
+    }
+    const action = /^\/api\/action\/([a-z-]+)$/.exec(url.pathname)?.[1]
+    if (action !== undefined) {
+      await act(req, res, action, `http://${host}`)
       return
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -215,10 +260,72 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     req.on('close', unsubscribe)
   }
 
+  /** One operator action: the guard, then the body, then the runtime's operation. */
+  const act = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: string,
+    origin: string,
+  ): Promise<void> => {
+    const refusal = actionRefusal(
+      {
+        method: req.method ?? '',
+        origin: header(req.headers.origin),
+        secFetchSite: header(req.headers['sec-fetch-site']),
+        contentType: header(req.headers['content-type']),
+        actionToken: header(req.headers[ACTION_TOKEN_HEADER]),
+      },
+      { enabled: options.actions !== undefined, origin, actionToken },
+    )
+    if (refusal !== null || options.actions === undefined) {
+      refuse(res, refusal?.status ?? 403, refusal?.message ?? 'actions are off')
+      return
+    }
+    if (!(ACTION_NAMES as readonly string[]).includes(name)) {
+      refuse(res, 404, 'no such action')
+      return
+    }
+    const text = await readBody(req)
+    if (text === null) {
+      refuse(res, 413, `an action's body is at most ${MAX_ACTION_BODY_BYTES} bytes`)
+      return
+    }
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      body = null
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      refuse(res, 400, "an action's body is a JSON object")
+      return
+    }
+    const answer = (status: number, value: unknown) =>
+      send(res, status, 'application/json; charset=utf-8', JSON.stringify(forDisplay(value)))
+    const { operator, report } = options.actions
+    try {
+      const done = await runAction(options.backend, name, body as Record<string, unknown>, operator)
+      report(done)
+      answer(200, { done })
+    } catch (error) {
+      if (!isAgentStateError(error)) throw error
+      const { message } = describeFailure(error, [options.info.url])
+      const status =
+        error.code === 'INVALID_ARGUMENT' ? 400 : MISSING_CODES.has(error.code) ? 404 : 409
+      answer(status, { error: message, code: error.code })
+    }
+  }
+
   const api = async (url: URL): Promise<unknown> => {
     const { backend, info } = options
     const param = (name: string) => url.searchParams.get(name)
-    if (url.pathname === '/api/backend') return forDisplay({ ...info, url: redactUrl(info.url) })
+    if (url.pathname === '/api/backend') {
+      const actions =
+        options.actions === undefined
+          ? null
+          : { operator: options.actions.operator, token: actionToken }
+      return forDisplay({ ...info, url: redactUrl(info.url), actions })
+    }
     if (url.pathname === '/api/overview') return overview(backend, info)
     if (url.pathname === '/api/keys') {
       const cursor = param('cursor')

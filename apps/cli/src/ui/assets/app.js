@@ -41,6 +41,98 @@ async function api(path) {
   return body
 }
 
+/** The operator actions the server allows (`{ operator, token }`), or null: read-only. */
+let actions = null
+
+/** Sends one operator action; resolves to what the server says it did. */
+async function act(name, body) {
+  const response = await fetch(`/api/action/${name}`, {
+    method: 'POST',
+    credentials: 'same-origin',
+    cache: 'no-store',
+    headers: { 'Content-Type': 'application/json', 'X-Agent-State-Action-Token': actions.token },
+    body: JSON.stringify(body),
+  })
+  const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}` }))
+  if (!response.ok) throw new Error(answer.error ?? `HTTP ${response.status}`)
+  return answer.done
+}
+
+/** A labelled form control (`input`, `select` or `textarea`) with the id `id`. */
+function control(id, label, node) {
+  node.id = id
+  return el('p', {}, el('label', { for: id }, label), ' ', node)
+}
+
+/**
+ * An action panel with its confirmation step: `ask` checks the fields and returns the
+ * question (or throws what is missing); only Confirm sends the action; Cancel sends nothing.
+ * The outcome is shown in `#action-status`, which outlives the view's re-render.
+ */
+function actionPanel(prefix, title, controls, ask, run) {
+  const status = document.getElementById('action-status')
+  const question = el('p', { id: `${prefix}-question` })
+  const confirm = el(
+    'div',
+    { class: 'confirm', id: `${prefix}-confirmation`, role: 'alertdialog', 'aria-label': title },
+    question,
+    el('button', { type: 'button', id: `${prefix}-confirm` }, 'Confirm'),
+    ' ',
+    el('button', { type: 'button', id: `${prefix}-cancel` }, 'Cancel'),
+  )
+  confirm.hidden = true
+  const problem = el('p', { class: 'error', id: `${prefix}-problem`, role: 'alert' })
+  const askButton = el('button', { type: 'button', id: `${prefix}-ask` }, `${title}…`)
+  askButton.addEventListener('click', () => {
+    setText(problem, '')
+    try {
+      setText(question, ask())
+      confirm.hidden = false
+      confirm.querySelector('button').focus()
+    } catch (error) {
+      setText(problem, String(error.message ?? error))
+    }
+  })
+  confirm.querySelector(`#${prefix}-cancel`).addEventListener('click', () => {
+    confirm.hidden = true
+    askButton.focus()
+  })
+  confirm.querySelector(`#${prefix}-confirm`).addEventListener('click', async () => {
+    confirm.hidden = true
+    document.activeElement?.blur()
+    status.className = ''
+    setText(status, `${title}: working…`)
+    let outcome
+    let done = false
+    try {
+      outcome = await run()
+      done = true
+    } catch (error) {
+      outcome = `${title} refused: ${String(error.message ?? error)}`
+    }
+    // The view after the action first, then the outcome: once it shows, the page is current.
+    await render(true, true)
+    setText(status, outcome)
+    status.className = done ? 'done' : 'error'
+  })
+  return el(
+    'section',
+    { class: 'action', id: `${prefix}-panel`, 'aria-label': title },
+    el('h2', {}, title),
+    el('p', { class: 'note' }, `As operator ${actions.operator}; audited.`),
+    ...controls,
+    askButton,
+    problem,
+    confirm,
+  )
+}
+
+function required(id, what) {
+  const value = document.getElementById(id).value.trim()
+  if (value === '') throw new Error(`${what} is required`)
+  return value
+}
+
 function bytes(n) {
   return n === null || n === undefined ? '-' : `${n} B`
 }
@@ -219,11 +311,172 @@ async function keyView(ref) {
     p === null || p.kind === 'not-read'
       ? null
       : setText(el('pre', { id: 'preview' }), p.lines.join('\n')),
+    actions === null || m === null
+      ? null
+      : actionPanel(
+          'quarantine',
+          'Quarantine this record',
+          [control('quarantine-reason', 'Reason (required)', el('input', { type: 'text' }))],
+          () =>
+            `Move ${k.key.name} aside to quarantine/ (its bytes kept, the key removed), because: ${required('quarantine-reason', 'A reason')}?`,
+          () =>
+            act('quarantine', {
+              key: ref,
+              reason: required('quarantine-reason', 'A reason'),
+            }),
+        ),
   ]
 }
 
 function lines(id, values) {
   return setText(el('pre', { id }), values.join('\n'))
+}
+
+/** The run page's panel to resolve a submitted or unknown effect (`resolveEffect`). */
+function resolvePanel(runRef, r) {
+  const open = r.effects.filter((e) => e.state === 'unknown' || e.state === 'submitted')
+  if (actions === null || open.length === 0) return null
+  const effect = el('select', {}, ...open.map((e) => el('option', { value: e.ref }, e.effectId)))
+  const action = el(
+    'select',
+    {},
+    el('option', { value: 'confirm' }, 'confirm: it happened, with this result'),
+    el('option', { value: 'fail' }, 'fail: it did not and must not happen'),
+    el('option', { value: 'retry' }, 'allow a retry with the same idempotency key'),
+  )
+  const value = (id) => document.getElementById(id).value
+  const body = () => {
+    const chosen = value('resolve-action')
+    const b = { run: runRef, effect: value('resolve-effect'), action: chosen }
+    b.reason = required('resolve-reason', 'A reason')
+    if (chosen === 'confirm') {
+      b.result = required('resolve-result', 'The result (JSON)')
+      JSON.parse(b.result)
+    }
+    if (chosen === 'fail') b.message = required('resolve-message', 'A failure message')
+    return b
+  }
+  const named = () => effect.selectedOptions[0]?.textContent ?? ''
+  return actionPanel(
+    'resolve',
+    'Resolve an effect',
+    [
+      control('resolve-effect', 'Effect', effect),
+      control('resolve-action', 'Decision', action),
+      control('resolve-result', 'Result (JSON, for confirm)', el('textarea', { rows: '2' })),
+      control('resolve-message', 'Failure message (for fail)', el('input', { type: 'text' })),
+      control('resolve-reason', 'Reason (required)', el('input', { type: 'text' })),
+    ],
+    () => {
+      const b = body()
+      return `${b.action} effect ${named()} of run ${r.runId}, because: ${b.reason}?`
+    },
+    () => act('resolve-effect', body()),
+  )
+}
+
+const SVG = 'http://www.w3.org/2000/svg'
+
+/** An SVG element with attributes (fixed names; numbers, classes and ISO times as values). */
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG, tag)
+  for (const [name, value] of Object.entries(attrs ?? {})) node.setAttribute(name, String(value))
+  for (const child of children) node.append(child)
+  return node
+}
+
+/** An SVG `title` (the tooltip and accessible name), its text set as text. */
+function svgTitle(text) {
+  const node = document.createElementNS(SVG, 'title')
+  node.textContent = text
+  return node
+}
+
+/** Geometry of the timeline: label column, plot width, row height (pixels). */
+const TL = { left: 170, width: 640, row: 22, top: 26 }
+
+/**
+ * The run's timeline: one row for the run's audit trail (creation, each attempt, each
+ * operator resolution), one for its last committed step, and one per unsettled effect with
+ * each transition, on one time axis from the first recorded time to the last. Each mark
+ * carries its recorded time (`data-at`), so the page can be checked against the records.
+ */
+function timeline(r) {
+  const rows = [
+    {
+      label: 'run (audit)',
+      marks: r.audit.map((a) => ({ at: a.at, kind: a.event, what: a.event })),
+    },
+  ]
+  if (r.lastStep !== null)
+    rows.push({
+      label: `step #${r.lastStep.seq}`,
+      marks: [{ at: r.lastStep.committedAt, kind: 'step', what: `${r.lastStep.step} committed` }],
+    })
+  for (const e of r.effects)
+    rows.push({
+      label: `effect ${e.effectId}`,
+      marks: e.transitions.map((t) => ({ at: t.at, kind: t.state, what: t.state })),
+    })
+  const times = rows.flatMap((row) => row.marks.map((m) => Date.parse(m.at)))
+  const t0 = Math.min(...times)
+  const t1 = Math.max(...times)
+  const span = t1 > t0 ? t1 - t0 : 1
+  const x = (at) => TL.left + ((Date.parse(at) - t0) / span) * TL.width
+  const height = TL.top + rows.length * TL.row + 8
+  const labelOf = (ms) => new Date(ms).toISOString()
+  const picture = svg(
+    'svg',
+    {
+      id: 'timeline',
+      role: 'img',
+      width: TL.left + TL.width + 20,
+      height,
+      viewBox: `0 0 ${TL.left + TL.width + 20} ${height}`,
+      'aria-labelledby': 'timeline-title',
+    },
+    svg('title', { id: 'timeline-title' }),
+    svg('text', { x: TL.left, y: 14, class: 'tl-axis', id: 'timeline-start' }),
+    svg('text', {
+      x: TL.left + TL.width,
+      y: 14,
+      class: 'tl-axis',
+      'text-anchor': 'end',
+      id: 'timeline-end',
+    }),
+  )
+  setText(
+    picture.querySelector('#timeline-title'),
+    `Timeline of run ${r.runId}, ${labelOf(t0)} to ${labelOf(t1)}`,
+  )
+  setText(picture.querySelector('#timeline-start'), labelOf(t0))
+  setText(picture.querySelector('#timeline-end'), labelOf(t1))
+  rows.forEach((row, i) => {
+    const y = TL.top + i * TL.row + TL.row / 2
+    const label = svg('text', { x: 4, y: y + 4, class: 'tl-label' })
+    label.textContent = row.label
+    picture.append(
+      label,
+      svg('line', { x1: TL.left, x2: TL.left + TL.width, y1: y, y2: y, class: 'tl-line' }),
+    )
+    for (const m of row.marks) {
+      picture.append(
+        svg(
+          'circle',
+          {
+            cx: x(m.at),
+            cy: y,
+            r: 5,
+            class: `tl-mark tl-${m.kind}`,
+            'data-row': row.label,
+            'data-at': m.at,
+          },
+          svgTitle(`${row.label}: ${m.what} at ${m.at}`),
+        ),
+      )
+    }
+  })
+  return picture
 }
 
 async function runView(ref) {
@@ -258,10 +511,13 @@ async function runView(ref) {
         ['updated', r.updatedAt],
       ],
     ),
+    el('h2', {}, 'Timeline'),
+    el('div', { class: 'timeline' }, timeline(r)),
     el('h2', {}, 'Effects not settled (unknown first)'),
     r.effects.length === 0
       ? el('p', { class: 'note', id: 'effects-none' }, 'None: every effect is confirmed or failed.')
       : effects,
+    resolvePanel(ref, r),
     el('h2', {}, 'Last step'),
     r.lastStep === null
       ? el('p', { class: 'note' }, 'No step committed.')
@@ -302,6 +558,15 @@ async function workerView(ref) {
       ],
       (i) => (i === 3 && w.leaseExpired ? 'attention' : ''),
     ),
+    actions === null || w.status !== 'suspended'
+      ? null
+      : actionPanel(
+          'close',
+          'Close this worker',
+          [],
+          () => `Close worker ${w.workerId} for good (later resumes fail with WORKER_CLOSED)?`,
+          () => act('close-worker', { worker: ref }),
+        ),
     el('h2', {}, 'Suspension'),
     w.suspension === null
       ? el('p', { class: 'note' }, 'Not suspended.')
@@ -326,8 +591,11 @@ const ROUTES = [
 
 let rendering = 0
 
-/** Renders the view the address names; `refresh`: the same view again, after a change. */
-async function render(refresh = false) {
+/**
+ * Renders the view the address names; `refresh`: the same view again, after a change, unless
+ * the operator is in an action panel (then later: it would wipe what they typed), or `force`.
+ */
+async function render(refresh = false, force = false) {
   const main = document.getElementById('view')
   const hash = location.hash
   const [path, search] = hash.replace(/^#\/?/, '').split('?')
@@ -355,6 +623,10 @@ async function render(refresh = false) {
     ]
   }
   if (current !== rendering) return
+  if (refresh && !force && editing()) {
+    setTimeout(() => void render(true), 1000)
+    return
+  }
   const scrolled = window.scrollY
   main.replaceChildren(...content.filter((c) => c !== null))
   main.setAttribute('data-ready', view)
@@ -367,6 +639,11 @@ async function render(refresh = false) {
   else main.focus()
 }
 
+/** Whether the operator is filling in or confirming an action (focus in its panel). */
+function editing() {
+  return document.activeElement?.closest('.action') != null
+}
+
 /** Re-renders on every `change` of the server's event stream, one render at a time. */
 function listen() {
   const status = document.getElementById('live')
@@ -374,6 +651,11 @@ function listen() {
   let busy = false
   let again = false
   const refresh = async () => {
+    // A live refresh would wipe what the operator is typing into an action: wait until done.
+    if (editing()) {
+      setTimeout(() => void refresh(), 1000)
+      return
+    }
     if (busy) {
       again = true
       return
@@ -399,7 +681,11 @@ function listen() {
 async function start() {
   try {
     const b = await api('/api/backend')
-    setText(document.getElementById('backend'), `${b.name} ${b.url} (namespace ${b.namespace})`)
+    actions = b.actions
+    setText(
+      document.getElementById('backend'),
+      `${b.name} ${b.url} (namespace ${b.namespace})${actions === null ? '' : `, operator ${actions.operator}`}`,
+    )
   } catch {
     // The view itself shows the error.
   }
