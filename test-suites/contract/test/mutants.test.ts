@@ -164,6 +164,8 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
   'watch requires its options argument': [
     'change-notification/a-watch-opened-without-options-starts-with-resync-hints-a-write-and-ends-at-close',
   ],
+  'CLOSED with an empty message': ['errors/closed-after-close'],
+  'a bad cursor refused with an empty message': ['listing/a-bad-cursor-is-invalid-argument'],
   "the store's watch-interrupt declaration not carried over": [
     'change-notification/the-instance-or-the-suite-declares-how-a-watch-channel-can-be-cut',
   ],

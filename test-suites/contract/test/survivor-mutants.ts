@@ -63,8 +63,41 @@ function rewritingErrors(
   }
 }
 
+/** `inner` with every error of `code` from `list`, the point reads and the writes rewritten. */
+function blankMessages(inner: Backend, code: string): Backend {
+  const wrap =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await call(...args)
+      } catch (error) {
+        if (isAgentStateError(error, code)) {
+          throw new AgentStateError(error.code, '', { context: error.context })
+        }
+        throw error
+      }
+    }
+  return {
+    ...inner,
+    get: wrap(inner.get.bind(inner)),
+    head: wrap(inner.head.bind(inner)),
+    put: wrap(inner.put.bind(inner)),
+    delete: wrap(inner.delete.bind(inner)),
+    list: wrap(inner.list.bind(inner)),
+    getLease: wrap(inner.getLease.bind(inner)),
+  }
+}
+
 /** The mutants, by name. */
 export const SURVIVOR_MUTANTS: Record<string, MutantFactory> = {
+  // record-backend.ts:127 (the CLOSED message replaced by '').
+  'CLOSED with an empty message': (store) => (ctx) =>
+    blankMessages(recordBackend(store, ctx.namespace, ctx.clock), 'CLOSED'),
+
+  // cursor.ts:40 (the bad cursor's message replaced by '').
+  'a bad cursor refused with an empty message': (store) => (ctx) =>
+    blankMessages(recordBackend(store, ctx.namespace, ctx.clock), 'INVALID_ARGUMENT'),
+
   // key-state.ts:117, 128, 147, 212, 237 (a message replaced by '').
   'lease and precondition errors with an empty message': (store) => (ctx) =>
     rewritingErrors(
