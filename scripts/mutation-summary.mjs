@@ -115,11 +115,16 @@ const out = [
     : [
         ...(runs.length === 1 && runs[0].mutate === 'stryker.config.mjs'
           ? ['One full run over the whole configuration:']
-          : [
-              `This summary joins ${runs.length} partial runs (\`--mutate\` ranges below), not one run over the`,
-              'whole configuration: the score is over the mutants those ranges hold, and nothing outside',
-              'them was measured.',
-            ]),
+          : runs[0].mutate === 'stryker.config.mjs'
+            ? [
+                `This summary joins one full run over the whole configuration with ${runs.length - 1} partial rerun(s) of`,
+                "the ranges named below (a later run's verdict replaces the full run's for the mutants it measured):",
+              ]
+            : [
+                `This summary joins ${runs.length} partial runs (\`--mutate\` ranges below), not one run over the`,
+                'whole configuration: the score is over the mutants those ranges hold, and nothing outside',
+                'them was measured.',
+              ]),
         '',
         '| run | commit | started (UTC) | minutes | workers | mutants | score | `--mutate` |',
         '| --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -55,7 +55,13 @@ export async function rejectsWith(
   try {
     result = await promise
   } catch (error) {
-    if (isAgentStateError(error, code)) return error
+    if (isAgentStateError(error, code)) {
+      // Every contract error says what went wrong: an empty message leaves a log line bare.
+      if (typeof error.message !== 'string' || error.message.trim() === '') {
+        fail(`${what}: ${code} with an empty message`)
+      }
+      return error
+    }
     const got = isAgentStateError(error) ? error.code : String(error)
     fail(`${what}: expected ${code}, got ${got}`)
   }

@@ -11,9 +11,10 @@ import {
 import { HOLE_MUTANTS } from './hole-mutants.js'
 import { MUTANTS as FIRST_MUTANTS } from './memory-mutants.js'
 import { RULE_MUTANTS } from './rule-mutants.js'
+import { SURVIVOR_MUTANTS } from './survivor-mutants.js'
 import { contractVerdict } from './verdict.js'
 
-const MUTANTS = { ...FIRST_MUTANTS, ...HOLE_MUTANTS, ...RULE_MUTANTS }
+const MUTANTS = { ...FIRST_MUTANTS, ...HOLE_MUTANTS, ...RULE_MUTANTS, ...SURVIVOR_MUTANTS }
 
 /** The checks each mutant must fail (and the correct memory backend must pass). */
 const EXPECTED_FAILURES: Record<string, readonly string[]> = {
@@ -147,6 +148,26 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
   'unfenced put accepted over a live lease': [
     'leases/fenced-writes-succeed-and-unfenced-writes-are-lease-held-while-live',
     'property/model-based-random-command-sequences-match-the-model',
+  ],
+  'lease and precondition errors with an empty message': [
+    'errors/lease-held-lease-lost-and-precondition-failed-name-their-key-in-message-and-context',
+  ],
+  'lease and precondition errors without context': [
+    'errors/lease-held-lease-lost-and-precondition-failed-name-their-key-in-message-and-context',
+  ],
+  'LEASE_LOST reports no current token while another lease is live': [
+    'errors/lease-held-lease-lost-and-precondition-failed-name-their-key-in-message-and-context',
+  ],
+  'a capability present with the value undefined': [
+    'basic/declares-contract-version-1-a-name-and-well-formed-capabilities',
+  ],
+  'watch requires its options argument': [
+    'change-notification/a-watch-opened-without-options-starts-with-resync-hints-a-write-and-ends-at-close',
+  ],
+  'CLOSED with an empty message': ['errors/closed-after-close'],
+  'a bad cursor refused with an empty message': ['listing/a-bad-cursor-is-invalid-argument'],
+  "the store's watch-interrupt declaration not carried over": [
+    'change-notification/the-instance-or-the-suite-declares-how-a-watch-channel-can-be-cut',
   ],
 }
 

@@ -26,6 +26,14 @@ export const basicChecks: ContractCheck[] = [
       'maxValueBytes is positive',
     )
     ensure(!c.multiHost || c.multiProcess, 'multiHost implies multiProcess')
+    // A capability not claimed is absent, not present as undefined: `'changeNotification' in
+    // capabilities` and a spread over defaults must read the same claim as `!== undefined`.
+    for (const [name, value] of Object.entries(c)) {
+      ensure(
+        value !== undefined,
+        `capabilities.${name} is present but undefined (absent means not claimed)`,
+      )
+    }
     // The other direction (claimed, no watch) fails the change-notification tier.
     ensure(
       c.changeNotification !== undefined || b.watch === undefined,

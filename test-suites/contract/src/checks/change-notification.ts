@@ -1,3 +1,4 @@
+import { AssertionError } from 'node:assert'
 import {
   type Backend,
   type Capabilities,
@@ -199,10 +200,90 @@ export const NO_INTERRUPT =
   'resync after a lost channel is untested: the suite was given no watchInterrupt and the instance has no WATCH_INTERRUPT seam'
 
 const TIMEOUT = 180_000
+
+/** `promise`, or a contract failure naming `what` once `ms` have passed. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new AssertionError({ message: `${what}: nothing within ${ms} ms` })),
+      ms,
+    )
+  })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
 const skip = { skip: changeNotificationSkip, timeoutMs: TIMEOUT }
 
 /** The change-notification tier: what `watch` promises, proved on the claimed delay. */
 export const changeNotificationChecks: ContractCheck[] = [
+  check(
+    'change-notification',
+    'a watch opened without options starts with resync hints a write and ends at close',
+    async (h) => {
+      const allowed = allowedDelayMs(h)
+      const b = await h.backend({ realClock: true })
+      // `options` is optional in the signature: a watch that needs it fails callers that omit it.
+      let iterator: AsyncIterator<ChangeHint>
+      try {
+        iterator = watchOf(b)('bare/')[Symbol.asyncIterator]()
+      } catch (error) {
+        fail(`watch('bare/') without options threw: ${String(error)}`)
+      }
+      const next = async (what: string) => {
+        try {
+          return await within(iterator.next(), allowed, what)
+        } catch (error) {
+          if (error instanceof AssertionError) throw error
+          fail(`${what}: the watch opened without options failed: ${String(error)}`)
+        }
+      }
+      const first = await next('the first hint')
+      ensure(
+        first.done !== true && first.value.kind === 'resync',
+        `the first hint of a watch opened without options is resync, got ${JSON.stringify(first)}`,
+      )
+      await b.put('bare/k', bytes('v'))
+      let covered = false
+      while (!covered) {
+        const hint = await next('a hint of the write to bare/k')
+        ensure(hint.done !== true, 'the watch ended before hinting the write to bare/k')
+        covered =
+          hint.value.kind === 'resync' ||
+          (hint.value.kind === 'key' && hint.value.key === 'bare/k') ||
+          (hint.value.kind === 'prefix' && 'bare/k'.startsWith(hint.value.prefix))
+      }
+      await b.close()
+      // Hints already pending may still come; then the iteration ends.
+      for (let pending = 0; ; pending++) {
+        ensure(pending < 100, 'the watch opened without options kept hinting after close')
+        if ((await next('the end of the watch after close')).done === true) break
+      }
+    },
+    skip,
+  ),
+
+  check(
+    'change-notification',
+    'the instance or the suite declares how a watch channel can be cut',
+    async (h) => {
+      // Checked on a created instance, not only at collection: the resync check's skip reads
+      // the probe, and a declaration lost on the way (core carrying a store's seam over) would
+      // otherwise only turn that check into a skip.
+      const b = await h.backend()
+      const seam = watchInterruptOf(b)
+      if (h.watchInterrupt === undefined && seam === undefined) {
+        fail(
+          'the backend claims changeNotification, but neither the suite options (watchInterrupt) nor the instance (WATCH_INTERRUPT seam) say how its watch channel can be cut or why it cannot: the resync-after-a-lost-channel rule would go unproved',
+        )
+      }
+    },
+    skip,
+  ),
+
   check(
     'change-notification',
     'watch starts with resync and rejects an invalid prefix and a closed backend',

@@ -1,4 +1,9 @@
-import { isAgentStateError, type Lease, type ValueMeta } from '@agent-state/core'
+import {
+  type AgentStateError,
+  isAgentStateError,
+  type Lease,
+  type ValueMeta,
+} from '@agent-state/core'
 import { bytes, ensure, ensureBytes, ensureEqual, fail, rejectsWith } from '../assert.js'
 import { type ContractCheck, check, notClaimed } from '../check.js'
 import { valueCapSkip } from '../knobs.js'
@@ -23,6 +28,69 @@ function limitPattern(size: number): Uint8Array {
 
 /** Error codes and durability across reopen. */
 export const errorChecks: ContractCheck[] = [
+  check(
+    'errors',
+    'LEASE_HELD LEASE_LOST and PRECONDITION_FAILED name their key in message and context',
+    async (h) => {
+      const b = await h.backend()
+      const key = 'named/k'
+      const other = await h.backend()
+      const m = await b.put(key, bytes('v'))
+      const named = (error: AgentStateError, what: string): Record<string, unknown> => {
+        ensure(error.message.includes(key), `${what}: the message names ${key}: ${error.message}`)
+        const context = (error.context ?? {}) as Record<string, unknown>
+        ensureEqual(context.key, key, `${what}: context.key`)
+        return context
+      }
+      // PRECONDITION_FAILED: context.current is the current meta (the rest of it is checked by
+      // the metadata tier), on either instance, for put and delete.
+      for (const [what, attempt] of [
+        ['put with a stale ifMatch', () => b.put(key, bytes('x'), { ifMatch: `${m.version}x` })],
+        [
+          'put with ifNoneMatch on a live key',
+          () => other.put(key, bytes('x'), { ifNoneMatch: '*' }),
+        ],
+        ['delete with a stale ifMatch', () => other.delete(key, { ifMatch: `${m.version}x` })],
+      ] as const) {
+        const context = named(await rejectsWith(attempt(), 'PRECONDITION_FAILED', what), what)
+        ensureEqual(
+          (context.current as { version?: unknown } | null)?.version,
+          m.version,
+          `${what}: context.current.version`,
+        )
+      }
+      // LEASE_HELD: every write without the lease, and an acquire, name the key and the holder.
+      const first = await b.acquireLease(key, { holder: 'named-holder', ttlMs: 60_000 })
+      for (const [what, attempt] of [
+        ['unfenced put', () => other.put(key, bytes('x'))],
+        ['unfenced delete', () => b.delete(key)],
+        ['acquire by another holder', () => other.acquireLease(key, { holder: 'h2', ttlMs: 1000 })],
+      ] as const) {
+        const context = named(await rejectsWith(attempt(), 'LEASE_HELD', what), what)
+        ensureEqual(context.holder, 'named-holder', `${what}: context.holder`)
+      }
+      // LEASE_LOST: the stale token given and the key's current token (null with no live lease).
+      ensure(await b.releaseLease(first), 'release of the first lease')
+      const second = await other.acquireLease(key, { holder: 'named-holder-2', ttlMs: 60_000 })
+      for (const [what, attempt] of [
+        ['put with a superseded lease', () => b.put(key, bytes('x'), { lease: first })],
+        ['delete with a superseded lease', () => other.delete(key, { lease: first })],
+        ['renew of a superseded lease', () => b.renewLease(first)],
+      ] as const) {
+        const context = named(await rejectsWith(attempt(), 'LEASE_LOST', what), what)
+        ensureEqual(context.token, first.token, `${what}: context.token`)
+        ensureEqual(context.currentToken, second.token, `${what}: context.currentToken`)
+      }
+      ensure(await other.releaseLease(second), 'release of the second lease')
+      const released = named(
+        await rejectsWith(b.renewLease(second), 'LEASE_LOST', 'renew of a released lease'),
+        'renew of a released lease',
+      )
+      ensureEqual(released.token, second.token, 'renew of a released lease: context.token')
+      ensureEqual(released.currentToken, null, 'renew of a released lease: context.currentToken')
+    },
+  ),
+
   check('errors', 'INVALID_ARGUMENT for bad options', async (h) => {
     const b = await h.backend()
     const m = await b.put('e', bytes('v'))
