@@ -87,7 +87,16 @@ async function hostileFailures(page: Page): Promise<string[]> {
   const failures: string[] = []
   const settle = async (where: string) => {
     // Let whatever markup got in load and fire its handlers before looking at the flag.
-    await page.waitForFunction('[...document.images].every((img) => img.complete)')
+    // Not `waitForFunction`: its string predicate is re-run in the page by a polling loop the
+    // page's CSP (no 'unsafe-eval') refuses whenever an image is still loading; a one-off
+    // page.evaluate runs through the DevTools protocol, which the CSP does not apply to.
+    await page.evaluate(
+      `Promise.all([...document.images].filter((img) => !img.complete).map((img) =>
+        new Promise((resolve) => {
+          img.addEventListener('load', resolve, { once: true })
+          img.addEventListener('error', resolve, { once: true })
+        })))`,
+    )
     await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
     const made = await page.$$eval('#view img, #view svg, #view script', (els) => els.length)
     if (made > 0) failures.push(`${where}: ${made} element(s) made from data`)
