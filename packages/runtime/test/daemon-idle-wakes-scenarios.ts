@@ -6,27 +6,12 @@
  * manual clock (due times and leases on it); the path watch runs on real
  * time, so its scenarios wait for its listings, never for a fixed time.
  */
-import type { Backend, ManualClock } from '@agent-state/core'
-import { createManualClock } from '@agent-state/core'
+import type { Backend } from '@agent-state/core'
 import type { FiredWake } from '../src/index.js'
 import type { Runtime } from './mutants.js'
-import { T0, type WakeBackendKind, type WakeStorage } from './wake-scenarios.js'
+import { sleep, T0, type WakeBackendKind, withStorage } from './wake-scenarios.js'
 
 const encoder = new TextEncoder()
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function withStorage<T>(
-  kind: WakeBackendKind,
-  body: (storage: WakeStorage, clock: ManualClock) => Promise<T>,
-): Promise<T> {
-  const clock = createManualClock(T0)
-  const storage = kind.setup(clock)
-  try {
-    return await body(storage, clock)
-  } finally {
-    await storage.cleanup()
-  }
-}
 
 /** Unfinished wakes: the due-time index holds one marker per pending or undelivered wake. */
 async function pendingWakes(backend: Backend): Promise<number> {

@@ -75,9 +75,11 @@ export const WAKE_BACKENDS: readonly WakeBackendKind[] = [
 /** A start time on a bucket boundary, so each scenario knows which bucket a due time falls in. */
 export const T0 = 1_800_000_000_000 - (1_800_000_000_000 % 60_000)
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** Resolves after `ms` of real time (what a poll or a child process needs; the clock is manual). */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function withStorage<T>(
+/** Runs `body` on a fresh storage of `kind` with a manual clock at {@link T0}, then cleans it up. */
+export async function withStorage<T>(
   kind: WakeBackendKind,
   body: (storage: WakeStorage, clock: ManualClock) => Promise<T>,
 ): Promise<T> {

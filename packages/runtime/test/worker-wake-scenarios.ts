@@ -7,27 +7,14 @@
  * leases and worker leases alike (no real waiting).
  */
 
-import { type Backend, createManualClock, type ManualClock } from '@agent-state/core'
+import type { Backend, ManualClock } from '@agent-state/core'
 import type { FiredWake, Worker } from '../src/index.js'
 import type { Runtime } from './wake-scenarios.js'
-import { T0, WAKE_BACKENDS, type WakeBackendKind, type WakeStorage } from './wake-scenarios.js'
+import { WAKE_BACKENDS, type WakeBackendKind, withStorage } from './wake-scenarios.js'
 
 const MINUTE = 60_000
 /** Validation does not depend on the backend: it runs on memory only. */
 const WAKE_BACKEND_MEMORY = WAKE_BACKENDS[0] as WakeBackendKind
-
-async function withStorage<T>(
-  kind: WakeBackendKind,
-  body: (storage: WakeStorage, clock: ManualClock) => Promise<T>,
-): Promise<T> {
-  const clock = createManualClock(T0)
-  const storage = kind.setup(clock)
-  try {
-    return await body(storage, clock)
-  } finally {
-    await storage.cleanup()
-  }
-}
 
 /** The code of what `run` threw, or `'none'`. */
 async function codeOf(run: () => Promise<unknown>): Promise<string> {
