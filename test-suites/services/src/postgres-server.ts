@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
+import { reportCpu } from './process-cpu.js'
 import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /** Where Debian's PostgreSQL 15 server binaries live (not on PATH). */
@@ -265,6 +266,7 @@ export async function startPostgresServer(
     }
   }
 
+  let launchedAt = Date.now()
   const launch = async (): Promise<void> => {
     const args = ['-D', data, '-p', String(port), '-k', socketDir]
     for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`)
@@ -273,6 +275,7 @@ export async function startPostgresServer(
     running.add(proc)
     proc.once('exit', () => running.delete(proc))
     child = proc
+    launchedAt = Date.now()
     stopWatchdog(watchdog)
     watchdog = startWatchdog(dir, [{ pid: proc.pid, comm: 'postgres' }])
     await waitReady(proc)
@@ -322,6 +325,7 @@ export async function startPostgresServer(
     sql,
     urlFor,
     async stop() {
+      reportCpu('PostgreSQL', [{ name: 'postgres', pid: child?.pid }], launchedAt)
       await stopProcess('SIGINT')
       stopWatchdog(watchdog)
       rmSync(dir, { recursive: true, force: true })

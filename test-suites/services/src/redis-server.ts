@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
+import { reportCpu } from './process-cpu.js'
 import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /** Options of {@link startRedisServer}. */
@@ -194,11 +195,13 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   }
 
   const env = clockEnvironment(options.clockOffsetSeconds)
+  let launchedAt = Date.now()
   const launch = async (): Promise<void> => {
     const proc = spawn(REDIS_SERVER, args(), { cwd: dir, stdio: 'ignore', env })
     running.add(proc)
     proc.once('exit', () => running.delete(proc))
     child = proc
+    launchedAt = Date.now()
     stopWatchdog(watchdog)
     watchdog = startWatchdog(dir, [proc])
     await waitForPing(port, timeoutMs, options.password, proc)
@@ -237,6 +240,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       return child?.pid
     },
     async stop() {
+      reportCpu('redis-server', [{ name: 'redis-server', pid: child?.pid }], launchedAt)
       await stopProcess('SIGTERM')
       stopWatchdog(watchdog)
       rmSync(dir, { recursive: true, force: true })

@@ -13,6 +13,7 @@ import {
   startRgw,
   startTcpProxy,
 } from '../src/index.js'
+import { cpuSeconds } from '../src/process-cpu.js'
 
 function alive(pid: number): boolean {
   try {
@@ -40,6 +41,29 @@ function roundTrip(port: number, message: string): Promise<string> {
 }
 
 describe('service launchers', () => {
+  it("cpuSeconds reads a live process's CPU time and nothing for one that is gone", async () => {
+    // Busy until it has used 400 ms of CPU, then idle until killed.
+    const busy = spawn(process.execPath, [
+      '-e',
+      'while (process.cpuUsage().user < 400_000); setInterval(() => {}, 1000)',
+    ])
+    const gone = new Promise((resolve) => busy.once('exit', resolve))
+    try {
+      let seconds = 0
+      for (let waited = 0; seconds < 0.3 && waited < 20_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        seconds = cpuSeconds(busy.pid) ?? 0
+      }
+      expect(seconds).toBeGreaterThanOrEqual(0.3)
+      expect(seconds).toBeLessThan(10)
+    } finally {
+      busy.kill('SIGKILL')
+    }
+    await gone
+    expect(cpuSeconds(busy.pid)).toBeUndefined()
+    expect(cpuSeconds(undefined)).toBeUndefined()
+  })
+
   it('freePort gives distinct bindable loopback ports', async () => {
     const ports = await Promise.all([freePort(), freePort(), freePort()])
     for (const port of ports) expect(port).toBeGreaterThan(0)
