@@ -11,7 +11,7 @@
 // 5. one closing line "tests: N passed, N failed, N skipped" summed over packages.
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -31,12 +31,41 @@ const packages = ['packages', 'apps', 'test-suites']
   .concat([join(root, 'benchmarks')])
   .filter((dir) => existsSync(join(dir, 'package.json')))
 
+/**
+ * CPU seconds (user + system) of this process's children that have ended and been reaped, each
+ * with its own reaped descendants (a suite's vitest with its workers, child processes and test
+ * servers), from Linux's /proc; `undefined` elsewhere.
+ */
+function reapedCpuSeconds() {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // cutime and cstime, fields 16 and 17 of proc(5), in clock ticks (100 per second on Linux).
+    return (Number(fields[13]) + Number(fields[14])) / 100
+  } catch {
+    return undefined
+  }
+}
+
+let cpuSampled = reapedCpuSeconds()
+/**
+ * The CPU used by the children reaped since the last call: read the moment a suite's process
+ * ends, it is that suite's whole tree (plus any other child that ended in between, rare), so
+ * the log says where the machine's CPU went, not only the wall time.
+ */
+function cpuSinceLastSample() {
+  const now = reapedCpuSeconds()
+  const used = now === undefined || cpuSampled === undefined ? undefined : now - cpuSampled
+  cpuSampled = now
+  return used === undefined ? '' : `, CPU ${used.toFixed(1)} s`
+}
+
 function step(title, command, args, options = {}) {
   console.log(`\n=== ${title}: ${command} ${args.join(' ')}`)
   const started = Date.now()
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', ...options })
   console.log(
-    `=== ${title}: exit ${result.status} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `=== ${title}: exit ${result.status} in ${((Date.now() - started) / 1000).toFixed(1)} s${cpuSinceLastSample()}`,
   )
   return result.status === 0
 }
@@ -165,7 +194,9 @@ function runSuite(dir) {
       })
     }
     const finish = (status) => {
-      console.log(`=== ${name}: exit ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      console.log(
+        `=== ${name}: exit ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s${cpuSinceLastSample()}`,
+      )
       resolve(status === 0)
     }
     child.on('error', (error) => {
@@ -217,6 +248,7 @@ async function runSuites(debian) {
     .filter((dir) => !WIDE.includes(relative(dir)))
     .sort((a, b) => rank(a) - rank(b))
   const started = Date.now()
+  const cpuAtStart = reapedCpuSeconds()
   let ok = true
   let installed = false
   const install = debian.then((done) => {
@@ -247,7 +279,16 @@ async function runSuites(debian) {
   console.log(`\n=== test: ${wide.length} suites alone, then ${narrow.length} in ${lanes} lanes`)
   for (const dir of wide) ok = (await runSuite(dir)) && ok
   await lanesOver([...narrow], () => true)
-  console.log(`=== test: exit ${ok ? 0 : 1} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  const seconds = (Date.now() - started) / 1000
+  console.log(`=== test: exit ${ok ? 0 : 1} in ${seconds.toFixed(1)} s`)
+  const cpu = reapedCpuSeconds()
+  if (cpu !== undefined && cpuAtStart !== undefined) {
+    // Below the core count, the suites waited more than they computed: room for more at once.
+    const busy = (cpu - cpuAtStart) / seconds
+    console.log(
+      `=== test: the suites used ${(cpu - cpuAtStart).toFixed(0)} s of CPU, ${busy.toFixed(2)} of ${availableParallelism()} cores busy on average`,
+    )
+  }
   return ok
 }
 
