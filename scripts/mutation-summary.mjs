@@ -8,6 +8,10 @@
 // 'path:lines'`), listed in runs.json as [{ name, report, mutate, start, end, commit, concurrency }]:
 // the summary names each run, its ranges and its own score, and the score over their union (a
 // mutant measured twice counts once, by the later run). It never states more than was run.
+// The first entry may instead be `{ name, baseline: 'path' }` (see readBaseline): the per-file
+// counts and survivors of earlier runs whose reports were not kept; a later run that mutated a
+// whole file replaces the baseline's data for that file (a range rerun of such a file is refused).
+// An optional second argument is the output path (default: the committed summary).
 //
 // test-suites/contract/mutation-equivalent.json lists the survivors argued equivalent in
 // mutation-testing.md, each with its class, keyed by what was mutated, not where: the file, the
@@ -86,10 +90,11 @@ export function equivalenceMatcher(equivalents) {
     /**
      * The class of the entry that matches the mutant, or undefined.
      * @param {{ file: string, line: number, replacement: string }} mutant
-     * @param {string[]} lines the source of the mutant's file, as the run saw it
+     * @param {string[] | { original: string, occurrence: number, total: number }} source the
+     *   source of the mutant's file as the run saw it, or the line's key from `lineKey`
      */
-    classOf(mutant, lines) {
-      const key = lineKey(lines, mutant.line)
+    classOf(mutant, source) {
+      const key = Array.isArray(source) ? lineKey(source, mutant.line) : source
       const found = equivalents.find((e) => {
         if (e.file !== mutant.file || e.original !== key.original) return false
         if (e.replacement !== undefined && e.replacement !== mutant.replacement) return false
@@ -130,6 +135,8 @@ function main() {
     existsSync(EQUIVALENT) ? readEquivalents(JSON.parse(readFileSync(EQUIVALENT, 'utf8'))) : [],
   )
   const manifest = process.argv[2]
+  // A third argument writes elsewhere (the test that the committed summary is reproducible).
+  const target = process.argv[3] ?? OUT
   const runs =
     manifest === undefined
       ? [{ name: 'full', report: 'reports/mutation/mutation.json', mutate: 'stryker.config.mjs' }]
@@ -148,7 +155,18 @@ function main() {
   /** Every mutant of every run, the later run's verdict winning for a mutant measured twice. */
   const merged = new Map()
   const perRun = []
-  for (const run of runs) {
+  /** The counts and survivors of earlier runs whose reports were not kept (see `readBaseline`). */
+  let baseline
+  /** Files a run after the baseline measured whole: the baseline's data for them is replaced. */
+  const remeasured = new Set()
+  for (const [index, run] of runs.entries()) {
+    if (run.baseline !== undefined) {
+      if (index !== 0) throw new Error(`${manifest}: a baseline must be the first run`)
+      baseline = readBaseline(run.baseline)
+      for (const r of baseline.runs) perRun.push({ ...r, fromBaseline: true })
+      continue
+    }
+    const ranges = run.mutate.split(',').map((m) => m.trim())
     const report = JSON.parse(readFileSync(run.report, 'utf8'))
     const perf = report.performance
     // Newer report schemas time the run's phases (ms); otherwise the manifest's start and end.
@@ -161,12 +179,21 @@ function main() {
     const counts = empty()
     for (const [file, { mutants, source }] of Object.entries(report.files)) {
       const lines = source.split('\n')
+      if (baseline?.files[file] !== undefined) {
+        // A range rerun cannot replace the baseline's counts: they are per file, not per mutant.
+        if (!ranges.includes(file)) {
+          throw new Error(
+            `run ${run.name} measured part of ${file}, which the baseline holds: rerun the whole file`,
+          )
+        }
+        remeasured.add(file)
+      }
       for (const m of mutants) {
         counts[statusOf(m)]++
         const { start, end } = m.location
         const id = `${file}:${start.line}:${start.column}-${end.line}:${end.column}:${m.mutatorName}:${m.replacement}`
         merged.set(id, {
-          lines,
+          key: lineKey(lines, start.line),
           run: run.name,
           file,
           line: start.line,
@@ -188,10 +215,19 @@ function main() {
     total[m.status]++
     files.set(m.file, counts)
   }
-  const survivors = [...merged.values()]
-    .filter((m) => m.status === 'Survived' || m.status === 'NoCoverage')
+  const kept = []
+  for (const [file, counts] of Object.entries(baseline?.files ?? {})) {
+    if (remeasured.has(file)) continue
+    files.set(file, { ...empty(), ...counts })
+    for (const status of STATUSES) total[status] += counts[status]
+    kept.push(...baseline.survivors.filter((s) => s.file === file))
+  }
+  const survivors = [
+    ...[...merged.values()].filter((m) => m.status === 'Survived' || m.status === 'NoCoverage'),
+    ...kept,
+  ]
     .sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line)
-    .map((m) => ({ ...m, equivalent: equivalence.classOf(m, m.lines) }))
+    .map((m) => ({ ...m, equivalent: equivalence.classOf(m, m.key) }))
   const all = score(total)
   // Classes E…: equivalent. Classes S…: reached only by a store other than the run's (a failing
   // store, a caller's own MemoryStore), counted apart so the reader can put them back.
@@ -215,24 +251,31 @@ function main() {
     ...(single
       ? []
       : [
-          ...(runs.length === 1 && runs[0].mutate === 'stryker.config.mjs'
-            ? ['One full run over the whole configuration:']
-            : runs[0].mutate === 'stryker.config.mjs'
-              ? [
-                  `This summary joins one full run over the whole configuration with ${runs.length - 1} partial rerun(s) of`,
-                  "the ranges named below (a later run's verdict replaces the full run's for the mutants it measured):",
-                ]
-              : [
-                  `This summary joins ${runs.length} partial runs (\`--mutate\` ranges below), not one run over the`,
-                  'whole configuration: the score is over the mutants those ranges hold, and nothing outside',
-                  'them was measured.',
-                ]),
+          ...(baseline !== undefined
+            ? [
+                `This summary starts from the baseline \`${runs[0].baseline}\`: the per-file counts and the`,
+                `survivors of the runs marked "baseline" below, taken from the summary committed at ${baseline.from}`,
+                '(their reports were not kept). A later run replaces the baseline for every file it measured',
+                `whole (here: ${remeasured.size === 0 ? 'none' : [...remeasured].map((f) => `\`${f}\``).join(', ')}); the other files keep the baseline's verdicts:`,
+              ]
+            : runs.length === 1 && runs[0].mutate === 'stryker.config.mjs'
+              ? ['One full run over the whole configuration:']
+              : runs[0].mutate === 'stryker.config.mjs'
+                ? [
+                    `This summary joins one full run over the whole configuration with ${runs.length - 1} partial rerun(s) of`,
+                    "the ranges named below (a later run's verdict replaces the full run's for the mutants it measured):",
+                  ]
+                : [
+                    `This summary joins ${runs.length} partial runs (\`--mutate\` ranges below), not one run over the`,
+                    'whole configuration: the score is over the mutants those ranges hold, and nothing outside',
+                    'them was measured.',
+                  ]),
           '',
           '| run | commit | started (UTC) | minutes | workers | mutants | score | `--mutate` |',
           '| --- | --- | --- | --- | --- | --- | --- | --- |',
           ...perRun.map((r) => {
-            const s = score(r.counts)
-            return `| ${r.name} | ${r.commit ?? ''} | ${r.start ?? ''} | ${r.minutes === undefined ? '' : r.minutes.toFixed(1)} | ${r.concurrency ?? ''} | ${s.valid} | ${s.percent} % | ${r.mutate
+            const s = r.fromBaseline ? { valid: r.mutants, percent: r.score } : score(r.counts)
+            return `| ${r.fromBaseline ? `${r.name} (baseline)` : r.name} | ${r.commit ?? ''} | ${r.start ?? ''} | ${r.minutes === undefined ? '' : r.minutes.toFixed(1)} | ${r.concurrency ?? ''} | ${s.valid} | ${s.percent} % | ${r.mutate
               .split(',')
               .map((m) => `\`${m}\``)
               .join(' ')} |`
@@ -285,10 +328,36 @@ function main() {
           '',
         ]),
   ]
-  writeFileSync(OUT, out.join('\n'))
+  writeFileSync(target, out.join('\n'))
   console.log(
-    `mutation score ${all.percent} % (${all.detected}/${all.valid}); ${survivors.length} survivors listed in ${OUT}`,
+    `mutation score ${all.percent} % (${all.detected}/${all.valid}); ${survivors.length} survivors listed in ${target}`,
   )
+}
+
+/**
+ * A baseline: what a committed summary held of runs whose reports were not kept, enough to join
+ * them with later whole-file runs: `{ from, runs: [{ name, commit, start, minutes, concurrency,
+ * mutants, score, mutate }], files: { [file]: { Killed, Timeout, Survived, NoCoverage } },
+ * survivors: [{ file, line, status, mutator, original, occurrence, total, replacement, run }] }`
+ * (`original` the trimmed line, `occurrence` and `total` as `lineKey` gives them).
+ * @param {string} path
+ */
+function readBaseline(path) {
+  const base = JSON.parse(readFileSync(path, 'utf8'))
+  if (
+    typeof base?.from !== 'string' ||
+    !Array.isArray(base.runs) ||
+    !Array.isArray(base.survivors)
+  ) {
+    throw new Error(`${path}: a baseline needs from, runs, files and survivors`)
+  }
+  for (const s of base.survivors) {
+    const counts = base.files[s.file]
+    if (counts === undefined)
+      throw new Error(`${path}: survivor in ${s.file}, a file without counts`)
+    s.key = { original: s.original, occurrence: s.occurrence, total: s.total }
+  }
+  return base
 }
 
 /** @param {Equivalent} e */
