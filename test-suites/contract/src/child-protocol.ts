@@ -90,6 +90,20 @@ export type ChildCommand =
       readonly how: 'abort' | 'close'
     }
   | {
+      /**
+       * The process-death durability check's writer: creates `key` with a
+       * first value, overwrites it by compare-and-set with the checked value
+       * of `counter` and `filler` (child-values.ts), creates and deletes
+       * `goneKey`, then replies with the version of `key`'s acknowledged
+       * value. The parent kills it with SIGKILL on that reply.
+       */
+      readonly type: 'acked-writes'
+      readonly key: string
+      readonly counter: number
+      readonly filler: number
+      readonly goneKey: string
+    }
+  | {
       readonly type: 'crash-writer'
       readonly prefix: string
       readonly start: number
@@ -144,6 +158,11 @@ export interface WatchReleased {
   readonly first: string
   /** Whether the pending `next()` resolved `done` within 5 s of the abort or close. */
   readonly ended: boolean
+}
+
+/** What the process-death writer acknowledged: the version of its last write to the key. */
+export interface AckedWrites {
+  readonly version: string
 }
 
 /** One write of the crash writer. */

@@ -7,6 +7,7 @@
 import { pathToFileURL } from 'node:url'
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import type {
+  AckedWrites,
   ChildCommand,
   ChildMessage,
   FrozenWoke,
@@ -126,6 +127,18 @@ async function crashWriter(
   }
 }
 
+async function ackedWrites(
+  b: Backend,
+  command: Extract<ChildCommand, { type: 'acked-writes' }>,
+): Promise<AckedWrites> {
+  const first = await b.put(command.key, encoder.encode('first'), { ifNoneMatch: '*' })
+  const value = makeCheckedValue(command.key, command.counter, command.filler)
+  const last = await b.put(command.key, value, { ifMatch: first.version })
+  await b.put(command.goneKey, encoder.encode('gone'))
+  if (!(await b.delete(command.goneKey))) throw new Error(`${command.goneKey} was not deleted`)
+  return { version: last.version }
+}
+
 /** Where a stepped backend's holder stops itself (frozen-writer tier). */
 let stopAt: { step: string; skip: number } | undefined
 
@@ -236,6 +249,8 @@ async function run(b: Backend, command: ChildCommand): Promise<unknown> {
         release: await outcome(() => b.releaseLease(lease)),
       }
     }
+    case 'acked-writes':
+      return ackedWrites(b, command)
     case 'crash-writer':
       return crashWriter(b, command)
     case 'frozen-holder':

@@ -37,7 +37,11 @@ export interface Harness {
   readonly scale: Required<ContractScale>
   readonly seed: number
   readonly process: ContractProcessOptions | undefined
-  /** A new instance on the shared storage, in this harness's namespace. */
+  /**
+   * A new instance on the shared storage, in this harness's namespace. Fails
+   * (a contract verdict) when the instance declares other capabilities than
+   * the ones the harness was created with.
+   */
   backend(options?: { realClock?: boolean }): Promise<Backend>
   /** A TTL that does not run out during a check (a manual clock only moves when told to). */
   readonly leaseTtlMs: number
@@ -54,7 +58,8 @@ export interface Harness {
   /**
    * Spawns a child process with its own instance in this namespace. Rejects
    * when no `process` option was given: a check that needs children only runs
-   * for a backend that claims `multiProcess`, so a missing option is an
+   * for a backend that claims `multiProcess` or `durable` (or, for the
+   * change-notification release check, a watch), so a missing option is an
    * unproved claim, a failure.
    */
   child(options?: { stepped?: boolean }): Promise<ContractChild>
@@ -75,6 +80,22 @@ export interface Harness {
   readonly reported: CheckScale
   /** Destroys the namespace (if the backend can) and closes every instance. */
   cleanup(): Promise<void>
+}
+
+/**
+ * Capabilities as text with sorted keys at every level (a getter is read), so
+ * two declarations compare equal exactly when they claim the same.
+ */
+export function capabilityText(capabilities: Capabilities): string {
+  const sorted = (value: unknown): unknown =>
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((key) => [key, sorted((value as Record<string, unknown>)[key])]),
+        )
+      : value
+  return JSON.stringify(sorted(capabilities))
 }
 
 /** A fresh unique namespace, `t-<random>`. */
@@ -103,10 +124,21 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
   const reported: Record<string, number> = {}
   let limitation: string | undefined
 
+  const planned = capabilityText(capabilities)
+
   async function backend(opts: { realClock?: boolean } = {}): Promise<Backend> {
     const useClock: Clock = opts.realClock === true ? systemClock : clock.now
     const created = await options.create({ namespace, clock: useClock })
     instances.push(created)
+    // The suite chose which checks run from the probe instance's claims (see
+    // probeCapabilities): an instance claiming anything else would be judged by a plan that
+    // skipped, or ran, the wrong tiers.
+    const declared = capabilityText(created.capabilities)
+    if (declared !== planned) {
+      fail(
+        `an instance declares capabilities ${declared}, but the suite planned its checks from the probe instance's ${planned}: every instance of a backend must declare the same capabilities`,
+      )
+    }
     return created
   }
 
@@ -159,7 +191,7 @@ export function createHarness(options: ContractOptions, capabilities: Capabiliti
     async child(childOptions = {}) {
       if (options.process === undefined) {
         throw new Error(
-          'the backend claims multiProcess but no `process` option (child backend module) was given: a claimed capability must be proved, so this tier fails instead of being skipped',
+          `the backend claims ${capabilities.multiProcess ? 'multiProcess' : capabilities.durable ? 'durable' : 'changeNotification'} but no \`process\` option (child backend module) was given: a claimed capability must be proved, so this tier fails instead of being skipped`,
         )
       }
       const spawned = spawnContractChild(options.process, namespace, childOptions.stepped === true)

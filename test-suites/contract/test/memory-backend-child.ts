@@ -4,8 +4,11 @@ import { createMemoryBackend, createMemoryRecordStore } from '@agent-state/memor
 /**
  * Child factory for the memory backends' `process` option: the
  * change-notification tier's release check runs a watch in a child process
- * and expects it to exit on its own (memory claims no multi-process tier, so
- * nothing else uses it). `{ records: true }`: the record-store path.
+ * and expects it to exit on its own (memory claims neither `durable` nor
+ * `multiProcess`, so no other tier of the memory suites uses it). The
+ * capability mutants (capability-mutants.ts) use it to disprove a false
+ * `durable` or `multiProcess` claim: the child's memory is its own.
+ * `{ records: true }`: the record-store path.
  */
 export function createBackend(options: unknown, ctx: { namespace: string }): Backend {
   if ((options as { records?: boolean } | null)?.records === true) {
