@@ -32,6 +32,7 @@ export {
   type NextOptions,
   nextOptionsSchema,
   openDaemonQueue,
+  type ProducerStats,
   type QueueConfig,
   type QueueCounts,
   type ResumeDaemonOptions,

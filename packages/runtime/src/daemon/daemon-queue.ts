@@ -54,6 +54,19 @@ export interface QueueCounts {
   readonly headAttempts: number
 }
 
+/**
+ * What this queue handle's producers did so far (see {@link DaemonQueue.producerStats}):
+ * counts, not times, so a loaded machine does not change them.
+ */
+export interface ProducerStats {
+  /** Events stored by this handle. */
+  readonly events: number
+  /** Conditional writes of the tail record that stored them (one per batch). */
+  readonly writes: number
+  /** Compare-and-set rounds lost to another producer and retried. */
+  readonly lostRounds: number
+}
+
 /** Throws `INVALID_DAEMON_ID` unless `id` matches `ID_PATTERN`. */
 export function assertDaemonId(id: unknown): asserts id is string {
   if (!isValidId(id)) {
@@ -174,6 +187,7 @@ export class DaemonQueue {
   readonly #backend: Backend
   readonly #config: QueueConfig
   readonly #clock: () => number
+  #stats = { events: 0, writes: 0, lostRounds: 0 }
 
   /** Use `createDaemonQueue` or `openDaemonQueue`. */
   constructor(backend: Backend, config: QueueConfig, clock: () => number) {
@@ -244,9 +258,12 @@ export class DaemonQueue {
         )
       } catch (error) {
         if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
+        this.#stats.lostRounds++
         await backoff(round)
         continue
       }
+      this.#stats.events++
+      this.#stats.writes++
       signalQueueChange(this.#backend, daemonId)
       return record.seq
     }
@@ -271,6 +288,14 @@ export class DaemonQueue {
     const delivery = await claimHead(this, this.#backend, options, this.#clock)
     if (delivery !== null) signalQueueChange(this.#backend, this.daemonId)
     return delivery
+  }
+
+  /**
+   * Counters of this handle's producers: events stored, tail writes that stored them, and
+   * compare-and-set rounds lost and retried (`lostRounds / events` is the retries per trigger).
+   */
+  producerStats(): ProducerStats {
+    return { ...this.#stats }
   }
 
   /** The queue's counters (two reads). */

@@ -12,6 +12,7 @@ export {
   createDaemonQueue,
   DaemonQueue,
   openDaemonQueue,
+  type ProducerStats,
   type QueueCounts,
 } from './daemon-queue.js'
 export {
