@@ -27,6 +27,8 @@ export {
   deliveryOptionsSchema,
   type EventRecord,
   type InflightEvent,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_EVENTS,
   MAX_EVENT_BYTES_LIMIT,
   MAX_QUEUE_CAPACITY,
   type NextOptions,

@@ -11,6 +11,8 @@ export type { DaemonFields } from './daemon-fields.js'
 export {
   createDaemonQueue,
   DaemonQueue,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_EVENTS,
   openDaemonQueue,
   type ProducerStats,
   type QueueCounts,
