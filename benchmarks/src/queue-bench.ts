@@ -16,8 +16,13 @@
  * filling RGW with 100k objects takes longer than the rest of the run).
  * Closed loop at concurrency 1 (one producer, then one consumer: the queue
  * allows one delivery in flight), then triggers from 16 concurrent callers
- * (and, for the peers, claim+ack from 16 concurrent consumers, which a
- * daemon queue does not allow by design). The backlog is written straight into the
+ * on one handle (which the queue combines into shared writes) and from 16
+ * handles on 16 backend instances (which it cannot: as with 16 processes),
+ * then `triggerMany` batches of 16 and a consumer that keeps its delivery
+ * lease (`ackAndClaim`) (and, for the peers, claim+ack from 16 concurrent
+ * consumers, which a daemon queue does not allow by design). Counts beside
+ * the times, which machine load does not change: backend calls per
+ * operation, and compare-and-set rounds lost per stored event at c=16. The backlog is written straight into the
  * queue's records (untimed, through a second backend instance without fsync
  * where the backend has that option), in exactly the layout `trigger` leaves.
  * Results: stdout (a markdown table) and `results/queue-latest.json`.
@@ -271,6 +276,23 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
       ).then(() => ({ samples, totalMs: performance.now() - start }))
     })
     await Promise.all(handles.map((backend) => backend.close()))
+    // Batches of 16 events, one conditional write each.
+    const batches = Math.ceil(timedOps / 16)
+    const many = await perOp(counts, batches, () =>
+      timed(batches, (b) =>
+        queue.triggerMany(Array.from({ length: 16 }, (_, k) => event(b * 16 + k))),
+      ),
+    )
+    // A consumer that keeps its delivery lease: each operation acknowledges one event and
+    // claims the next (ackAndClaim), against claim + ack above.
+    let current = await queue.claim()
+    const kept = await perOp(counts, timedOps, () =>
+      timed(timedOps, async () => {
+        if (current === null) throw new Error('queue drained early')
+        current = await current.ackAndClaim()
+      }),
+    )
+    await current?.ack()
     process.stderr.write(`${cell}: backlog filled in ${fillMs} ms\n`)
     return [
       summarise(name, pending, 'trigger', trigger.result, { callsPerOp: trigger.callsPerOp }),
@@ -280,6 +302,10 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
       }),
       summarise(name, pending, 'trigger c=16, 16 handles', trigger16Handles.run, {
         retriesPerTrigger: trigger16Handles.retriesPerTrigger,
+      }),
+      summarise(name, pending, 'triggerMany of 16', many.result, { callsPerOp: many.callsPerOp }),
+      summarise(name, pending, 'ackAndClaim (kept lease)', kept.result, {
+        callsPerOp: kept.callsPerOp,
       }),
     ]
   } finally {
