@@ -412,10 +412,10 @@ export class DaemonQueue {
 
   /** Event bytes one write may carry: what the tail record can hold, at most {@link MAX_BATCH_BYTES}. */
   #batchBytes(): number {
-    return Math.min(
-      MAX_BATCH_BYTES,
-      this.#backend.capabilities.maxValueBytes - RECORD_OVERHEAD_BYTES - MAX_BATCH_EVENTS * 256,
-    )
+    // Each event record adds at most 256 bytes (seq, id, time, format) to its JSON.
+    const room =
+      this.#backend.capabilities.maxValueBytes - RECORD_OVERHEAD_BYTES - MAX_BATCH_EVENTS * 256
+    return Math.max(0, Math.min(MAX_BATCH_BYTES, room))
   }
 
   /**
