@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { DaemonQueue } from '../src/index.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
 import {
+  batchInputRefused,
   keptLeaseChain,
   overlappingTriggers,
   staleTokenSameHolder,
@@ -59,6 +60,23 @@ describe('daemon queue mutants on memory', () => {
     const outcome = await onMemory((fixture) => triggerManyAllOrNothing(rt, fixture))
     // The check expects QUEUE_FULL with the tail untouched and 2 queued.
     expect(outcome).toMatchObject({ full: 'QUEUE_FULL', tailUnchanged: false, queuedAfterFull: 5 })
+  })
+
+  it('a triggerMany that splits a large batch into writes stores it in parts, which the check sees', async () => {
+    const rt = await patchedQueues((queue) => {
+      const whole = queue.triggerMany.bind(queue)
+      queue.triggerMany = async (events) => {
+        const seqs: number[] = []
+        for (let at = 0; at < events.length; at += 16) {
+          seqs.push(...(await whole(events.slice(at, at + 16))))
+        }
+        return seqs
+      }
+    })
+    const outcome = await onMemory((fixture) => batchInputRefused(rt, fixture))
+    // The check expects EVENT_TOO_LARGE and nothing stored.
+    expect(outcome.tooMany).toBe('resolved')
+    expect(outcome.next).toBe(rt.MAX_BATCH_EVENTS + 1)
   })
 
   it('one write per trigger (nothing combined) takes 16 writes, which the check sees', async () => {

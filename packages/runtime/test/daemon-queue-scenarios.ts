@@ -59,6 +59,25 @@ export async function triggerManyAllOrNothing(rt: Runtime, fixture: BackendFixtu
 }
 
 /**
+ * Batches the queue must refuse whole: an empty one stores nothing, one with
+ * a bad event is `INVALID_EVENT`, one with an oversized event or more than
+ * `MAX_BATCH_EVENTS` events is `EVENT_TOO_LARGE`, and none of them stores
+ * anything (no sequence number used, no write made).
+ */
+export async function batchInputRefused(rt: Runtime, fixture: BackendFixture) {
+  const queue = await rt.createDaemonQueue(fixture.create(), 'bad-batch', { maxEventBytes: 64 })
+  const tooMany = Array.from({ length: rt.MAX_BATCH_EVENTS + 1 }, (_, i) => i)
+  const outcome = {
+    empty: await queue.triggerMany([]),
+    badEvent: await codeOf(queue.triggerMany([{ ok: 1 }, () => 1])),
+    notArray: await codeOf(queue.triggerMany('nope' as unknown as unknown[])),
+    oversizedEvent: await codeOf(queue.triggerMany([1, 'x'.repeat(63)])),
+    tooMany: await codeOf(queue.triggerMany(tooMany)),
+  }
+  return { ...outcome, next: (await queue.counts()).next, stats: queue.producerStats() }
+}
+
+/**
  * 16 overlapping `trigger` calls on one handle. The real queue stores them in
  * at most two writes of the tail record (the first call alone, the other 15
  * combined), losing no compare-and-set round, numbered in call order.
