@@ -16,8 +16,13 @@
  * filling RGW with 100k objects takes longer than the rest of the run).
  * Closed loop at concurrency 1 (one producer, then one consumer: the queue
  * allows one delivery in flight), then triggers from 16 concurrent callers
- * (and, for the peers, claim+ack from 16 concurrent consumers, which a
- * daemon queue does not allow by design). The backlog is written straight into the
+ * on one handle (which the queue combines into shared writes) and from 16
+ * handles on 16 backend instances (which it cannot: as with 16 processes),
+ * then `triggerMany` batches of 16 and a consumer that keeps its delivery
+ * lease (`ackAndClaim`) (and, for the peers, claim+ack from 16 concurrent
+ * consumers, which a daemon queue does not allow by design). Counts beside
+ * the times, which machine load does not change: backend calls per
+ * operation, and compare-and-set rounds lost per stored event at c=16. The backlog is written straight into the
  * queue's records (untimed, through a second backend instance without fsync
  * where the backend has that option), in exactly the layout `trigger` leaves.
  * Results: stdout (a markdown table) and `results/queue-latest.json`.
@@ -29,11 +34,17 @@ import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { createRedisBackend } from '@agent-state/redis'
-import { createDaemonQueue, type EventRecord } from '@agent-state/runtime'
+import {
+  createDaemonQueue,
+  type DaemonQueue,
+  type EventRecord,
+  openDaemonQueue,
+} from '@agent-state/runtime'
 import { daemonEventKey, daemonTailKey, encodeRecord } from '@agent-state/runtime/internal'
 import { createS3Backend } from '@agent-state/s3'
 import { createSqliteBackend } from '@agent-state/sqlite'
 import { startRedisServer, startRgw } from '@agent-state/test-services'
+import { type CallCounts, countingBackend, totalCalls } from './queue-counting.js'
 import {
   measureBullmq,
   measurePlainjob,
@@ -47,16 +58,22 @@ interface Pair {
   readonly measured: Backend
   /** An instance on the same storage used to fill the backlog fast. */
   readonly filler: Backend
+  /** Opens one more instance like `measured` on the same storage (closed by the caller). */
+  readonly another: () => Backend
 }
 
 interface Row {
   backend: string
   pending: number
-  operation: 'trigger' | 'claim+ack' | 'trigger c=16' | 'claim+ack c=16'
+  operation: string
   ops: number
   opsPerSec: number
   p50Ms: number
   p99Ms: number
+  /** Backend calls per operation (a count: machine load does not change it). */
+  callsPerOp?: number
+  /** Compare-and-set rounds lost and retried per stored event (a count). */
+  retriesPerTrigger?: number
 }
 
 const backends = (
@@ -80,6 +97,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
         return {
           measured: createMemoryBackend({ store, namespace }),
           filler: createMemoryBackend({ store, namespace }),
+          another: () => createMemoryBackend({ store, namespace }),
         }
       }
       case 'sqlite':
@@ -90,6 +108,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
         return {
           measured: createSqliteBackend({ path, namespace, synchronous }),
           filler: createSqliteBackend({ path, namespace, synchronous: 'NORMAL' }),
+          another: () => createSqliteBackend({ path, namespace, synchronous }),
         }
       }
       case 'fs': {
@@ -98,6 +117,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
         return {
           measured: createFsBackend({ root: dir, namespace }),
           filler: createFsBackend({ root: dir, namespace, fsync: false }),
+          another: () => createFsBackend({ root: dir, namespace }),
         }
       }
       case 'redis': {
@@ -106,6 +126,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
         return {
           measured: createRedisBackend({ host, port, namespace }),
           filler: createRedisBackend({ host, port, namespace }),
+          another: () => createRedisBackend({ host, port, namespace }),
         }
       }
       case 's3': {
@@ -120,7 +141,11 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
           createBucket: true,
           credentials: { accessKeyId: target.accessKeyId, secretAccessKey: target.secretAccessKey },
         }
-        return { measured: createS3Backend(options), filler: createS3Backend(options) }
+        return {
+          measured: createS3Backend(options),
+          filler: createS3Backend(options),
+          another: () => createS3Backend(options),
+        }
       }
       default:
         throw new Error(`unknown backend ${name}`)
@@ -155,7 +180,13 @@ async function fillBacklog(filler: Backend, daemonId: string, count: number): Pr
   )
 }
 
-function summarise(backend: string, pending: number, operation: Row['operation'], run: Timed): Row {
+function summarise(
+  backend: string,
+  pending: number,
+  operation: Row['operation'],
+  run: Timed,
+  extra: Pick<Row, 'callsPerOp' | 'retriesPerTrigger'> = {},
+): Row {
   const sorted = [...run.samples].sort((a, b) => a - b)
   const at = (q: number) =>
     sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN
@@ -167,7 +198,29 @@ function summarise(backend: string, pending: number, operation: Row['operation']
     opsPerSec: Math.round((sorted.length / run.totalMs) * 1000),
     p50Ms: Number(at(0.5).toFixed(3)),
     p99Ms: Number(at(0.99).toFixed(3)),
+    ...extra,
   }
+}
+
+/** Runs `body` and returns what it resolved with the backend calls it made per operation. */
+async function perOp<T>(
+  counts: CallCounts,
+  ops: number,
+  body: () => Promise<T>,
+): Promise<{ result: T; callsPerOp: number }> {
+  const before = totalCalls(counts)
+  const result = await body()
+  return { result, callsPerOp: Number(((totalCalls(counts) - before) / ops).toFixed(2)) }
+}
+
+/** Retries per stored event of `queues` over `body` (their `producerStats`, a count). */
+async function retriesOver(queues: readonly DaemonQueue[], body: () => Promise<Timed>) {
+  const sum = (key: 'events' | 'lostRounds') =>
+    queues.reduce((total, queue) => total + queue.producerStats()[key], 0)
+  const [events, lost] = [sum('events'), sum('lostRounds')]
+  const run = await body()
+  const stored = sum('events') - events
+  return { run, retriesPerTrigger: Number(((sum('lostRounds') - lost) / stored).toFixed(3)) }
 }
 
 async function measureCell(name: string, pending: number): Promise<Row[]> {
@@ -175,8 +228,9 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
   const pair = await pairFor(name, cell)
   try {
     const daemonId = 'bench'
-    const queue = await createDaemonQueue(pair.measured, daemonId, {
-      capacity: pending + 2 * timedOps + 10,
+    const { backend: measured, counts } = countingBackend(pair.measured)
+    const queue = await createDaemonQueue(measured, daemonId, {
+      capacity: pending + 10 * timedOps + 10,
     })
     const fillStart = Date.now()
     await fillBacklog(pair.filler, daemonId, pending)
@@ -184,22 +238,75 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
     // Warm-up outside the timed loops.
     for (let i = 0; i < 10; i++) await queue.trigger({ warm: i })
     const event = (i: number) => ({ kind: 'file_changed', path: `src/new-${i}.ts` })
-    const trigger = await timed(timedOps, (i) => queue.trigger(event(i)))
-    const claimAck = await timed(timedOps, async () => {
-      const delivery = await queue.claim()
-      if (delivery === null) throw new Error('queue drained early')
-      await delivery.ack()
-    })
-    const counts = await queue.counts()
-    if (counts.queuedCount !== pending + 10)
-      throw new Error(`unexpected count ${counts.queuedCount}`)
+    const trigger = await perOp(counts, timedOps, () =>
+      timed(timedOps, (i) => queue.trigger(event(i))),
+    )
+    const claimAck = await perOp(counts, timedOps, () =>
+      timed(timedOps, async () => {
+        const delivery = await queue.claim()
+        if (delivery === null) throw new Error('queue drained early')
+        await delivery.ack()
+      }),
+    )
+    const queued = await queue.counts()
+    if (queued.queuedCount !== pending + 10)
+      throw new Error(`unexpected count ${queued.queuedCount}`)
     // 16 producers on one queue: every trigger is a compare-and-set on the same tail record.
-    const trigger16 = await timed(timedOps, (i) => queue.trigger(event(i)), 16)
+    const trigger16 = await retriesOver([queue], () =>
+      timed(timedOps, (i) => queue.trigger(event(i)), 16),
+    )
+    // The same from 16 handles, each on its own backend instance: nothing in the process can
+    // combine their writes, as with producers in 16 processes.
+    const handles = Array.from({ length: 16 }, () => pair.another())
+    const producers = await Promise.all(
+      handles.map((backend) => openDaemonQueue(backend, daemonId)),
+    )
+    const trigger16Handles = await retriesOver(producers, () => {
+      let next = 0
+      const samples: number[] = []
+      const start = performance.now()
+      return Promise.all(
+        producers.map(async (producer) => {
+          for (let i = next++; i < timedOps; i = next++) {
+            const t0 = performance.now()
+            await producer.trigger(event(i))
+            samples.push(performance.now() - t0)
+          }
+        }),
+      ).then(() => ({ samples, totalMs: performance.now() - start }))
+    })
+    await Promise.all(handles.map((backend) => backend.close()))
+    // Batches of 16 events, one conditional write each.
+    const batches = Math.ceil(timedOps / 16)
+    const many = await perOp(counts, batches, () =>
+      timed(batches, (b) =>
+        queue.triggerMany(Array.from({ length: 16 }, (_, k) => event(b * 16 + k))),
+      ),
+    )
+    // A consumer that keeps its delivery lease: each operation acknowledges one event and
+    // claims the next (ackAndClaim), against claim + ack above.
+    let current = await queue.claim()
+    const kept = await perOp(counts, timedOps, () =>
+      timed(timedOps, async () => {
+        if (current === null) throw new Error('queue drained early')
+        current = await current.ackAndClaim()
+      }),
+    )
+    await current?.ack()
     process.stderr.write(`${cell}: backlog filled in ${fillMs} ms\n`)
     return [
-      summarise(name, pending, 'trigger', trigger),
-      summarise(name, pending, 'claim+ack', claimAck),
-      summarise(name, pending, 'trigger c=16', trigger16),
+      summarise(name, pending, 'trigger', trigger.result, { callsPerOp: trigger.callsPerOp }),
+      summarise(name, pending, 'claim+ack', claimAck.result, { callsPerOp: claimAck.callsPerOp }),
+      summarise(name, pending, 'trigger c=16', trigger16.run, {
+        retriesPerTrigger: trigger16.retriesPerTrigger,
+      }),
+      summarise(name, pending, 'trigger c=16, 16 handles', trigger16Handles.run, {
+        retriesPerTrigger: trigger16Handles.retriesPerTrigger,
+      }),
+      summarise(name, pending, 'triggerMany of 16', many.result, { callsPerOp: many.callsPerOp }),
+      summarise(name, pending, 'ackAndClaim (kept lease)', kept.result, {
+        callsPerOp: kept.callsPerOp,
+      }),
     ]
   } finally {
     await pair.close()
@@ -242,11 +349,11 @@ try {
 }
 
 const table = [
-  '| backend | pending | operation | ops/s | p50 ms | p99 ms |',
-  '|---|---:|---|---:|---:|---:|',
+  '| backend | pending | operation | ops/s | p50 ms | p99 ms | calls/op | retries/trigger |',
+  '|---|---:|---|---:|---:|---:|---:|---:|',
   ...rows.map(
     (row) =>
-      `| ${row.backend} | ${row.pending} | ${row.operation} | ${row.opsPerSec} | ${row.p50Ms} | ${row.p99Ms} |`,
+      `| ${row.backend} | ${row.pending} | ${row.operation} | ${row.opsPerSec} | ${row.p50Ms} | ${row.p99Ms} | ${row.callsPerOp ?? ''} | ${row.retriesPerTrigger ?? ''} |`,
   ),
 ].join('\n')
 console.log(table)

@@ -7,6 +7,7 @@ import {
   type Lease,
   type StoredValue,
 } from '@agent-state/core'
+import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../shared/layout.js'
@@ -39,6 +40,16 @@ import { signalQueueChange } from './queue-signals.js'
 const MAX_TRIGGER_ROUNDS = 2000
 /** Room the tail record needs beside the event itself. */
 const RECORD_OVERHEAD_BYTES = 1024
+/** Most events one write of the tail record carries (`triggerMany`, combined triggers). */
+export const MAX_BATCH_EVENTS = 256
+/**
+ * Most event bytes one write carries when it holds more than one event: the
+ * tail record is read by every producer, so it stays small. A single event
+ * is bounded by `maxEventBytes` alone.
+ */
+export const MAX_BATCH_BYTES = 1024 * 1024
+/** Longest wait after a lost compare-and-set round. */
+const MAX_BACKOFF_MS = 1000
 
 /** The queue's counters at one moment; see {@link DaemonQueue.counts}. */
 export interface QueueCounts {
@@ -52,6 +63,19 @@ export interface QueueCounts {
   readonly iterations: number
   /** How many times the head event has been handed out. */
   readonly headAttempts: number
+}
+
+/**
+ * What this queue handle's producers did so far (see {@link DaemonQueue.producerStats}):
+ * counts, not times, so a loaded machine does not change them.
+ */
+export interface ProducerStats {
+  /** Events stored by this handle. */
+  readonly events: number
+  /** Conditional writes of the tail record that stored them (one per batch). */
+  readonly writes: number
+  /** Compare-and-set rounds lost to another producer and retried. */
+  readonly lostRounds: number
 }
 
 /** Throws `INVALID_DAEMON_ID` unless `id` matches `ID_PATTERN`. */
@@ -174,6 +198,10 @@ export class DaemonQueue {
   readonly #backend: Backend
   readonly #config: QueueConfig
   readonly #clock: () => number
+  #stats = { events: 0, writes: 0, lostRounds: 0 }
+  /** `trigger` calls waiting for the next write (see `#flush`). */
+  readonly #waiting: Waiting[] = []
+  #flushing = false
 
   /** Use `createDaemonQueue` or `openDaemonQueue`. */
   constructor(backend: Backend, config: QueueConfig, clock: () => number) {
@@ -200,55 +228,169 @@ export class DaemonQueue {
    * number, numbers follow the order of the successful writes, and the queue
    * never holds more than `capacity` events.
    *
-   * Protocol: read the tail record (version v, next sequence t) and then the
-   * head; refuse when `t - head >= capacity`; make sure the previous newest
-   * event has its own record (copy it out of the tail record if its producer
-   * has not yet); then replace the tail record by `{ next: t + 1, last: event }`
-   * with `ifMatch: v`. The event and its sequence number land in that one
+   * Calls on one handle that overlap are combined: while one write of the
+   * tail record is in flight, the calls made meanwhile wait and then go
+   * together in the next write, in call order (so one handle's triggers keep
+   * their order, and concurrent callers in one process do not race each other
+   * for the tail record). Each call is still all or nothing on its own: when
+   * only some of a combined write's events fit, the first ones are stored and
+   * the rest refused with `QUEUE_FULL`, storing nothing of theirs.
+   *
+   * Protocol (one write, see {@link DaemonQueue.triggerMany}): read the tail
+   * record (version v, next sequence t) and then the head; refuse when
+   * `t - head >= capacity`; make sure the events of the previous write have
+   * their own records (copy them out of the tail record if nobody has yet);
+   * then replace the tail record by `{ next: t + k, last, earlier }` with
+   * `ifMatch: v`. The events and their sequence numbers land in that one
    * conditional write, so a crash can never leave a number without its event.
    * The head only grows, so the head read is never newer than the head at the
-   * write: `t + 1 - head_at_write <= t + 1 - head_read <= capacity`.
+   * write: `t + k - head_at_write <= t + k - head_read <= capacity`.
    *
    * @throws `INVALID_EVENT`, `EVENT_TOO_LARGE` (nothing stored), `QUEUE_FULL`
    *   (nothing stored), `QUEUE_CORRUPT`, `UNAVAILABLE` after
    *   {@link MAX_TRIGGER_ROUNDS} lost races (nothing stored), `INDETERMINATE`
    *   from the backend (the event may have landed).
    */
-  async trigger(event: unknown): Promise<number> {
-    const { daemonId, maxEventBytes, capacity } = this.#config
-    const value = encodeEvent(event, maxEventBytes, daemonId)
-    const eventId = randomBytes(12).toString('hex')
+  trigger(event: unknown): Promise<number> {
+    const { daemonId, maxEventBytes } = this.#config
+    let value: JsonValue
+    try {
+      value = encodeEvent(event, maxEventBytes, daemonId)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return new Promise<number>((resolve, reject) => {
+      this.#waiting.push({ value, bytes: eventBytes(value), resolve, reject })
+      if (!this.#flushing) void this.#flush()
+    })
+  }
+
+  /**
+   * Appends `events` at the tail in one conditional write of the tail record
+   * and resolves their sequence numbers, consecutive and in array order. All
+   * or nothing: when they do not all fit under the capacity it throws
+   * `QUEUE_FULL` and stores none of them. An empty array stores nothing and
+   * resolves `[]`.
+   *
+   * @throws `INVALID_EVENT` (also when `events` is not an array),
+   *   `EVENT_TOO_LARGE` (an event above `maxEventBytes`, or more than
+   *   {@link MAX_BATCH_EVENTS} events or {@link MAX_BATCH_BYTES} bytes in
+   *   one batch), `QUEUE_FULL`, `QUEUE_CORRUPT`, `UNAVAILABLE`,
+   *   `INDETERMINATE` as {@link DaemonQueue.trigger}; nothing is stored
+   *   unless it resolves (or fails with `INDETERMINATE`).
+   */
+  async triggerMany(events: readonly unknown[]): Promise<number[]> {
+    const { daemonId, maxEventBytes } = this.#config
+    if (!Array.isArray(events)) {
+      throw daemonError('INVALID_EVENT', 'triggerMany takes an array of events', {
+        daemonId,
+        type: typeof events,
+      })
+    }
+    const values = events.map((event) => encodeEvent(event, maxEventBytes, daemonId))
+    if (values.length === 0) return []
+    const bytes = values.reduce<number>((sum, value) => sum + eventBytes(value), 0)
+    if (values.length > MAX_BATCH_EVENTS || (values.length > 1 && bytes > this.#batchBytes())) {
+      throw daemonError(
+        'EVENT_TOO_LARGE',
+        `A batch of ${values.length} events (${bytes} bytes) exceeds ${MAX_BATCH_EVENTS} events or ${this.#batchBytes()} bytes`,
+        { daemonId, events: values.length, size: bytes, maxBatchBytes: this.#batchBytes() },
+      )
+    }
+    const { first } = await this.#append(values, 'all')
+    return values.map((_, k) => first + k)
+  }
+
+  /**
+   * Writes the combined calls of {@link DaemonQueue.trigger}: one write at a
+   * time per handle, each taking every call waiting when it starts (up to the
+   * batch limits).
+   */
+  async #flush(): Promise<void> {
+    this.#flushing = true
+    try {
+      while (this.#waiting.length > 0) {
+        const batch: Waiting[] = []
+        let bytes = 0
+        for (const next of this.#waiting) {
+          if (batch.length > 0) {
+            if (batch.length >= MAX_BATCH_EVENTS || bytes + next.bytes > this.#batchBytes()) break
+          }
+          batch.push(next)
+          bytes += next.bytes
+        }
+        this.#waiting.splice(0, batch.length)
+        try {
+          const room = await this.#append(
+            batch.map((waiting) => waiting.value),
+            'prefix',
+          )
+          for (const [k, waiting] of batch.entries()) {
+            if (k < room.stored) waiting.resolve(room.first + k)
+            else waiting.reject(this.#full())
+          }
+        } catch (error) {
+          for (const waiting of batch) waiting.reject(error)
+        }
+      }
+    } finally {
+      this.#flushing = false
+    }
+  }
+
+  /**
+   * The compare-and-set loop of one write of the tail record. With `'all'`
+   * it stores every value or throws `QUEUE_FULL`; with `'prefix'` it stores
+   * as many as fit (throwing `QUEUE_FULL` only when none does) and says how
+   * many. A lost round waits a jittered, exponentially growing time scaled to
+   * the round's own duration before the next one (see {@link backoff}).
+   */
+  async #append(
+    values: readonly JsonValue[],
+    mode: 'all' | 'prefix',
+  ): Promise<{ first: number; stored: number }> {
+    const { daemonId, capacity } = this.#config
+    const eventIds = values.map(() => randomBytes(12).toString('hex'))
     for (let round = 0; round < MAX_TRIGGER_ROUNDS; round++) {
+      const started = performance.now()
       const tailFound = await this.#getRequired(daemonTailKey(daemonId))
       const tail = this.#decode(tailRecordSchema, tailFound)
       const head = await this.readHead()
-      if (tail.next - head.record.head >= capacity) {
-        throw daemonError('QUEUE_FULL', `Daemon ${daemonId}'s queue holds ${capacity} events`, {
-          daemonId,
-          capacity,
-        })
-      }
-      if (tail.last !== null && tail.last.seq >= head.record.head) await this.#copyOut(tail.last)
-      const record: EventRecord = {
-        format: RECORD_FORMATS.event,
-        seq: tail.next,
-        eventId,
-        event: value,
-        triggeredAt: new Date(this.#clock()).toISOString(),
+      const room = capacity - (tail.next - head.record.head)
+      const stored = Math.min(room, values.length)
+      if (stored <= 0 || (mode === 'all' && stored < values.length)) throw this.#full()
+      await this.#copyOut(tailEvents(tail).filter((event) => event.seq >= head.record.head))
+      const triggeredAt = new Date(this.#clock()).toISOString()
+      const records = values.slice(0, stored).map(
+        (value, k): EventRecord => ({
+          format: RECORD_FORMATS.event,
+          seq: tail.next + k,
+          eventId: eventIds[k] as string,
+          event: value,
+          triggeredAt,
+        }),
+      )
+      const last = records.at(-1) as EventRecord
+      const next: TailRecord = {
+        format: RECORD_FORMATS.tail,
+        next: tail.next + stored,
+        last,
+        ...(stored > 1 ? { earlier: records.slice(0, -1) } : {}),
       }
       try {
-        await this.#backend.put(
-          daemonTailKey(daemonId),
-          encodeRecord({ format: RECORD_FORMATS.tail, next: tail.next + 1, last: record }),
-          { ifMatch: tailFound.meta.version },
-        )
+        await this.#backend.put(daemonTailKey(daemonId), encodeRecord(next), {
+          ifMatch: tailFound.meta.version,
+        })
       } catch (error) {
         if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
-        await backoff(round)
+        this.#stats.lostRounds++
+        await backoff(round, performance.now() - started)
         continue
       }
+      this.#stats.events += stored
+      this.#stats.writes++
       signalQueueChange(this.#backend, daemonId)
-      return record.seq
+      return { first: tail.next, stored }
     }
     throw new AgentStateError(
       'UNAVAILABLE',
@@ -258,6 +400,22 @@ export class DaemonQueue {
         context: { daemonId },
       },
     )
+  }
+
+  #full(): AgentStateError {
+    const { daemonId, capacity } = this.#config
+    return daemonError('QUEUE_FULL', `Daemon ${daemonId}'s queue holds ${capacity} events`, {
+      daemonId,
+      capacity,
+    })
+  }
+
+  /** Event bytes one write may carry: what the tail record can hold, at most {@link MAX_BATCH_BYTES}. */
+  #batchBytes(): number {
+    // Each event record adds at most 256 bytes (seq, id, time, format) to its JSON.
+    const room =
+      this.#backend.capabilities.maxValueBytes - RECORD_OVERHEAD_BYTES - MAX_BATCH_EVENTS * 256
+    return Math.max(0, Math.min(MAX_BATCH_BYTES, room))
   }
 
   /**
@@ -271,6 +429,14 @@ export class DaemonQueue {
     const delivery = await claimHead(this, this.#backend, options, this.#clock)
     if (delivery !== null) signalQueueChange(this.#backend, this.daemonId)
     return delivery
+  }
+
+  /**
+   * Counters of this handle's producers: events stored, tail writes that stored them, and
+   * compare-and-set rounds lost and retried (`lostRounds / events` is the retries per trigger).
+   */
+  producerStats(): ProducerStats {
+    return { ...this.#stats }
   }
 
   /** The queue's counters (two reads). */
@@ -311,17 +477,25 @@ export class DaemonQueue {
   }
 
   /**
-   * The event at `seq`, from its own record or, for the newest, from the
-   * tail record; `null` when it was acknowledged meanwhile. `tail` is a tail
-   * record read earlier (the newest event never changes once written).
+   * The event at `seq`, from its own record or, for the events of the latest
+   * write, from the tail record; `null` when it was acknowledged meanwhile.
+   * `tail` is a tail record read earlier (the events of a write never change
+   * once written). `own` is the event's own record if the caller already
+   * read it (in parallel with other reads), `undefined` to read it here.
    */
-  async readEventIfPresent(seq: number, tail: TailRecord): Promise<EventRecord | null> {
+  async readEventIfPresent(
+    seq: number,
+    tail: TailRecord,
+    own?: StoredValue | null,
+  ): Promise<EventRecord | null> {
     const key = daemonEventKey(this.daemonId, seq)
-    const own = await this.#backend.get(key)
-    if (own !== null) return this.#checkedEvent(own, seq)
-    if (tail.last?.seq === seq) return tail.last
+    const found = own === undefined ? await this.#backend.get(key) : own
+    if (found !== null) return this.#checkedEvent(found, seq)
+    const inTail = tailEvents(tail).find((event) => event.seq === seq)
+    if (inTail !== undefined) return inTail
     const fresh = await this.readTail()
-    if (fresh.last?.seq === seq) return fresh.last
+    const inFresh = tailEvents(fresh).find((event) => event.seq === seq)
+    if (inFresh !== undefined) return inFresh
     // The tail moved past seq, so the producer after it copied it out first: read again.
     const again = await this.#backend.get(key)
     if (again !== null) return this.#checkedEvent(again, seq)
@@ -334,24 +508,36 @@ export class DaemonQueue {
   }
 
   /**
-   * Gives the previous newest event its own record before the tail record
-   * is replaced. Usually its producer did it already (the create fails and
-   * nothing changes). A copy that raced with the acknowledgement of that
-   * event is removed again, so acknowledged events do not come back.
+   * Gives the events of the previous write their own records before the tail
+   * record is replaced. Usually its producer's successor did it already (the
+   * create fails and nothing changes). A copy that raced with the
+   * acknowledgement of its event is removed again, so acknowledged events do
+   * not come back.
    */
-  async #copyOut(last: EventRecord): Promise<void> {
-    const key = daemonEventKey(this.daemonId, last.seq)
-    let version: string
-    try {
-      version = (await this.#backend.put(key, encodeRecord(last), { ifNoneMatch: '*' })).version
-    } catch (error) {
-      if (isAgentStateError(error, 'PRECONDITION_FAILED')) return
-      throw error
-    }
+  async #copyOut(events: readonly EventRecord[]): Promise<void> {
+    if (events.length === 0) return
+    const created = await Promise.all(
+      events.map(async (event) => {
+        const key = daemonEventKey(this.daemonId, event.seq)
+        try {
+          const meta = await this.#backend.put(key, encodeRecord(event), { ifNoneMatch: '*' })
+          return { key, seq: event.seq, version: meta.version }
+        } catch (error) {
+          if (isAgentStateError(error, 'PRECONDITION_FAILED')) return null
+          throw error
+        }
+      }),
+    )
+    const copies = created.filter((copy) => copy !== null)
+    if (copies.length === 0) return
     const head = await this.readHead()
-    if (head.record.head > last.seq) {
-      await this.#backend.delete(key, { ifMatch: version }).catch(() => undefined)
-    }
+    await Promise.all(
+      copies
+        .filter((copy) => head.record.head > copy.seq)
+        .map((copy) =>
+          this.#backend.delete(copy.key, { ifMatch: copy.version }).catch(() => undefined),
+        ),
+    )
   }
 
   #checkedEvent(found: StoredValue, seq: number): EventRecord {
@@ -466,6 +652,11 @@ async function claimHead(
       record,
       { record: claimed, version: meta.version },
       lease,
+      {
+        readTail: () => queue.readTail(),
+        readEventIfPresent: (at, tail, own) => queue.readEventIfPresent(at, tail, own),
+        now: clock,
+      },
     )
   } catch (error) {
     await releaseQuietly(backend, lease)
@@ -473,8 +664,37 @@ async function claimHead(
   }
 }
 
-/** Jittered exponential backoff between lost compare-and-set rounds, capped at 20 ms. */
-function backoff(round: number): Promise<void> {
-  const ceiling = Math.min(20, 2 ** Math.min(round, 5))
+/**
+ * Waits after a lost compare-and-set round: full jitter under a ceiling of
+ * twice the lost round's own duration, doubled per further loss, at most
+ * {@link MAX_BACKOFF_MS}. Scaling by the round's duration makes it fit every
+ * backend: a fixed window (1 to 20 ms before) is long on Redis and far
+ * shorter than one round trip to S3, where all losers then retried together.
+ * After k losses the window holds about 2^(k+1) rounds, so c contenders
+ * spread out after about log2(c) losses instead of colliding again.
+ */
+function backoff(round: number, roundMs: number): Promise<void> {
+  const ceiling = Math.min(MAX_BACKOFF_MS, Math.max(1, roundMs) * 2 ** Math.min(round + 1, 10))
   return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling))
+}
+
+/** The events the tail record carries: those of the latest write, in sequence order. */
+function tailEvents(tail: TailRecord): readonly EventRecord[] {
+  if (tail.last === null) return []
+  return tail.earlier === undefined ? [tail.last] : [...tail.earlier, tail.last]
+}
+
+const byteEncoder = new TextEncoder()
+
+/** An event's JSON size, as `maxEventBytes` counts it. */
+function eventBytes(value: JsonValue): number {
+  return byteEncoder.encode(JSON.stringify(value)).byteLength
+}
+
+/** A `trigger` call waiting for its handle's next write of the tail record. */
+interface Waiting {
+  readonly value: JsonValue
+  readonly bytes: number
+  readonly resolve: (seq: number) => void
+  readonly reject: (error: unknown) => void
 }

@@ -4,12 +4,21 @@ import {
   isAgentStateError,
   type Lease,
   MAX_LEASE_TTL_MS,
+  type StoredValue,
 } from '@agent-state/core'
 import { z } from 'zod'
 import type { JsonValue } from '../shared/canonical-json.js'
+import { daemonError } from '../shared/errors.js'
 import { daemonEventKey, daemonHeadKey } from '../shared/layout.js'
 import { releaseQuietly } from '../shared/owned-lease.js'
-import { type EventRecord, encodeRecord, type HeadRecord, RECORD_FORMATS } from './queue-records.js'
+import { keepDeliveryLease } from './delivery-lease.js'
+import {
+  type EventRecord,
+  encodeRecord,
+  type HeadRecord,
+  RECORD_FORMATS,
+  type TailRecord,
+} from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
 
 /** Default visibility timeout of a delivery (its lease TTL): 30 seconds. */
@@ -30,6 +39,20 @@ export const deliveryOptionsSchema = z.strictObject({
 /** What `claim` accepts. */
 export type DeliveryOptions = z.input<typeof deliveryOptionsSchema>
 
+/** What a delivery reads from its queue to claim the next event under its lease. */
+export interface DeliverySource {
+  /** The queue's tail record. */
+  readTail(): Promise<TailRecord>
+  /** The event at `seq` (see `DaemonQueue.readEventIfPresent`). */
+  readEventIfPresent(
+    seq: number,
+    tail: TailRecord,
+    own?: StoredValue | null,
+  ): Promise<EventRecord | null>
+  /** The queue's clock, for `claimedAt`. */
+  now(): number
+}
+
 /**
  * One hand-out of the head event to one consumer. It is current while its
  * lease on the queue's head record is: `ack`, `release` and `heartbeat` are
@@ -48,6 +71,7 @@ export class Delivery {
   readonly #backend: Backend
   readonly #head: HeadRecord
   readonly #headVersion: string
+  readonly #source: DeliverySource
   #lease: Lease
   #settled = false
 
@@ -58,6 +82,7 @@ export class Delivery {
     record: EventRecord,
     head: { readonly record: HeadRecord; readonly version: string },
     lease: Lease,
+    source: DeliverySource,
   ) {
     this.daemonId = daemonId
     this.seq = record.seq
@@ -69,9 +94,16 @@ export class Delivery {
     this.#head = head.record
     this.#headVersion = head.version
     this.#lease = lease
+    this.#source = source
   }
 
-  /** The delivery's fencing token (strictly increasing per queue, across every claim). */
+  /**
+   * The delivery's fencing token: strictly increasing per queue across every
+   * claim that takes the delivery lease. Deliveries handed out by
+   * {@link Delivery.ackAndClaim} keep their predecessor's lease and so its
+   * token; each of them is fenced by the token together with the head
+   * record's version, so an earlier delivery of the chain is stale too.
+   */
   get token(): number {
     return this.#lease.token
   }
@@ -115,6 +147,80 @@ export class Delivery {
     await removeLeftover(this.#backend, daemonEventKey(this.daemonId, this.seq))
     await releaseQuietly(this.#backend, this.#lease)
     signalQueueChange(this.#backend, this.daemonId)
+  }
+
+  /**
+   * Acknowledges this event and claims the next one in the same step,
+   * keeping the delivery lease instead of releasing it and acquiring it
+   * again: the lease is renewed (the next delivery gets the full visibility
+   * timeout, and the same token), and one fenced write of the head record
+   * both removes this event and records the next one's first attempt.
+   * Resolves the next delivery, or `null` after a plain `ack` (lease
+   * released) when the queue holds nothing more. This delivery is settled
+   * either way.
+   *
+   * @throws `LEASE_LOST` when this delivery is stale (nothing changes, as
+   *   with `ack`); `QUEUE_CORRUPT` when the next event is missing.
+   */
+  async ackAndClaim(): Promise<Delivery | null> {
+    this.#requireOpen('ack')
+    const seq = this.seq + 1
+    const [kept, tail, own] = await Promise.all([
+      keepDeliveryLease(this.#backend, this.#lease).catch((error: unknown) => {
+        if (isAgentStateError(error, 'LEASE_LOST')) throw this.#lost('ack', error)
+        throw error
+      }),
+      this.#source.readTail(),
+      // Read at once, in parallel: the next event usually has its own record by now.
+      this.#backend.get(daemonEventKey(this.daemonId, seq)),
+    ])
+    this.#lease = kept
+    if (seq >= tail.next) {
+      await this.ack()
+      return null
+    }
+    // Under the lease nobody else moves the head, so the event cannot be acknowledged meanwhile.
+    const record = await this.#source.readEventIfPresent(seq, tail, own)
+    if (record === null) {
+      throw daemonError('QUEUE_CORRUPT', `Event ${seq} of ${this.daemonId} is missing`, {
+        daemonId: this.daemonId,
+        seq,
+      })
+    }
+    const next: HeadRecord = {
+      format: RECORD_FORMATS.head,
+      head: seq,
+      attempts: 1,
+      iterations: this.#head.iterations + 1,
+      claim: {
+        seq,
+        holder: kept.holder,
+        token: kept.token,
+        claimedAt: new Date(this.#source.now()).toISOString(),
+      },
+    }
+    let version: string
+    try {
+      const meta = await this.#backend.put(daemonHeadKey(this.daemonId), encodeRecord(next), {
+        lease: kept,
+        ifMatch: this.#headVersion,
+      })
+      version = meta.version
+    } catch (error) {
+      if (isAgentStateError(error, 'PRECONDITION_FAILED')) throw this.#lost('ack', error)
+      throw error
+    }
+    this.#settled = true
+    await removeLeftover(this.#backend, daemonEventKey(this.daemonId, this.seq))
+    signalQueueChange(this.#backend, this.daemonId)
+    return new Delivery(
+      this.#backend,
+      this.daemonId,
+      record,
+      { record: next, version },
+      kept,
+      this.#source,
+    )
   }
 
   /**

@@ -11,7 +11,10 @@ export type { DaemonFields } from './daemon-fields.js'
 export {
   createDaemonQueue,
   DaemonQueue,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_EVENTS,
   openDaemonQueue,
+  type ProducerStats,
   type QueueCounts,
 } from './daemon-queue.js'
 export {

@@ -7,12 +7,14 @@ import { daemonError } from '../shared/errors.js'
  * every operation touches a constant number of them:
  * - config (`daemon.json`): written once, create-only;
  * - tail (`tail.json`): producers compare-and-set it to allocate the next
- *   sequence number; it also carries the newest event itself, so allocating
- *   a number and storing its event are one atomic write;
+ *   sequence numbers; it also carries the events of that write themselves
+ *   (the newest, and the earlier ones of a batch), so allocating numbers and
+ *   storing their events are one atomic write;
  * - head (`head.json`): written only under the delivery lease (fenced), by
  *   the consumer that claims and acknowledges;
- * - events (`events/<seq>`): every queued event except possibly the newest,
- *   copied out of the tail record by the next producer before it replaces it.
+ * - events (`events/<seq>`): every queued event except possibly those of the
+ *   latest write, copied out of the tail record by the next producer before it
+ *   replaces it.
  */
 
 /** Default `capacity` (docs/runtime/daemons.md). */
@@ -79,6 +81,12 @@ export const tailRecordSchema = z.strictObject({
   next: seqSchema,
   /** The newest event (sequence `next - 1`), or `null` before the first trigger. */
   last: eventRecordSchema.nullable(),
+  /**
+   * The other events of the write that stored `last` when it stored several (a
+   * `triggerMany` batch, or triggers combined in one process), in sequence order,
+   * ending at `next - 2`. Absent after a write of one event.
+   */
+  earlier: z.array(eventRecordSchema).optional(),
 })
 /** See {@link tailRecordSchema}. */
 export type TailRecord = z.infer<typeof tailRecordSchema>
