@@ -4,8 +4,8 @@
 //    Ceph RGW, PostgreSQL 15, PgBouncer) when they are missing, in the background while step 2 runs; the
 //    tests start and stop the servers themselves on free 127.0.0.1 ports;
 // 2. lint (biome, zero warnings) and typecheck (one tsc program over every package);
-// 3. every package's vitest suite (see runSuites: the suites that run two files at once run
-//    alone, the others two at a time);
+// 3. every package's vitest suite, as many test files at once as AGENT_STATE_TEST_SLOTS allows
+//    (see runSuites);
 // 4. the failures again, named with their first error lines, so that the tail
 //    of a long CI log says what broke;
 // 5. one closing line "tests: N passed, N failed, N skipped" summed over packages.
@@ -123,15 +123,17 @@ function ensureDebianPackages() {
 
 /**
  * Suites that run two test files at a time themselves (their vitest configs' `maxWorkers`): each
- * runs alone, so the machine never has more than two test files at once.
+ * takes two of the run's slots.
  */
 const WIDE = ['apps/cli', 'packages/runtime']
 
 /**
- * The other suites run one file at a time and mostly wait (on servers, fsyncs, lease expiries
- * and child processes), so `AGENT_STATE_TEST_CONCURRENCY` of them (default 2) run side by side,
- * longest first. The order is the durations of the clean-clone run of 2026-12-02 (seconds, two
- * suites side by side on a quiet 2-core machine); a suite not listed runs last.
+ * The other suites run one file at a time (one slot each). Most of every suite's time is waiting
+ * (on servers, fsyncs, lease expiries and child processes): run alone, the runtime's suite kept
+ * 0.95 of two cores busy (544 s of CPU in 574 s), so the run fills `AGENT_STATE_TEST_SLOTS`
+ * (default 4) slots at once, longest first. The order is the durations of the clean-clone run of
+ * 2026-12-02 (seconds, two suites side by side on a quiet 2-core machine); a suite not listed runs
+ * last, and the two wide suites (about 600 s each) go first.
  */
 const NARROW_ORDER = [
   'packages/backend-redis', // 315
@@ -222,16 +224,48 @@ const WITHOUT_SERVICES = [
   'test-suites/contract',
 ]
 
+/** The slots a suite takes: one per test file it runs at once. */
+function slotsOf(dir) {
+  return WIDE.includes(dir.slice(root.length + 1)) ? 2 : 1
+}
+
 /**
- * Every package's suite. While the Debian install (`debian`) runs, the suites that need none of
- * it, in `AGENT_STATE_TEST_CONCURRENCY` lanes (none starts after the install ended); then the
- * wide suites one after the other; then the rest in the lanes. Every suite runs whatever the
- * others did. Resolves whether all passed (the install included).
+ * Runs `queue`'s suites in order, each as soon as `capacity` has room for its slots (a suite that
+ * does not fit waits for one that ends; a smaller one behind it may start first), while `more()`
+ * holds. Resolves when every started suite has ended; `ran` is called with each one's result.
+ */
+async function runPool(queue, capacity, more, ran) {
+  let free = capacity
+  const running = new Set()
+  for (;;) {
+    while (more()) {
+      const at = queue.findIndex((dir) => Math.min(slotsOf(dir), capacity) <= free)
+      if (at === -1) break
+      const [dir] = queue.splice(at, 1)
+      const slots = Math.min(slotsOf(dir), capacity)
+      free -= slots
+      const done = runSuite(dir).then((passed) => {
+        free += slots
+        running.delete(done)
+        ran(dir, passed)
+      })
+      running.add(done)
+    }
+    if (running.size === 0) return
+    await Promise.race(running)
+  }
+}
+
+/**
+ * Every package's suite, in `AGENT_STATE_TEST_SLOTS` slots (see WIDE). While the Debian install
+ * (`debian`) runs, only the suites that need none of it start; then everything else, longest
+ * first. Every suite runs whatever the others did. Resolves whether all passed (the install
+ * included).
  */
 async function runSuites(debian) {
-  const lanes = Number(process.env.AGENT_STATE_TEST_CONCURRENCY ?? '2')
-  if (!Number.isInteger(lanes) || lanes < 1) {
-    console.log(`AGENT_STATE_TEST_CONCURRENCY must be a positive integer (got ${lanes})`)
+  const capacity = Number(process.env.AGENT_STATE_TEST_SLOTS ?? '4')
+  if (!Number.isInteger(capacity) || capacity < 1) {
+    console.log(`AGENT_STATE_TEST_SLOTS must be a positive integer (got ${capacity})`)
     return false
   }
   const withTests = packages.filter(
@@ -240,45 +274,39 @@ async function runSuites(debian) {
   )
   const relative = (dir) => dir.slice(root.length + 1)
   const rank = (dir) => {
+    if (WIDE.includes(relative(dir))) return -1
     const at = NARROW_ORDER.indexOf(relative(dir))
     return at === -1 ? NARROW_ORDER.length : at
   }
-  const wide = withTests.filter((dir) => WIDE.includes(relative(dir)))
-  const narrow = withTests
-    .filter((dir) => !WIDE.includes(relative(dir)))
-    .sort((a, b) => rank(a) - rank(b))
+  const queue = [...withTests].sort((a, b) => rank(a) - rank(b))
   const started = Date.now()
   const cpuAtStart = reapedCpuSeconds()
   let ok = true
+  const ran = (_dir, passed) => {
+    ok = passed && ok
+  }
   let installed = false
   const install = debian.then((done) => {
     installed = true
     return done
   })
-  const lanesOver = async (queue, more) => {
-    const lane = async () => {
-      for (let dir = queue.shift(); dir !== undefined && more(); dir = queue.shift()) {
-        narrow.splice(narrow.indexOf(dir), 1)
-        ok = (await runSuite(dir)) && ok
-      }
-    }
-    await Promise.all(Array.from({ length: lanes }, lane))
-  }
   // Let an install that is already over (a machine that has the packages) say so first.
   await new Promise((resolve) => setImmediate(resolve))
-  const early = narrow
-    .filter((dir) => WITHOUT_SERVICES.includes(relative(dir)))
-    .sort((a, b) => rank(b) - rank(a))
   if (!installed) {
+    // Shortest first, so the install's minutes are not idle and little is left running after it.
+    const early = queue
+      .filter((dir) => WITHOUT_SERVICES.includes(relative(dir)))
+      .sort((a, b) => rank(b) - rank(a))
     console.log(
       `\n=== test: while apt-get installs, up to ${early.length} suites that need none of it`,
     )
-    await lanesOver(early, () => !installed)
+    const left = [...early]
+    await runPool(left, capacity, () => !installed, ran)
+    for (const dir of early) if (!left.includes(dir)) queue.splice(queue.indexOf(dir), 1)
   }
   ok = (await install) && ok
-  console.log(`\n=== test: ${wide.length} suites alone, then ${narrow.length} in ${lanes} lanes`)
-  for (const dir of wide) ok = (await runSuite(dir)) && ok
-  await lanesOver([...narrow], () => true)
+  console.log(`\n=== test: ${queue.length} suites in ${capacity} slots, longest first`)
+  await runPool(queue, capacity, () => true, ran)
   const seconds = (Date.now() - started) / 1000
   console.log(`=== test: exit ${ok ? 0 : 1} in ${seconds.toFixed(1)} s`)
   const cpu = reapedCpuSeconds()
