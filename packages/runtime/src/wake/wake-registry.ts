@@ -96,6 +96,7 @@ export async function registerWake(
     firing: null,
     delivery: null,
     cancellation: null,
+    failure: null,
   }
   const writer = { writerId: 'agent-state/wake-registry' }
   const recordMeta = await backend.put(recordKeyOfId(id), encodeWake(record), {
@@ -174,9 +175,15 @@ export async function cancelWake(
   const { reason, waitMs, clock, holder } = parsed.data
   // Records are never deleted, so a missing one stays missing; checked before
   // the lease, which would leave a lease record on a key that holds no wake.
-  if ((await backend.head(key)) === null) {
+  // A finished record is never written again, so it is returned as read,
+  // without the lease (a dispatcher leaves a delivered wake's lease to expire).
+  const seen = await backend.get(key)
+  if (seen === null) {
     throw wakeError('WAKE_NOT_FOUND', 'No wake is stored under that id', { wakeId })
   }
+  const first = decodeWake(seen.value, key)
+  if (first.state === 'cancelled' || first.state === 'failed') return first
+  if (first.state === 'fired' && first.delivery?.deliveredAt != null) return first
   const lease = await acquireWaiting(backend, key, holder, waitMs, wakeId)
   try {
     const stored = await backend.get(key)
