@@ -14,6 +14,7 @@ import type * as ResumeWorker from '../src/worker/resume-worker.js'
 import { mutated, unmockAll } from './mutants.js'
 import { WAKE_BACKENDS } from './wake-scenarios.js'
 import {
+  badPayload,
   byHand,
   cronTrigger,
   eventBeforeDispatcher,
@@ -154,6 +155,17 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
     const outcome = await timeoutActions(rt, kind)
     // worker-wakes.test.ts expects nothing at 59 minutes.
     expect(outcome.early).toEqual(['fired', 'fired', 'fired'])
+  })
+
+  it('a give-up that skips the worker audit: the bad-payload check sees no wake_failed entry', async () => {
+    const rt = await mutated(WORKER_LIFECYCLE, (original) => ({
+      ...original,
+      auditWakeFailure: async () => false,
+    }))
+    const outcome = await badPayload(rt, kind)
+    // worker-wakes.test.ts expects audited true and a last entry wake_failed.
+    expect(outcome).toMatchObject({ state: 'failed', failure: { audited: false } })
+    expect(outcome.lastAudit?.event).not.toBe('wake_failed')
   })
 })
 
