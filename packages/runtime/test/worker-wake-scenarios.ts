@@ -519,3 +519,45 @@ export async function badPayload(rt: Runtime, kind: WakeBackendKind): Promise<Ba
     }
   })
 }
+
+/** What the next-wake scenario saw: `[cause, dueAt, topic]` of each read, or `null`. */
+export interface NextWakeOutcome {
+  /** Parked with a schedule (registered first, due tomorrow), a 1-minute timeout and a topic. */
+  readonly parked: readonly [string | null, number | null, string | null] | null
+  /** After the timeout's wake was cancelled by hand. */
+  readonly afterCancel: readonly [string | null, number | null, string | null] | null
+  /** A running worker (no registration). */
+  readonly running: null | object
+}
+
+/**
+ * `nextWorkerWake` of a worker parked at T0 with a `cron` trigger `0 3 * * *`
+ * in UTC (registered first, due at 03:00 the next day), a 1-minute timeout
+ * and `onEvent`: the timeout (the earliest pending wake by due time), then,
+ * once that wake is cancelled, the schedule; a running worker has none.
+ */
+export async function nextWake(rt: Runtime, kind: WakeBackendKind): Promise<NextWakeOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', {
+      trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'UTC' } },
+      timeout: { durationMinutes: 1 },
+      onEvent: 'fix-chosen',
+    })
+    await rt.startWorker(backend, { workerId: 'w2', clock: clock.now, holder: 'app' })
+    const read = async (workerId: string) => {
+      const next = await rt.nextWorkerWake(backend, workerId)
+      return next === null
+        ? null
+        : ([next.wake?.cause ?? null, next.wake?.dueAt ?? null, next.topic] as const)
+    }
+    const parked = await read('w1')
+    const registration = await rt.readWorkerWakes(backend, 'w1')
+    for (const wakeId of registration?.wakeIds ?? []) {
+      if ((await rt.getWake(backend, wakeId)).cause === 'timeout') {
+        await rt.cancelWake(backend, wakeId, { clock: clock.now })
+      }
+    }
+    return { parked, afterCancel: await read('w1'), running: await read('w2') }
+  })
+}

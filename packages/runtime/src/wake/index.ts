@@ -70,8 +70,10 @@ export {
   workerWakeOptionsSchema,
 } from './worker-wake-handler.js'
 export {
+  nextWorkerWake,
   RESUME_TRIGGER_PATTERN,
   readWorkerWakes,
+  type WorkerNextWake,
   type WorkerWakes,
   workerWakesSchema,
 } from './worker-wakes.js'
