@@ -13,6 +13,7 @@ import {
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
+  interruptedRegistration,
   lateStart,
   raceTwoDispatchers,
   T0,
@@ -65,6 +66,18 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
       retrying: Array(5).fill('handler-failed'),
       retryingState: 'fired',
       indexLeft: 1,
+    })
+  })
+
+  it('an interrupted registration is completed by the sweep, also one overtaken by it mid-registration, and then fires', async () => {
+    expect(await interruptedRegistration(runtime, kind)).toEqual({
+      raced: 'pending',
+      racedSweep: ['b'],
+      firstTick: ['b'],
+      sweep: ['a'],
+      secondTick: ['a'],
+      states: ['fired', 'fired'],
+      indexLeft: 0,
     })
   })
 

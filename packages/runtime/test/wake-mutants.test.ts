@@ -18,6 +18,7 @@ import {
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
+  interruptedRegistration,
   lateStart,
   raceTwoDispatchers,
   WAKE_BACKENDS,
@@ -26,6 +27,7 @@ import {
 const FIRING = '../src/wake/wake-firing.ts'
 const INDEX = '../src/wake/wake-index.ts'
 const ORDER = '../src/wake/claim-order.ts'
+const SWEEP = '../src/wake/wake-sweep.ts'
 type InDueOrder = <T>(
   items: AsyncIterable<T>,
   limit: number,
@@ -215,5 +217,32 @@ describe.each(WAKE_BACKENDS)('wake mutants on $name', (kind) => {
     const outcome = await giveUpAfterAttempts(rt, kind)
     // wake-dispatcher.test.ts expects it fired and retried on every tick.
     expect(outcome.retryingState).toBe('failed')
+  })
+
+  it('a sweep that completes nothing: the interrupted-registration check sees the crashed registration never fire', async () => {
+    const rt = await mutated(SWEEP, (original) => ({
+      ...original,
+      sweepWakeRegistrations: async () => ({ scanned: 0, completed: [], errors: [] }),
+    }))
+    const outcome = await interruptedRegistration(rt, kind)
+    // wake-dispatcher.test.ts expects ['a'] swept and fired.
+    expect(outcome).toMatchObject({ sweep: [], secondTick: [], states: ['pending', 'fired'] })
+  })
+
+  it('a registration that fails on a marker already there: the interrupted-registration check sees the overtaken registrant throw and its wake cancelled', async () => {
+    const rt = await mutated(SWEEP, (original) => ({
+      ...original,
+      indexMarker: async (backend: Backend, wakeId: string) => {
+        await backend.put(
+          `wakes/due/${String(Math.floor(Number(wakeId.slice(0, 13)) / 60_000) * 60_000).padStart(13, '0')}/${wakeId}`,
+          new Uint8Array(0),
+          { ifNoneMatch: '*' },
+        )
+        return true
+      },
+    }))
+    const outcome = await interruptedRegistration(rt, kind)
+    // wake-dispatcher.test.ts expects 'pending', and b fired on the first tick.
+    expect(outcome).toMatchObject({ raced: 'PRECONDITION_FAILED', firstTick: [] })
   })
 })

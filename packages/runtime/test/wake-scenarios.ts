@@ -726,3 +726,98 @@ export async function handlerFailure(
     }
   })
 }
+
+/** What the interrupted-registration scenario saw (wakes named `a` and `b`). */
+export interface InterruptedOutcome {
+  /** `b`'s `registerWake`, overtaken by a sweep between its two writes: the state it returned, or the code it threw. */
+  readonly raced: string
+  /** What that sweep completed. */
+  readonly racedSweep: readonly string[]
+  /** Wakes fired by the tick before the sweep, by the sweep's completion, and by the tick after it. */
+  readonly firstTick: readonly string[]
+  readonly sweep: readonly string[]
+  readonly secondTick: readonly string[]
+  readonly states: readonly string[]
+  readonly indexLeft: number
+}
+
+/**
+ * Two interrupted registrations. `b`'s registrant is slow: a sweep runs
+ * between its record write and its marker write, and completes it; the
+ * registrant's own marker write then finds the marker and returns the wake.
+ * `a`'s registrant died between the two writes (its marker deleted after a
+ * normal registration: the state the crash leaves). A tick fires `b` only;
+ * a sweep completes `a`; the next tick fires it, late.
+ */
+export async function interruptedRegistration(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<InterruptedOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const names = new Map<string, string>()
+    const nameOf = (id: string) => names.get(id) ?? id
+    let racedSweep: string[] = []
+    const slow = new Proxy(backend, {
+      get(target, property, receiver) {
+        if (property === 'put') {
+          return async (...args: Parameters<Backend['put']>) => {
+            if (args[0].startsWith('wakes/due/')) {
+              const swept = await rt.sweepWakeRegistrations(target)
+              racedSweep = swept.completed.map((id) => (names.has(id) ? nameOf(id) : 'b'))
+            }
+            return target.put(...args)
+          }
+        }
+        const value = Reflect.get(target, property, receiver)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    let raced: string
+    try {
+      const b = await rt.registerWake(slow, {
+        target: { kind: 'worker', workerId: 'wb' },
+        cause: 'timeout',
+        dueAt: T0 + 1_000,
+        clock: clock.now,
+      })
+      names.set(b.id, 'b')
+      raced = b.state
+    } catch (error) {
+      raced = (error as { code?: string }).code ?? String(error)
+    }
+    const a = await rt.registerWake(backend, {
+      target: { kind: 'worker', workerId: 'wa' },
+      cause: 'timeout',
+      dueAt: T0 + 1_001,
+      clock: clock.now,
+    })
+    names.set(a.id, 'a')
+    await backend.delete(`wakes/due/${String(T0).padStart(13, '0')}/${a.id}`)
+    clock.set(T0 + 2_000)
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: { timeout: async () => undefined },
+      clock: clock.now,
+      intervalMs: null,
+    })
+    const firedIn = (report: Awaited<ReturnType<typeof dispatcher.tick>>) =>
+      report.outcomes.filter((o) => o.outcome === 'fired').map((o) => nameOf(o.wakeId))
+    const firstTick = firedIn(await dispatcher.tick())
+    const sweep = (await rt.sweepWakeRegistrations(backend)).completed.map(nameOf)
+    const secondTick = firedIn(await dispatcher.tick())
+    await dispatcher.stop()
+    const states: string[] = []
+    for (const id of [...names.keys()].sort((x, y) => nameOf(x).localeCompare(nameOf(y)))) {
+      states.push(await stateOf(rt, backend, id))
+    }
+    return {
+      raced,
+      racedSweep,
+      firstTick,
+      sweep,
+      secondTick,
+      states,
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}

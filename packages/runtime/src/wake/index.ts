@@ -46,10 +46,12 @@ export {
   WAKE_STATES,
   type WakeCause,
   type WakeDelivery,
+  type WakeFailure,
   type WakeFiring,
   type WakeRecord,
   type WakeState,
   type WakeTarget,
+  wakeFailureSchema,
   wakeRecordSchema,
   wakeTargetSchema,
 } from './wake-records.js'
@@ -62,6 +64,12 @@ export {
   registerWake,
   registerWakeOptionsSchema,
 } from './wake-registry.js'
+export {
+  type SweepWakeRegistrationsOptions,
+  type SweepWakeRegistrationsResult,
+  sweepWakeRegistrations,
+  sweepWakeRegistrationsOptionsSchema,
+} from './wake-sweep.js'
 export {
   handleWorkerWake,
   type WorkerResumedHandler,

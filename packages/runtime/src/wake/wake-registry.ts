@@ -21,6 +21,7 @@ import {
   type WakeRecord,
   wakeTargetSchema,
 } from './wake-records.js'
+import { indexMarker } from './wake-sweep.js'
 
 const encoder = new TextEncoder()
 
@@ -52,7 +53,9 @@ export type RegisterWakeOptions = z.input<typeof registerWakeOptionsSchema>
  * If the marker write fails, the record is marked cancelled (reason
  * `registration failed`) before the error is rethrown, so it never shows as
  * pending; a crash between the two writes leaves a pending record without a
- * marker, which no dispatcher fires (docs/runtime/wakes.md, Not built yet).
+ * marker, which no tick meets until `sweepWakeRegistrations` completes it
+ * (docs/runtime/wakes.md, Cancel and registration). A marker found already
+ * written (by that sweep) completes the registration as this write would.
  *
  * @throws `INVALID_WAKE` (with `context.path`), or the backend's error.
  */
@@ -104,7 +107,10 @@ export async function registerWake(
     writer,
   })
   try {
-    await backend.put(dueKeyOfId(id), new Uint8Array(0), { ifNoneMatch: '*', writer })
+    // A marker already there was written by the sweep of interrupted
+    // registrations (wake-sweep.ts), which makes this very write: either way
+    // the registration is complete.
+    await indexMarker(backend, id, writer)
   } catch (error) {
     const cancelled: WakeRecord = {
       ...record,
