@@ -9,6 +9,10 @@
  * delivered. Not a timed test: figures for FINDINGS.md and the runtime docs.
  * Knobs: WAKE_BACKENDS (fs,sqlite,redis,s3), WAKE_COUNT (200), WAKE_COUNT_S3
  * (50), WAKE_TICK_MS (100). Writes results/wake-latency.json and .md.
+ *
+ * Also counts the dispatchers' backend calls per wake, listings apart (the
+ * calls on one wake's keys do not depend on load; the listings grow with the
+ * number of ticks, so with the time the run takes).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -80,10 +84,28 @@ function quantile(values: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN
 }
 
+/** `backend` with `count(method)` called on every method call (the dispatchers' round trips). */
+function countingCalls(backend: Backend, count: (method: string) => void): Backend {
+  return new Proxy(backend, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        count(String(property))
+        return value.apply(target, args)
+      }
+    },
+  })
+}
+
 interface Row {
   backend: string
   dispatchers: number
   wakes: number
+  /** The dispatchers' backend calls other than `list` per wake (acquire, get, put, delete, release...). */
+  callsPerWake: number
+  /** The dispatchers' `list` calls per wake (idle ticks included). */
+  listsPerWake: number
   p50Ms: number
   p99Ms: number
   maxMs: number
@@ -110,7 +132,12 @@ async function cell(name: string, dispatchers: number): Promise<Row> {
       )
       ids.push(...batch.map((wake) => wake.id))
     }
-    const started = backends.map((backend) =>
+    let calls = 0
+    let lists = 0
+    const counted = backends.map((backend) =>
+      countingCalls(backend, (method) => (method === 'list' ? lists++ : calls++)),
+    )
+    const started = counted.map((backend) =>
       startWakeDispatcher(backend, {
         handlers: { timeout: async () => undefined },
         intervalMs: TICK_MS,
@@ -127,6 +154,8 @@ async function cell(name: string, dispatchers: number): Promise<Row> {
         throw new Error(`${name}: ${delivered}/${count} after 5 min`)
     }
     await Promise.all(started.map((dispatcher) => dispatcher.stop()))
+    const dispatcherCalls = calls
+    const dispatcherLists = lists
     const lateness: number[] = []
     let lastDelivered = 0
     for (const id of ids) {
@@ -138,6 +167,8 @@ async function cell(name: string, dispatchers: number): Promise<Row> {
       backend: name,
       dispatchers,
       wakes: count,
+      callsPerWake: Math.round((dispatcherCalls / count) * 100) / 100,
+      listsPerWake: Math.round((dispatcherLists / count) * 100) / 100,
       p50Ms: quantile(lateness, 0.5),
       p99Ms: quantile(lateness, 0.99),
       maxMs: Math.max(...lateness),
@@ -165,11 +196,11 @@ const load = loadavg()[0]?.toFixed(1) ?? '?'
 const table = [
   `Wake lateness after the due time (tick every ${TICK_MS} ms, no-op handler), ${new Date().toISOString()}, load average ${load}:`,
   '',
-  '| backend | dispatchers | wakes | p50 ms | p99 ms | max ms | last delivered after last due, ms |',
-  '| --- | --- | --- | --- | --- | --- | --- |',
+  '| backend | dispatchers | wakes | calls per wake (no list) | lists per wake | p50 ms | p99 ms | max ms | last delivered after last due, ms |',
+  '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ...rows.map(
     (r) =>
-      `| ${r.backend} | ${r.dispatchers} | ${r.wakes} | ${r.p50Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.drainMs} |`,
+      `| ${r.backend} | ${r.dispatchers} | ${r.wakes} | ${r.callsPerWake} | ${r.listsPerWake} | ${r.p50Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.drainMs} |`,
   ),
   '',
 ].join('\n')

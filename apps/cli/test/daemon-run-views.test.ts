@@ -91,6 +91,8 @@ describe('wakes view', () => {
     expect(rows.map((r: { target: string | null }) => r.target)).toEqual([
       'daemon:inbox',
       'worker:woken',
+      'worker:sleeper',
+      'worker:sleeper',
       'worker:parked',
       'worker:gone',
       null,
@@ -102,13 +104,13 @@ describe('wakes view', () => {
       dueAt: Date.UTC(2020, 0, 1) + 1000,
       firing: { dispatcher: 'disp-1', latenessMs: 2500, attempts: 1, delivered: true },
     })
-    expect(rows[2]).toMatchObject({
+    expect(rows[4]).toMatchObject({
       cause: 'timeout',
       state: 'pending',
       dueAt: Date.UTC(2030, 0, 1),
     })
-    expect(rows[3]).toMatchObject({ state: 'cancelled', cancelReason: 'worker closed' })
-    expect(rows[4]).toMatchObject({ state: null, error: { code: 'WAKE_CORRUPT' } })
+    expect(rows[5]).toMatchObject({ state: 'cancelled', cancelReason: 'worker closed' })
+    expect(rows[6]).toMatchObject({ state: null, error: { code: 'WAKE_CORRUPT' } })
     const table = await runCli(['wakes', '--url', url])
     const lines = table.stdout.split('\n')
     expect(lines[0]).toMatch(/^WAKE\s+TARGET\s+CAUSE\s+DUE\s+STATE\s+LATENESS\s+BY$/)
@@ -116,6 +118,28 @@ describe('wakes view', () => {
       /daemon:inbox\s+interval\s+2020-01-01T00:00:00\.000Z\s+pending\s+overdue \d+h \d+m\s+-$/,
     )
     expect(lines[2]).toMatch(/worker:woken\s+event\s+\S+\s+fired\s+2500 ms\s+disp-1$/)
-    expect(lines[4]).toMatch(/worker:gone\s+schedule\s+\S+\s+cancelled\s+-\s+worker closed$/)
+    expect(lines[6]).toMatch(/worker:gone\s+schedule\s+\S+\s+cancelled\s+-\s+worker closed$/)
+  })
+
+  it("workers: a parked worker's next wake is its earliest pending one by due time, with the topic it waits on", async () => {
+    const json = await runCli(['workers', '--json', '--url', url])
+    expect(json.status, json.stderr).toBe(0)
+    const [row, ...others] = JSON.parse(json.stdout).workers
+    expect(others).toEqual([])
+    // The schedule wake (03:00) was registered first; the timeout (00:59) is due first.
+    expect(row).toMatchObject({
+      workerId: 'sleeper',
+      status: 'suspended',
+      nextWake: {
+        wake: { cause: 'timeout', dueAt: Date.UTC(2020, 0, 1, 0, 59) },
+        topic: 'fix-chosen',
+      },
+    })
+    const table = await runCli(['workers', '--url', url])
+    const lines = table.stdout.split('\n')
+    expect(lines[0]).toMatch(/\sEXPIRES\s+NEXT WAKE$/)
+    expect(lines[1]).toMatch(
+      /^sleeper\s+suspended\s.*\stimeout \d+h \d+m ago, or event fix-chosen$/,
+    )
   })
 })

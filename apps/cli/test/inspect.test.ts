@@ -113,7 +113,8 @@ describe('inspect: ls, stat, cat, sessions, workers on state another process wro
     expect(rows[1].lease).toBeNull()
     expect(rows[2].error.code).toBe('SNAPSHOT_CORRUPT')
     const text = await runCli(['workers', '--url', url])
-    expect(text.stdout).toMatch(/^w1\s+running\s+1\s+\S+\s+host-a:1\s+1\s+in \d+m \d+s$/m)
+    // The last column, NEXT WAKE, is `-` for a worker that is not parked.
+    expect(text.stdout).toMatch(/^w1\s+running\s+1\s+\S+\s+host-a:1\s+1\s+in \d+m \d+s\s+-$/m)
     expect(text.stdout).toMatch(/^w3\s+SNAPSHOT_CORRUPT\s/m)
   })
 })

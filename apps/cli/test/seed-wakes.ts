@@ -6,12 +6,15 @@
  * - an event for worker `woken`, due at 2020-01-01T00:00:01Z, fired by dispatcher `disp-1`
  *   2.5 s after its due time and delivered;
  * - a schedule for worker `gone`, due at 2030-01-01T00:00:01Z, cancelled with reason `worker closed`;
- * - `wakes/records/<a valid id>` holding bytes that are not a wake.
+ * - `wakes/records/<a valid id>` holding bytes that are not a wake;
+ * - worker `sleeper`, parked at 2019-12-31T23:59:00Z by the local runtime with a `cron` trigger
+ *   `0 3 * * *` in UTC (a schedule wake due 2020-01-01T03:00:00Z, registered first), a 60-minute
+ *   timeout (due 2020-01-01T00:59:00Z, the earliest) and `onEvent: 'fix-chosen'`.
  *
  *   node --conditions=@agent-state/source --import tsx test/seed-wakes.ts <url>
  */
 import { openBackend } from '@agent-state/core'
-import { cancelWake, registerWake, startWakeDispatcher } from '@agent-state/runtime'
+import { cancelWake, registerWake, startWakeDispatcher, startWorker } from '@agent-state/runtime'
 import { importBackendPackage } from '../src/backend-importer.js'
 
 const url = process.argv[2]
@@ -62,4 +65,13 @@ await backend.put(
   `wakes/records/${String(FUTURE + 2000).padStart(13, '0')}-${'0'.repeat(32)}`,
   new TextEncoder().encode('not a wake'),
 )
+const sleeper = await startWorker(backend, { workerId: 'sleeper', clock, holder: 'seed' })
+await sleeper.suspend({
+  reason: 'waits for a fix',
+  conditions: {
+    trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'UTC' } },
+    timeout: { durationMinutes: 60 },
+    onEvent: 'fix-chosen',
+  },
+})
 await backend.close()

@@ -484,6 +484,8 @@ for (const target of BACKENDS) {
       expect(Object.fromEntries(await tableRows(page))).toMatchObject({
         state: 'suspended',
         'lease expired': 'no',
+        // Parked by hand, with no resume conditions: no wake registered.
+        'next wake': '-',
       })
       expect(await page.textContent('#suspension')).toContain('"reason": "waiting for a human"')
       await shot(page, `${target.name}-worker`)

@@ -8,11 +8,15 @@ import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
 import {
+  boundedConcurrency,
   cancelledNeverFires,
   frozenMidFire,
+  giveUpAfterAttempts,
   handlerFailure,
+  interruptedRegistration,
   lateStart,
   raceTwoDispatchers,
+  T0,
   WAKE_BACKENDS,
 } from './wake-scenarios.js'
 
@@ -29,14 +33,50 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
     })
   })
 
-  it('wakes due while no dispatcher ran fire on its first tick, every page of every bucket, lateness recorded', async () => {
+  it('wakes due while no dispatcher ran fire on its first tick, every page of every bucket, claimed in due order, none fired before an earlier-due one is claimed, lateness recorded', async () => {
     const outcome = await lateStart(runtime, kind)
     // Due 1, 2, 3, 61 and 62 s after T0; the dispatcher starts at T0 + 180.5 s.
     const lateness = [179_500, 178_500, 177_500, 119_500, 118_500]
     expect(outcome).toEqual({
       firstTick: lateness.map((ms, index) => [index, ms]),
+      claimOrder: [0, 1, 2, 3, 4],
+      firedBeforeEarlierClaimed: [],
       recordedLateness: lateness,
       futureState: ['pending', 'fired'],
+      indexLeft: 0,
+    })
+  })
+
+  it('a tick works on `concurrency` wakes at once: three handler calls in progress together, never more', async () => {
+    expect(await boundedConcurrency(runtime, kind)).toEqual({ peakInFlight: 3, fired: 6 })
+  })
+
+  it('a wake whose handler keeps failing non-retryably is recorded failed on attempt maxAttempts and never handed out again; a retryable failure is retried', async () => {
+    const outcome = await giveUpAfterAttempts(runtime, kind)
+    expect(outcome).toEqual({
+      failing: ['handler-failed', 'handler-failed', 'failed', undefined, undefined],
+      state: 'failed',
+      failure: {
+        failedAt: T0 + 2_000 + 2 * 1_001,
+        attempts: 3,
+        code: 'WAKE_CORRUPT',
+        message: 'The payload fails its schema',
+        audited: false,
+      },
+      retrying: Array(5).fill('handler-failed'),
+      retryingState: 'fired',
+      indexLeft: 1,
+    })
+  })
+
+  it('an interrupted registration is completed by the sweep, also one overtaken by it mid-registration, and then fires', async () => {
+    expect(await interruptedRegistration(runtime, kind)).toEqual({
+      raced: 'pending',
+      racedSweep: ['b'],
+      firstTick: ['b'],
+      sweep: ['a'],
+      secondTick: ['a'],
+      states: ['fired', 'fired'],
       indexLeft: 0,
     })
   })

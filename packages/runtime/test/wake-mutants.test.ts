@@ -9,12 +9,16 @@ import type { Backend, Lease, WriterIdentity } from '@agent-state/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { WakeRecord } from '../src/index.js'
 import { wakeBucketPrefix } from '../src/shared/layout.js'
+import type { ClaimTurn } from '../src/wake/claim-order.js'
 import type * as WakeIndex from '../src/wake/wake-index.js'
 import { mutated, unmockAll } from './mutants.js'
 import {
+  boundedConcurrency,
   cancelledNeverFires,
   frozenMidFire,
+  giveUpAfterAttempts,
   handlerFailure,
+  interruptedRegistration,
   lateStart,
   raceTwoDispatchers,
   WAKE_BACKENDS,
@@ -22,6 +26,13 @@ import {
 
 const FIRING = '../src/wake/wake-firing.ts'
 const INDEX = '../src/wake/wake-index.ts'
+const ORDER = '../src/wake/claim-order.ts'
+const SWEEP = '../src/wake/wake-sweep.ts'
+type InDueOrder = <T>(
+  items: AsyncIterable<T>,
+  limit: number,
+  work: (item: T, turn: ClaimTurn) => Promise<void>,
+) => Promise<void>
 const encoder = new TextEncoder()
 
 afterEach(unmockAll)
@@ -137,5 +148,101 @@ describe.each(WAKE_BACKENDS)('wake mutants on $name', (kind) => {
     const outcome = await cancelledNeverFires(rt, kind)
     // wake-dispatcher.test.ts expects handled [2].
     expect(outcome.handled).toEqual([1, 2])
+  })
+
+  it('firing without waiting for the earlier-due claims: the late-start check sees wakes fired before the first is claimed', async () => {
+    const rt = await mutated(ORDER, (original) => ({
+      ...original,
+      inDueOrder: ((items, limit, work) =>
+        (original.inDueOrder as InDueOrder)(items, limit, (item, turn) =>
+          work(item, { claimed: turn.claimed, before: Promise.resolve() }),
+        )) as InDueOrder,
+    }))
+    const outcome = await lateStart(rt, kind)
+    // wake-dispatcher.test.ts expects [].
+    expect(outcome.firedBeforeEarlierClaimed.length).toBeGreaterThan(0)
+  })
+
+  it('claiming in reverse order (a stack, not a queue): the late-start check sees the claim order broken', async () => {
+    const rt = await mutated(ORDER, (original) => ({
+      ...original,
+      inDueOrder: (async (items, limit, work) => {
+        const all: unknown[] = []
+        for await (const item of items) all.push(item)
+        async function* reversed() {
+          yield* all.reverse()
+        }
+        await (original.inDueOrder as InDueOrder)(reversed(), limit, work as never)
+      }) as InDueOrder,
+    }))
+    const outcome = await lateStart(rt, kind)
+    // wake-dispatcher.test.ts expects [0, 1, 2, 3, 4].
+    expect(outcome.claimOrder).toEqual([4, 3, 2, 1, 0])
+  })
+
+  it('no bound on the wakes in progress: the concurrency check sees all six handler calls at once', async () => {
+    const rt = await mutated(ORDER, (original) => ({
+      ...original,
+      inDueOrder: ((items, _limit, work) =>
+        (original.inDueOrder as InDueOrder)(items, 1_000, work)) as InDueOrder,
+    }))
+    expect(await boundedConcurrency(rt, kind)).toEqual({ peakInFlight: 6, fired: 6 })
+  })
+
+  it('one wake at a time (the old dispatcher): the concurrency check sees one handler call in progress', async () => {
+    const rt = await mutated(ORDER, (original) => ({
+      ...original,
+      inDueOrder: ((items, _limit, work) =>
+        (original.inDueOrder as InDueOrder)(items, 1, work)) as InDueOrder,
+    }))
+    expect(await boundedConcurrency(rt, kind)).toEqual({ peakInFlight: 1, fired: 6 })
+  })
+
+  it('never giving up: the give-up check sees the failing wake retried forever', async () => {
+    const rt = await mutated(FIRING, (original) => ({ ...original, givesUp: () => false }))
+    const outcome = await giveUpAfterAttempts(rt, kind)
+    // wake-dispatcher.test.ts expects it failed on the third attempt.
+    expect(outcome).toMatchObject({
+      failing: Array(5).fill('handler-failed'),
+      state: 'fired',
+      failure: null,
+    })
+  })
+
+  it('giving up on retryable failures too: the give-up check sees the retrying wake failed', async () => {
+    const rt = await mutated(FIRING, (original) => ({
+      ...original,
+      givesUp: (attempts: number, maxAttempts: number) => attempts >= maxAttempts,
+    }))
+    const outcome = await giveUpAfterAttempts(rt, kind)
+    // wake-dispatcher.test.ts expects it fired and retried on every tick.
+    expect(outcome.retryingState).toBe('failed')
+  })
+
+  it('a sweep that completes nothing: the interrupted-registration check sees the crashed registration never fire', async () => {
+    const rt = await mutated(SWEEP, (original) => ({
+      ...original,
+      sweepWakeRegistrations: async () => ({ scanned: 0, completed: [], errors: [] }),
+    }))
+    const outcome = await interruptedRegistration(rt, kind)
+    // wake-dispatcher.test.ts expects ['a'] swept and fired.
+    expect(outcome).toMatchObject({ sweep: [], secondTick: [], states: ['pending', 'fired'] })
+  })
+
+  it('a registration that fails on a marker already there: the interrupted-registration check sees the overtaken registrant throw and its wake cancelled', async () => {
+    const rt = await mutated(SWEEP, (original) => ({
+      ...original,
+      indexMarker: async (backend: Backend, wakeId: string) => {
+        await backend.put(
+          `wakes/due/${String(Math.floor(Number(wakeId.slice(0, 13)) / 60_000) * 60_000).padStart(13, '0')}/${wakeId}`,
+          new Uint8Array(0),
+          { ifNoneMatch: '*' },
+        )
+        return true
+      },
+    }))
+    const outcome = await interruptedRegistration(rt, kind)
+    // wake-dispatcher.test.ts expects 'pending', and b fired on the first tick.
+    expect(outcome).toMatchObject({ raced: 'PRECONDITION_FAILED', firstTick: [] })
   })
 })

@@ -10,7 +10,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Backend, createManualClock, type ManualClock } from '@agent-state/core'
+import {
+  AgentStateError,
+  type Backend,
+  createManualClock,
+  type ManualClock,
+} from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import type * as RuntimeModule from '../src/index.js'
@@ -185,8 +190,16 @@ export async function raceTwoDispatchers(rt: Runtime, kind: WakeBackendKind): Pr
 
 /** What the late-start scenario saw. */
 export interface LateStartOutcome {
-  /** Handler calls of the first tick, in order, as `[id index, latenessMs]`. */
+  /** The wakes the first tick handed to the handler, as `[id index, latenessMs]`, by index. */
   readonly firstTick: ReadonlyArray<readonly [number, number]>
+  /** The order in which the first tick asked for the wakes' leases (claims), as id indexes. */
+  readonly claimOrder: readonly number[]
+  /**
+   * Wakes whose firing decision was written while an earlier-due wake's claim
+   * had not settled yet (the first wake's claim is held up 50 ms), as id
+   * indexes: the ordering guarantee says none.
+   */
+  readonly firedBeforeEarlierClaimed: readonly number[]
   /** The recorded lateness of each past-due wake. */
   readonly recordedLateness: readonly number[]
   /** The not-yet-due wake's state after the first tick, and after the clock passed its due time. */
@@ -194,17 +207,70 @@ export interface LateStartOutcome {
   readonly indexLeft: number
 }
 
+/** One backend call the claim log saw: a lease asked for or settled, or a firing decision, by wake. */
+type ClaimEvent = { kind: 'claim' | 'claimed' | 'fire'; id: string }
+
+/**
+ * A backend that logs, per wake record, each `acquireLease` asked for and
+ * settled and each firing decision (a put of a record `fired` with one
+ * attempt), holding the lease request of `slowId` up 50 ms of real time so
+ * later wakes have every chance to fire before it is claimed.
+ */
+function claimLog(inner: Backend, slowId: () => string | undefined, log: ClaimEvent[]): Backend {
+  const idOf = (key: unknown) =>
+    typeof key === 'string' && key.startsWith('wakes/records/')
+      ? key.slice('wakes/records/'.length)
+      : undefined
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      if (property === 'acquireLease') {
+        return async (...args: Parameters<Backend['acquireLease']>) => {
+          const id = idOf(args[0])
+          if (id === undefined) return target.acquireLease(...args)
+          log.push({ kind: 'claim', id })
+          try {
+            if (id === slowId()) await sleep(50)
+            return await target.acquireLease(...args)
+          } finally {
+            log.push({ kind: 'claimed', id })
+          }
+        }
+      }
+      if (property === 'put') {
+        return async (...args: Parameters<Backend['put']>) => {
+          const id = idOf(args[0])
+          if (id !== undefined) {
+            const record = JSON.parse(new TextDecoder().decode(args[1])) as {
+              state: string
+              delivery: { attempts: number; deliveredAt: number | null } | null
+            }
+            if (record.state === 'fired' && record.delivery?.deliveredAt === null) {
+              log.push({ kind: 'fire', id })
+            }
+          }
+          return target.put(...args)
+        }
+      }
+      const value = Reflect.get(target, property, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
 /**
  * Five wakes come due while no dispatcher runs (two buckets, 1 to 3 minutes
  * before it starts) and one is due 5 s after it starts. A dispatcher with a
- * page size of 2 starts: its first tick fires the five, late, and not the
- * sixth; once the clock passes the sixth's due time, the next tick fires it.
+ * page size of 2 and the default concurrency starts, the first wake's lease
+ * request held up 50 ms: its first tick claims the five in due order, fires
+ * none before every earlier-due one is claimed, fires all five, late, and not
+ * the sixth; once the clock passes the sixth's due time, the next tick fires it.
  */
 export async function lateStart(rt: Runtime, kind: WakeBackendKind): Promise<LateStartOutcome> {
   return withStorage(kind, async (storage, clock) => {
-    const backend = storage.open()
     const dues = [T0 + 1_000, T0 + 2_000, T0 + 3_000, T0 + 61_000, T0 + 62_000]
     const ids: string[] = []
+    const log: ClaimEvent[] = []
+    const backend = claimLog(storage.open(), () => ids[0], log)
     for (const dueAt of dues) {
       ids.push(
         (
@@ -225,11 +291,12 @@ export async function lateStart(rt: Runtime, kind: WakeBackendKind): Promise<Lat
       clock: clock.now,
     })
     clock.set(start)
+    const indexOf = (id: string) => (id === future.id ? 5 : ids.indexOf(id))
     const seen: Array<readonly [number, number]> = []
     const dispatcher = rt.startWakeDispatcher(backend, {
       handlers: {
         interval: async (wake) => {
-          seen.push([wake.id === future.id ? 5 : ids.indexOf(wake.id), wake.firing.latenessMs])
+          seen.push([indexOf(wake.id), wake.firing.latenessMs])
         },
       },
       clock: clock.now,
@@ -237,7 +304,8 @@ export async function lateStart(rt: Runtime, kind: WakeBackendKind): Promise<Lat
       pageSize: 2,
     })
     await dispatcher.tick()
-    const firstTick = [...seen]
+    const firstTick = [...seen].sort((a, b) => a[0] - b[0])
+    const firstLog = [...log]
     const futureBefore = (await rt.getWake(backend, future.id)).state
     clock.advance(5_000)
     await dispatcher.tick()
@@ -245,10 +313,175 @@ export async function lateStart(rt: Runtime, kind: WakeBackendKind): Promise<Lat
     const recordedLateness: number[] = []
     for (const id of ids)
       recordedLateness.push((await rt.getWake(backend, id)).firing?.latenessMs ?? -1)
+    const settled = new Set<number>()
+    const firedBeforeEarlierClaimed: number[] = []
+    for (const event of firstLog) {
+      const index = indexOf(event.id)
+      if (event.kind === 'claimed') settled.add(index)
+      if (event.kind === 'fire') {
+        for (let earlier = 0; earlier < index; earlier++) {
+          if (!settled.has(earlier)) {
+            firedBeforeEarlierClaimed.push(index)
+            break
+          }
+        }
+      }
+    }
     return {
       firstTick,
+      claimOrder: firstLog.filter((event) => event.kind === 'claim').map((e) => indexOf(e.id)),
+      firedBeforeEarlierClaimed,
       recordedLateness,
       futureState: [futureBefore, (await rt.getWake(backend, future.id)).state],
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}
+
+/** What the concurrency scenario saw. */
+export interface ConcurrencyOutcome {
+  /** The most handler calls in progress at once. */
+  readonly peakInFlight: number
+  /** Wakes the tick fired. */
+  readonly fired: number
+}
+
+/**
+ * Six due wakes, a dispatcher with `concurrency: 3` and a handler that waits
+ * until the scenario lets it return. The scenario lets the tick run until the
+ * number of calls in progress stayed the same for 100 ms (real time), then
+ * releases them all: three calls at once, no more (the bound), no fewer (the
+ * firing is concurrent).
+ */
+export async function boundedConcurrency(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<ConcurrencyOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    for (let i = 0; i < 6; i++) {
+      await rt.registerWake(backend, {
+        target: { kind: 'worker', workerId: `w${i}` },
+        cause: 'timeout',
+        dueAt: T0 + 1_000 + i,
+        clock: clock.now,
+      })
+    }
+    clock.set(T0 + 2_000)
+    let inFlight = 0
+    let peakInFlight = 0
+    let release!: () => void
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        timeout: async () => {
+          inFlight++
+          peakInFlight = Math.max(peakInFlight, inFlight)
+          await released
+          inFlight--
+        },
+      },
+      clock: clock.now,
+      intervalMs: null,
+      concurrency: 3,
+    })
+    const tick = dispatcher.tick()
+    let last = -1
+    let stableSince = Date.now()
+    const deadline = Date.now() + 5_000
+    while (Date.now() < deadline) {
+      await sleep(10)
+      if (inFlight !== last) {
+        last = inFlight
+        stableSince = Date.now()
+      } else if (inFlight > 0 && Date.now() - stableSince >= 100) break
+    }
+    const peak = peakInFlight
+    release()
+    const report = await tick
+    await dispatcher.stop()
+    return {
+      peakInFlight: peak,
+      fired: report.outcomes.filter((entry) => entry.outcome === 'fired').length,
+    }
+  })
+}
+
+/** What the giving-up scenario saw. */
+export interface GiveUpOutcome {
+  /** Outcomes of the wake whose handler always fails non-retryably, tick by tick (after each lease TTL). */
+  readonly failing: readonly (string | undefined)[]
+  /** The record at the end: its state and failure. */
+  readonly state: string
+  readonly failure: unknown
+  /** Outcomes of the wake whose handler always fails retryably (`CONCURRENT_RESUME`), tick by tick. */
+  readonly retrying: readonly (string | undefined)[]
+  readonly retryingState: string
+  /** The markers left: the retrying wake's only. */
+  readonly indexLeft: number
+}
+
+/**
+ * Two daemon wakes, `maxAttempts: 3`: one handler always throws a
+ * non-retryable error (`WAKE_CORRUPT`, a payload it cannot read), the other
+ * a retryable one (`CONCURRENT_RESUME`). Five ticks, each after the lease
+ * TTL: the first wake is given up on its third attempt (recorded `failed`
+ * with the error, unindexed, never handed out again); the second is tried
+ * on every tick and stays `fired`.
+ */
+export async function giveUpAfterAttempts(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<GiveUpOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const failingWake = await rt.registerWake(backend, {
+      target: { kind: 'daemon', daemonId: 'd1' },
+      cause: 'interval',
+      dueAt: T0 + 1_000,
+      clock: clock.now,
+    })
+    const retryingWake = await rt.registerWake(backend, {
+      target: { kind: 'daemon', daemonId: 'd2' },
+      cause: 'interval',
+      dueAt: T0 + 1_001,
+      clock: clock.now,
+    })
+    clock.set(T0 + 2_000)
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        interval: async (wake) => {
+          if (wake.id === failingWake.id) {
+            throw new AgentStateError('WAKE_CORRUPT', 'The payload fails its schema')
+          }
+          throw new AgentStateError('CONCURRENT_RESUME', 'Someone else holds it', {
+            retryable: true,
+          })
+        },
+      },
+      clock: clock.now,
+      leaseTtlMs: 1_000,
+      intervalMs: null,
+      maxAttempts: 3,
+    })
+    const failing: (string | undefined)[] = []
+    const retrying: (string | undefined)[] = []
+    for (let i = 0; i < 5; i++) {
+      const report = await dispatcher.tick()
+      failing.push(report.outcomes.find((entry) => entry.wakeId === failingWake.id)?.outcome)
+      retrying.push(report.outcomes.find((entry) => entry.wakeId === retryingWake.id)?.outcome)
+      clock.advance(1_001)
+    }
+    await dispatcher.stop()
+    const record = await rt.getWake(backend, failingWake.id)
+    return {
+      failing,
+      state: record.state,
+      failure: record.failure,
+      retrying,
+      retryingState: (await rt.getWake(backend, retryingWake.id)).state,
       indexLeft: (await indexKeys(backend)).length,
     }
   })
@@ -489,6 +722,101 @@ export async function handlerFailure(
       attempts: record.delivery?.attempts,
       delivered: record.delivery?.deliveredAt != null,
       firingKept: JSON.stringify(record.firing) === JSON.stringify(fired.firing),
+      indexLeft: (await indexKeys(backend)).length,
+    }
+  })
+}
+
+/** What the interrupted-registration scenario saw (wakes named `a` and `b`). */
+export interface InterruptedOutcome {
+  /** `b`'s `registerWake`, overtaken by a sweep between its two writes: the state it returned, or the code it threw. */
+  readonly raced: string
+  /** What that sweep completed. */
+  readonly racedSweep: readonly string[]
+  /** Wakes fired by the tick before the sweep, by the sweep's completion, and by the tick after it. */
+  readonly firstTick: readonly string[]
+  readonly sweep: readonly string[]
+  readonly secondTick: readonly string[]
+  readonly states: readonly string[]
+  readonly indexLeft: number
+}
+
+/**
+ * Two interrupted registrations. `b`'s registrant is slow: a sweep runs
+ * between its record write and its marker write, and completes it; the
+ * registrant's own marker write then finds the marker and returns the wake.
+ * `a`'s registrant died between the two writes (its marker deleted after a
+ * normal registration: the state the crash leaves). A tick fires `b` only;
+ * a sweep completes `a`; the next tick fires it, late.
+ */
+export async function interruptedRegistration(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<InterruptedOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const names = new Map<string, string>()
+    const nameOf = (id: string) => names.get(id) ?? id
+    let racedSweep: string[] = []
+    const slow = new Proxy(backend, {
+      get(target, property, receiver) {
+        if (property === 'put') {
+          return async (...args: Parameters<Backend['put']>) => {
+            if (args[0].startsWith('wakes/due/')) {
+              const swept = await rt.sweepWakeRegistrations(target)
+              racedSweep = swept.completed.map((id) => (names.has(id) ? nameOf(id) : 'b'))
+            }
+            return target.put(...args)
+          }
+        }
+        const value = Reflect.get(target, property, receiver)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    let raced: string
+    try {
+      const b = await rt.registerWake(slow, {
+        target: { kind: 'worker', workerId: 'wb' },
+        cause: 'timeout',
+        dueAt: T0 + 1_000,
+        clock: clock.now,
+      })
+      names.set(b.id, 'b')
+      raced = b.state
+    } catch (error) {
+      raced = (error as { code?: string }).code ?? String(error)
+    }
+    const a = await rt.registerWake(backend, {
+      target: { kind: 'worker', workerId: 'wa' },
+      cause: 'timeout',
+      dueAt: T0 + 1_001,
+      clock: clock.now,
+    })
+    names.set(a.id, 'a')
+    await backend.delete(`wakes/due/${String(T0).padStart(13, '0')}/${a.id}`)
+    clock.set(T0 + 2_000)
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: { timeout: async () => undefined },
+      clock: clock.now,
+      intervalMs: null,
+    })
+    const firedIn = (report: Awaited<ReturnType<typeof dispatcher.tick>>) =>
+      report.outcomes.filter((o) => o.outcome === 'fired').map((o) => nameOf(o.wakeId))
+    const firstTick = firedIn(await dispatcher.tick())
+    const sweep = (await rt.sweepWakeRegistrations(backend)).completed.map(nameOf)
+    const secondTick = firedIn(await dispatcher.tick())
+    await dispatcher.stop()
+    const states: string[] = []
+    for (const id of [...names.keys()].sort((x, y) => nameOf(x).localeCompare(nameOf(y)))) {
+      states.push(await stateOf(rt, backend, id))
+    }
+    return {
+      raced,
+      racedSweep,
+      firstTick,
+      sweep,
+      secondTick,
+      states,
       indexLeft: (await indexKeys(backend)).length,
     }
   })

@@ -10,13 +10,17 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import type * as EventTopics from '../src/wake/event-topics.js'
 import type * as WakeRegistry from '../src/wake/wake-registry.js'
+import { getWake } from '../src/wake/wake-registry.js'
+import type * as WorkerWakes from '../src/wake/worker-wakes.js'
 import type * as ResumeWorker from '../src/worker/resume-worker.js'
 import { mutated, unmockAll } from './mutants.js'
 import { WAKE_BACKENDS } from './wake-scenarios.js'
 import {
+  badPayload,
   byHand,
   cronTrigger,
   eventBeforeDispatcher,
+  nextWake,
   publishValidation,
   staleWake,
   suspendValidation,
@@ -154,6 +158,64 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
     const outcome = await timeoutActions(rt, kind)
     // worker-wakes.test.ts expects nothing at 59 minutes.
     expect(outcome.early).toEqual(['fired', 'fired', 'fired'])
+  })
+
+  it('a give-up that skips the worker audit: the bad-payload check sees no wake_failed entry', async () => {
+    const rt = await mutated(WORKER_LIFECYCLE, (original) => ({
+      ...original,
+      auditWakeFailure: async () => false,
+    }))
+    const outcome = await badPayload(rt, kind)
+    // worker-wakes.test.ts expects audited true and a last entry wake_failed.
+    expect(outcome).toMatchObject({ state: 'failed', failure: { audited: false } })
+    expect(outcome.lastAudit?.event).not.toBe('wake_failed')
+  })
+
+  it('a next wake that takes the first registered wake: the next-wake check sees the schedule before the earlier timeout', async () => {
+    const rt = await mutated(WORKER_WAKES, (original) => ({
+      ...original,
+      nextWorkerWake: async (backend: Backend, workerId: string) => {
+        const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
+          backend,
+          workerId,
+        )
+        if (registration === null) return null
+        for (const wakeId of registration.wakeIds) {
+          const record = await getWake(backend, wakeId)
+          if (record.state === 'pending') {
+            return {
+              wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
+              topic: registration.topic,
+            }
+          }
+        }
+        return { wake: null, topic: registration.topic }
+      },
+    }))
+    // worker-wakes.test.ts expects the timeout first.
+    expect((await nextWake(rt, kind)).parked?.[0]).toBe('schedule')
+  })
+
+  it('a next wake that ignores the state: the next-wake check sees the cancelled timeout still named', async () => {
+    const rt = await mutated(WORKER_WAKES, (original) => ({
+      ...original,
+      nextWorkerWake: async (backend: Backend, workerId: string) => {
+        const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
+          backend,
+          workerId,
+        )
+        if (registration === null) return null
+        const [wakeId] = [...registration.wakeIds].sort()
+        if (wakeId === undefined) return { wake: null, topic: registration.topic }
+        const record = await getWake(backend, wakeId)
+        return {
+          wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
+          topic: registration.topic,
+        }
+      },
+    }))
+    // worker-wakes.test.ts expects the schedule once the timeout is cancelled.
+    expect((await nextWake(rt, kind)).afterCancel?.[0]).toBe('timeout')
   })
 })
 

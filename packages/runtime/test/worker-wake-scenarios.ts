@@ -455,3 +455,109 @@ export async function suspendValidation(rt: Runtime): Promise<string[]> {
     return codes
   })
 }
+
+/** What the bad-payload scenario saw. */
+export interface BadPayloadOutcome {
+  /** The timeout wake's outcome on each tick (each after the wake lease's TTL). */
+  readonly ticks: readonly (string | undefined)[]
+  /** The wake record's state and failure at the end. */
+  readonly state: string
+  readonly failure: unknown
+  /** The worker at the end: its status and its last audit entry. */
+  readonly status: string
+  readonly lastAudit: { event: string; detail: unknown } | undefined
+}
+
+/**
+ * A worker parks with a 60-minute timeout whose wake payload is then
+ * rewritten with an action the handler cannot read (a record written by
+ * another version, a hand edit). A dispatcher with `maxAttempts: 2` ticks
+ * at the timeout and twice more, each after the lease TTL: the first
+ * delivery fails (`WAKE_CORRUPT`), the second gives the wake up (recorded
+ * `failed`, audited `wake_failed` on the worker, which stays parked), the
+ * third finds nothing to do.
+ */
+export async function badPayload(rt: Runtime, kind: WakeBackendKind): Promise<BadPayloadOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', { timeout: { durationMinutes: 60 } })
+    const [wakeId] = (await rt.readWorkerWakes(backend, 'w1'))?.wakeIds ?? []
+    if (wakeId === undefined) throw new Error('no timeout wake registered')
+    const key = `wakes/records/${wakeId}`
+    const stored = await backend.get(key)
+    if (stored === null) throw new Error('no wake record')
+    const record = JSON.parse(new TextDecoder().decode(stored.value))
+    record.payload = { triggerId: record.payload.triggerId, onTimeout: 'explode' }
+    await backend.put(key, new TextEncoder().encode(JSON.stringify(record)), {
+      ifMatch: stored.meta.version,
+    })
+    const running = rt.startWakeDispatcher(storage.open(), {
+      handlers: {},
+      workers: { onResumed: async () => undefined, holder: 'dispatcher' },
+      clock: clock.now,
+      dispatcherId: 'dispatcher',
+      leaseTtlMs: 1_000,
+      intervalMs: null,
+      maxAttempts: 2,
+    })
+    clock.advance(60 * MINUTE)
+    const ticks: (string | undefined)[] = []
+    for (let i = 0; i < 3; i++) {
+      ticks.push((await running.tick()).outcomes.find((o) => o.wakeId === wakeId)?.outcome)
+      clock.advance(1_001)
+    }
+    await running.stop()
+    const after = await rt.getWake(backend, wakeId)
+    const body = await rt.inspectWorker(backend, 'w1')
+    const last = body.audit.at(-1)
+    return {
+      ticks,
+      state: after.state,
+      failure: after.failure,
+      status: body.status,
+      lastAudit: last === undefined ? undefined : { event: last.event, detail: last.detail },
+    }
+  })
+}
+
+/** What the next-wake scenario saw: `[cause, dueAt, topic]` of each read, or `null`. */
+export interface NextWakeOutcome {
+  /** Parked with a schedule (registered first, due tomorrow), a 1-minute timeout and a topic. */
+  readonly parked: readonly [string | null, number | null, string | null] | null
+  /** After the timeout's wake was cancelled by hand. */
+  readonly afterCancel: readonly [string | null, number | null, string | null] | null
+  /** A running worker (no registration). */
+  readonly running: null | object
+}
+
+/**
+ * `nextWorkerWake` of a worker parked at T0 with a `cron` trigger `0 3 * * *`
+ * in UTC (registered first, due at 03:00 the next day), a 1-minute timeout
+ * and `onEvent`: the timeout (the earliest pending wake by due time), then,
+ * once that wake is cancelled, the schedule; a running worker has none.
+ */
+export async function nextWake(rt: Runtime, kind: WakeBackendKind): Promise<NextWakeOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', {
+      trigger: { provider: 'cron', config: { schedule: '0 3 * * *', timeZone: 'UTC' } },
+      timeout: { durationMinutes: 1 },
+      onEvent: 'fix-chosen',
+    })
+    await rt.startWorker(backend, { workerId: 'w2', clock: clock.now, holder: 'app' })
+    const read = async (workerId: string) => {
+      const next = await rt.nextWorkerWake(backend, workerId)
+      return next === null
+        ? null
+        : ([next.wake?.cause ?? null, next.wake?.dueAt ?? null, next.topic] as const)
+    }
+    const parked = await read('w1')
+    const registration = await rt.readWorkerWakes(backend, 'w1')
+    for (const wakeId of registration?.wakeIds ?? []) {
+      if ((await rt.getWake(backend, wakeId)).cause === 'timeout') {
+        await rt.cancelWake(backend, wakeId, { clock: clock.now })
+      }
+    }
+    return { parked, afterCancel: await read('w1'), running: await read('w2') }
+  })
+}

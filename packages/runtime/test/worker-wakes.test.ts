@@ -8,11 +8,13 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
-import { WAKE_BACKENDS } from './wake-scenarios.js'
+import { T0, WAKE_BACKENDS } from './wake-scenarios.js'
 import {
+  badPayload,
   byHand,
   cronTrigger,
   eventBeforeDispatcher,
+  nextWake,
   publishValidation,
   staleWake,
   suspendValidation,
@@ -21,6 +23,36 @@ import {
 } from './worker-wake-scenarios.js'
 
 describe.each(WAKE_BACKENDS)('resume conditions on $name', (kind) => {
+  it("a parked worker's next wake is its earliest pending wake by due time, with its topic", async () => {
+    // T0 is 2027-01-15T08:00Z: the schedule is due at 03:00 the next day.
+    expect(await nextWake(runtime, kind)).toEqual({
+      parked: ['timeout', T0 + 60_000, 'fix-chosen'],
+      afterCancel: ['schedule', Date.UTC(2027, 0, 16, 3), 'fix-chosen'],
+      running: null,
+    })
+  })
+
+  it('a wake whose payload the handler cannot read is given up after maxAttempts: recorded failed, audited on the worker, which stays parked', async () => {
+    const outcome = await badPayload(runtime, kind)
+    const wakeId = expect.stringMatching(runtime.WAKE_ID_PATTERN)
+    expect(outcome).toEqual({
+      ticks: ['handler-failed', 'failed', undefined],
+      state: 'failed',
+      failure: {
+        failedAt: expect.any(Number),
+        attempts: 2,
+        code: 'WAKE_CORRUPT',
+        message: expect.stringContaining('fails its schema'),
+        audited: true,
+      },
+      status: 'suspended',
+      lastAudit: {
+        event: 'wake_failed',
+        detail: { wakeId, cause: 'timeout', attempts: 2, code: 'WAKE_CORRUPT' },
+      },
+    })
+  })
+
   it('a timeout fires at durationMinutes, per onTimeout, and the resumed worker is owned once', async () => {
     const outcome = await timeoutActions(runtime, kind)
     expect(outcome.registered).toBe(true)

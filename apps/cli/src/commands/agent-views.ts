@@ -1,5 +1,11 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
-import { daemonSnapshot, inspectRun, inspectWorker, listSessions } from '@agent-state/runtime'
+import {
+  daemonSnapshot,
+  inspectRun,
+  inspectWorker,
+  listSessions,
+  nextWorkerWake,
+} from '@agent-state/runtime'
 import {
   DAEMONS_PREFIX,
   decodeWake,
@@ -173,8 +179,52 @@ export interface WorkerRow {
   readonly updatedAt: string | null
   /** The live lease on the snapshot: who owns the worker now, and until when. */
   readonly lease: Lease | null
+  /**
+   * A suspended worker's next wake (runtime `nextWorkerWake`): the earliest
+   * pending wake of its resume registration by due time (`wake`, `null` when
+   * none is pending) and the topic it waits on; `{ error }` when a wake record
+   * cannot be read; `null` for a worker that is not suspended or was not
+   * parked by the local runtime.
+   */
+  readonly nextWake: NextWakeCell | null
   /** Why the snapshot could not be read (`SNAPSHOT_CORRUPT`, ...). */
   readonly error: RowError | null
+}
+
+/** See {@link WorkerRow.nextWake}. */
+export type NextWakeCell =
+  | {
+      readonly wake: {
+        readonly wakeId: string
+        readonly cause: string
+        readonly dueAt: number
+      } | null
+      readonly topic: string | null
+    }
+  | { readonly error: RowError }
+
+/** The next wake of a worker in `status`, or `null` unless it is suspended (see {@link WorkerRow.nextWake}). */
+export async function nextWakeOf(
+  backend: Backend,
+  workerId: string,
+  status: string,
+): Promise<NextWakeCell | null> {
+  if (status !== 'suspended') return null
+  try {
+    return await nextWorkerWake(backend, workerId)
+  } catch (error) {
+    return { error: rowError(error) }
+  }
+}
+
+/** A next wake as one cell: `timeout in 59m 0s`, `event fix-chosen`, both joined with `, or `. */
+export function nextWakeText(cell: NextWakeCell | null, now: number): string {
+  if (cell === null) return '-'
+  if ('error' in cell) return cell.error.code
+  const parts: string[] = []
+  if (cell.wake !== null) parts.push(`${cell.wake.cause} ${relative(cell.wake.dueAt - now)}`)
+  if (cell.topic !== null) parts.push(`event ${printable(cell.topic)}`)
+  return parts.length === 0 ? '-' : parts.join(', or ')
 }
 
 async function workerRow(backend: Backend, workerId: string): Promise<WorkerRow> {
@@ -187,12 +237,13 @@ async function workerRow(backend: Backend, workerId: string): Promise<WorkerRow>
       iterationsCompleted: body.iterationsCompleted,
       updatedAt: body.updatedAt,
       lease,
+      nextWake: await nextWakeOf(backend, workerId, body.status),
       error: null,
     }
   } catch (error) {
     return errorRow<WorkerRow, 'workerId' | 'lease'>(
       { workerId, lease },
-      ['status', 'iterationsCompleted', 'updatedAt'],
+      ['status', 'iterationsCompleted', 'updatedAt', 'nextWake'],
       error,
     )
   }
@@ -201,12 +252,13 @@ async function workerRow(backend: Backend, workerId: string): Promise<WorkerRow>
 /** Workers with their state and current owner (the snapshot lease). */
 export const workersView: AgentView<WorkerRow> = {
   name: 'workers',
-  summary: 'list workers with their state, lease holder and expiry',
+  summary:
+    'list workers with their state, lease holder and expiry, and the next wake of parked ones',
   async *rows(backend, limit) {
     for await (const id of idsUnder(backend, WORKERS_PREFIX, limit))
       yield await workerRow(backend, id)
   },
-  headers: ['WORKER', 'STATE', 'TURNS', 'UPDATED', 'LEASE HOLDER', 'TOKEN', 'EXPIRES'],
+  headers: ['WORKER', 'STATE', 'TURNS', 'UPDATED', 'LEASE HOLDER', 'TOKEN', 'EXPIRES', 'NEXT WAKE'],
   cells: (row, now) => [
     printable(row.workerId),
     row.status ?? row.error?.code ?? '-',
@@ -215,8 +267,9 @@ export const workersView: AgentView<WorkerRow> = {
     row.lease === null ? '-' : printable(row.lease.holder),
     row.lease === null ? '-' : String(row.lease.token),
     row.lease === null ? '-' : relative(row.lease.expiresAt - now),
+    nextWakeText(row.nextWake, now),
   ],
-  broken: (row) => row.error !== null,
+  broken: (row) => row.error !== null || (row.nextWake !== null && 'error' in row.nextWake),
 }
 
 /** A daemon row: its queue's live counters and the delivery in flight. */

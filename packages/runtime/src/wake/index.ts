@@ -46,10 +46,12 @@ export {
   WAKE_STATES,
   type WakeCause,
   type WakeDelivery,
+  type WakeFailure,
   type WakeFiring,
   type WakeRecord,
   type WakeState,
   type WakeTarget,
+  wakeFailureSchema,
   wakeRecordSchema,
   wakeTargetSchema,
 } from './wake-records.js'
@@ -63,6 +65,12 @@ export {
   registerWakeOptionsSchema,
 } from './wake-registry.js'
 export {
+  type SweepWakeRegistrationsOptions,
+  type SweepWakeRegistrationsResult,
+  sweepWakeRegistrations,
+  sweepWakeRegistrationsOptionsSchema,
+} from './wake-sweep.js'
+export {
   handleWorkerWake,
   type WorkerResumedHandler,
   type WorkerWakeOptions,
@@ -70,8 +78,10 @@ export {
   workerWakeOptionsSchema,
 } from './worker-wake-handler.js'
 export {
+  nextWorkerWake,
   RESUME_TRIGGER_PATTERN,
   readWorkerWakes,
+  type WorkerNextWake,
   type WorkerWakes,
   workerWakesSchema,
 } from './worker-wakes.js'

@@ -1,10 +1,18 @@
 import { randomBytes } from 'node:crypto'
-import { type Backend, type Clock, systemClock } from '@agent-state/core'
+import {
+  type Backend,
+  type Clock,
+  isAgentStateError,
+  type Lease,
+  systemClock,
+} from '@agent-state/core'
 import { z } from 'zod'
 import { wakeError } from '../shared/errors.js'
+import { auditWakeFailure } from '../worker/worker-lifecycle.js'
+import { type ClaimTurn, inDueOrder } from './claim-order.js'
 import { handleDaemonWake } from './daemon-wakes.js'
-import { nextStep, takeWake, writeUnderLease } from './wake-firing.js'
-import { dueBuckets, dueMarkers } from './wake-index.js'
+import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
+import { type DueMarker, dueBuckets, dueMarkers } from './wake-index.js'
 import {
   decodeWake,
   type FiredWake,
@@ -60,6 +68,21 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
   intervalMs: z.int().min(10).max(3_600_000).nullable().default(1_000),
   /** Page size of the index listings. Default 100. */
   pageSize: z.int().min(1).max(1000).default(100),
+  /**
+   * How many wakes one tick works on at once (claim, firing, handler,
+   * delivery). Claims start in due order and a wake's firing decision waits
+   * until every earlier-due wake of the tick is claimed (docs/runtime/wakes.md,
+   * A tick). Default 8; 1 fires one wake at a time.
+   */
+  concurrency: z.int().min(1).max(256).default(8),
+  /**
+   * Handler calls after which a wake whose handler fails with a non-retryable
+   * error is given up: recorded `failed` with the error, audited on its
+   * worker (`wake_failed`), removed from the index. Retryable failures
+   * (`AgentStateError.retryable`, for example `CONCURRENT_RESUME`) never end
+   * it. Default 5.
+   */
+  maxAttempts: z.int().min(1).max(1000).default(5),
 })
 /** What `startWakeDispatcher` accepts. */
 export type WakeDispatcherOptions = z.input<typeof wakeDispatcherOptionsSchema>
@@ -80,6 +103,8 @@ export type WakeOutcome =
   | 'handler-failed'
   /** The fenced write was refused: the lease was lost or the record changed since it was read. */
   | 'lost'
+  /** The handler failed non-retryably on attempt `maxAttempts` or later: the wake is recorded `failed` and never handed out again. */
+  | 'failed'
 
 /** What a tick did, wake by wake. */
 export interface TickReport {
@@ -154,26 +179,46 @@ export function startWakeDispatcher(
   }
 }
 
-/** One tick: the due buckets in time order, each drained up to `now`. */
+/**
+ * One tick: the due buckets in time order, each drained up to `now`, up to
+ * `concurrency` wakes at once. Claims (lease acquisitions) start in due
+ * order; each wake's firing decision waits for every earlier-due wake's claim
+ * to settle (taken, busy or failed), so no wake is fired while an earlier-due
+ * one met by the tick is still unclaimed. Outcomes are reported in due order.
+ */
 async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
   const now = config.clock()
-  const outcomes: Array<{ wakeId: string; outcome: WakeOutcome }> = []
-  const errors: Array<{ key: string; error: unknown }> = []
-  for await (const bucket of dueBuckets(backend, now)) {
-    for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
-      if ('error' in marker) {
-        errors.push(marker)
-        continue
-      }
-      try {
-        outcomes.push({
-          wakeId: marker.wakeId,
-          outcome: await processWake(backend, config, marker.wakeId, now),
-        })
-      } catch (error) {
-        errors.push({ key: marker.key, error })
+  const slots: Array<
+    { wakeId: string; outcome: WakeOutcome } | { key: string; error: unknown } | undefined
+  > = []
+  async function* markers(): AsyncGenerator<{ marker: DueMarker; slot: number }> {
+    for await (const bucket of dueBuckets(backend, now)) {
+      for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+        slots.push(undefined)
+        yield { marker, slot: slots.length - 1 }
       }
     }
+  }
+  await inDueOrder(markers(), config.concurrency, async ({ marker, slot }, turn) => {
+    if ('error' in marker) {
+      slots[slot] = marker
+      return
+    }
+    try {
+      slots[slot] = {
+        wakeId: marker.wakeId,
+        outcome: await processWake(backend, config, marker.wakeId, now, turn),
+      }
+    } catch (error) {
+      slots[slot] = { key: marker.key, error }
+    }
+  })
+  const outcomes: Array<{ wakeId: string; outcome: WakeOutcome }> = []
+  const errors: Array<{ key: string; error: unknown }> = []
+  for (const entry of slots) {
+    if (entry === undefined) continue
+    if ('outcome' in entry) outcomes.push(entry)
+    else errors.push(entry)
   }
   return { now, outcomes, errors }
 }
@@ -216,9 +261,15 @@ async function processWake(
   config: Parsed,
   wakeId: string,
   now: number,
+  order: ClaimTurn,
 ): Promise<WakeOutcome> {
   const key = recordKeyOfId(wakeId)
-  const lease = await takeWake(backend, key, config.dispatcherId, config.leaseTtlMs)
+  let lease: Awaited<ReturnType<typeof takeWake>>
+  try {
+    lease = await takeWake(backend, key, config.dispatcherId, config.leaseTtlMs)
+  } finally {
+    order.claimed()
+  }
   if (lease === null) return 'busy'
   let release = true
   try {
@@ -236,10 +287,13 @@ async function processWake(
     const step = nextStep(record)
     if (step === 'archive') {
       await unindexWake(backend, wakeId)
+      release = false // final record, as after a delivery
       return 'archived'
     }
     const handler = handlerOf(backend, config, record)
     if (handler === undefined) return 'unhandled'
+    // The ordering guarantee: no firing decision while an earlier-due wake is unclaimed.
+    await order.before
     const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
     const firedAt = Math.max(now, config.clock())
@@ -247,6 +301,7 @@ async function processWake(
       ? {
           ...record,
           state: 'fired',
+          failure: null,
           firing: {
             dispatcher: config.dispatcherId,
             token: lease.token,
@@ -257,13 +312,21 @@ async function processWake(
         }
       : {
           ...(record as FiredWake),
+          failure: null,
           delivery: { attempts: (record.delivery?.attempts ?? 0) + 1, deliveredAt: null },
         }
     const version = await writeUnderLease(backend, key, fired, stored.meta.version, lease, writer)
     if (version === null) return 'lost'
     try {
       await handler(fired)
-    } catch {
+    } catch (error) {
+      if (givesUp(fired.delivery.attempts, config.maxAttempts, error)) {
+        // A giving-up that fails (a backend error) leaves the wake as any failed delivery.
+        const failed = await giveUp(backend, config, fired, error, version, lease).catch(
+          () => false,
+        )
+        if (failed) return 'failed'
+      }
       // Keep the lease: the wake is retried by whoever takes it after the ttl,
       // not in a hot loop on the next tick.
       release = false
@@ -277,9 +340,63 @@ async function processWake(
     // delivers it again (at-least-once); the firing stays recorded once.
     if ((await writeUnderLease(backend, key, delivered, version, lease, writer)) !== null) {
       await unindexWake(backend, wakeId)
+      // The record is final, and a finished record is never written again
+      // (cancelWake returns it without the lease): the lease is left to
+      // expire rather than paying a release round trip per wake.
+      release = false
     }
     return firstFiring ? 'fired' : 'redelivered'
   } finally {
     if (release) await backend.releaseLease(lease).catch(() => false)
   }
+}
+
+/**
+ * Gives up a fired wake whose handler failed for good: audits the failure on
+ * the target worker first (so a crash in between leaves the wake to be tried
+ * and audited again, never a `failed` record without its audit), then writes
+ * `failed` under the lease and removes the marker. Returns `false` when the
+ * worker's lease is held (`CONCURRENT_RESUME`, try later) or the fenced write
+ * is refused: the wake then stays fired and undelivered.
+ */
+async function giveUp(
+  backend: Backend,
+  config: Parsed,
+  fired: FiredWake,
+  error: unknown,
+  version: string,
+  lease: Lease,
+): Promise<boolean> {
+  const code = isAgentStateError(error) ? error.code : null
+  let audited = false
+  if (fired.target.kind === 'worker') {
+    try {
+      audited = await auditWakeFailure(
+        backend,
+        fired.target.workerId,
+        { holder: config.dispatcherId, clock: config.clock },
+        { wakeId: fired.id, cause: fired.cause, attempts: fired.delivery.attempts, code },
+      )
+    } catch (auditError) {
+      if (isAgentStateError(auditError, 'CONCURRENT_RESUME')) return false
+      throw auditError
+    }
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  const failed: WakeRecord = {
+    ...fired,
+    state: 'failed',
+    failure: {
+      failedAt: config.clock(),
+      attempts: fired.delivery.attempts,
+      code: code === null ? null : code.slice(0, 200),
+      message: message.slice(0, 1024),
+      audited,
+    },
+  }
+  const key = recordKeyOfId(fired.id)
+  const writer = { writerId: config.dispatcherId }
+  if ((await writeUnderLease(backend, key, failed, version, lease, writer)) === null) return false
+  await unindexWake(backend, fired.id)
+  return true
 }

@@ -67,3 +67,13 @@ export function nextStep(record: WakeRecord): 'fire' | 'redeliver' | 'archive' {
   if (record.state === 'fired' && record.delivery?.deliveredAt === null) return 'redeliver'
   return 'archive'
 }
+
+/**
+ * Whether a handler failure ends the wake (`failed`): a non-retryable error
+ * on attempt `maxAttempts` or later. A retryable one (`AgentStateError`
+ * with `retryable`, for example `CONCURRENT_RESUME`: someone else is on the
+ * worker) never does; the wake is delivered again after the lease.
+ */
+export function givesUp(attempts: number, maxAttempts: number, error: unknown): boolean {
+  return attempts >= maxAttempts && !(isAgentStateError(error) && error.retryable)
+}

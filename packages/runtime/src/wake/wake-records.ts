@@ -17,8 +17,12 @@ export const WAKE_CAUSES = ['timeout', 'event', 'schedule', 'webhook', 'interval
 /** What caused a wake. */
 export type WakeCause = (typeof WAKE_CAUSES)[number]
 
-/** The states of a wake: `pending` until one dispatcher fires it or a caller cancels it. */
-export const WAKE_STATES = ['pending', 'fired', 'cancelled'] as const
+/**
+ * The states of a wake: `pending` until one dispatcher fires it or a caller
+ * cancels it; a `fired` wake whose handler kept failing ends `failed` (see
+ * {@link wakeFailureSchema}).
+ */
+export const WAKE_STATES = ['pending', 'fired', 'cancelled', 'failed'] as const
 /** See {@link WAKE_STATES}. */
 export type WakeState = (typeof WAKE_STATES)[number]
 
@@ -67,6 +71,27 @@ export const wakeDeliverySchema = z.strictObject({
 /** See {@link wakeDeliverySchema}. */
 export type WakeDelivery = z.infer<typeof wakeDeliverySchema>
 
+/**
+ * Why a fired wake was given up: its handler failed with a non-retryable
+ * error on attempt `attempts`, at or past the dispatcher's `maxAttempts` (a
+ * payload the handler cannot read, a handler that keeps throwing). The wake
+ * is never handed out again; the record keeps the last error for operators.
+ */
+export const wakeFailureSchema = z.strictObject({
+  /** When the dispatcher gave up, on its clock. */
+  failedAt: msSchema,
+  /** The handler calls made, the failing one included. */
+  attempts: z.int().positive(),
+  /** The last error's code (`AgentStateError`), or `null` for another error. */
+  code: z.string().max(200).nullable(),
+  /** The last error's message, cut to 1024 characters. */
+  message: z.string().max(1024),
+  /** Whether the target worker's audit trail got a `wake_failed` entry (`false`: no readable worker, or a daemon). */
+  audited: z.boolean(),
+})
+/** See {@link wakeFailureSchema}. */
+export type WakeFailure = z.infer<typeof wakeFailureSchema>
+
 /** A stored wake. */
 export const wakeRecordSchema = z
   .strictObject({
@@ -85,11 +110,21 @@ export const wakeRecordSchema = z
     cancellation: z
       .strictObject({ cancelledAt: msSchema, reason: z.string().max(1024) })
       .nullable(),
+    /** Set once, when a fired wake is given up (`failed`). Absent in records written before it existed. */
+    failure: wakeFailureSchema.nullable().default(null),
   })
   .superRefine((record, ctx) => {
     // The state and its fields agree, and the id's due time is the record's.
-    const fired = record.state === 'fired'
+    const failed = record.state === 'failed'
+    const fired = record.state === 'fired' || failed
     const cancelled = record.state === 'cancelled'
+    if ((record.failure !== null) !== failed) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['failure'],
+        message: `failure contradicts state ${record.state}`,
+      })
+    }
     if ((record.firing !== null) !== fired || (record.delivery !== null) !== fired) {
       ctx.addIssue({
         code: 'custom',
@@ -114,6 +149,7 @@ export type WakeRecord = z.infer<typeof wakeRecordSchema>
 /** A fired wake as a handler gets it: `id` is the key to deduplicate on (delivery is at-least-once). */
 export type FiredWake = WakeRecord & {
   readonly state: 'fired'
+  readonly failure: null
   readonly firing: WakeFiring
   readonly delivery: WakeDelivery
 }

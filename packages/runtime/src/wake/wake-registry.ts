@@ -21,6 +21,7 @@ import {
   type WakeRecord,
   wakeTargetSchema,
 } from './wake-records.js'
+import { indexMarker } from './wake-sweep.js'
 
 const encoder = new TextEncoder()
 
@@ -52,7 +53,9 @@ export type RegisterWakeOptions = z.input<typeof registerWakeOptionsSchema>
  * If the marker write fails, the record is marked cancelled (reason
  * `registration failed`) before the error is rethrown, so it never shows as
  * pending; a crash between the two writes leaves a pending record without a
- * marker, which no dispatcher fires (docs/runtime/wakes.md, Not built yet).
+ * marker, which no tick meets until `sweepWakeRegistrations` completes it
+ * (docs/runtime/wakes.md, Cancel and registration). A marker found already
+ * written (by that sweep) completes the registration as this write would.
  *
  * @throws `INVALID_WAKE` (with `context.path`), or the backend's error.
  */
@@ -96,6 +99,7 @@ export async function registerWake(
     firing: null,
     delivery: null,
     cancellation: null,
+    failure: null,
   }
   const writer = { writerId: 'agent-state/wake-registry' }
   const recordMeta = await backend.put(recordKeyOfId(id), encodeWake(record), {
@@ -103,7 +107,10 @@ export async function registerWake(
     writer,
   })
   try {
-    await backend.put(dueKeyOfId(id), new Uint8Array(0), { ifNoneMatch: '*', writer })
+    // A marker already there was written by the sweep of interrupted
+    // registrations (wake-sweep.ts), which makes this very write: either way
+    // the registration is complete.
+    await indexMarker(backend, id, writer)
   } catch (error) {
     const cancelled: WakeRecord = {
       ...record,
@@ -174,9 +181,15 @@ export async function cancelWake(
   const { reason, waitMs, clock, holder } = parsed.data
   // Records are never deleted, so a missing one stays missing; checked before
   // the lease, which would leave a lease record on a key that holds no wake.
-  if ((await backend.head(key)) === null) {
+  // A finished record is never written again, so it is returned as read,
+  // without the lease (a dispatcher leaves a delivered wake's lease to expire).
+  const seen = await backend.get(key)
+  if (seen === null) {
     throw wakeError('WAKE_NOT_FOUND', 'No wake is stored under that id', { wakeId })
   }
+  const first = decodeWake(seen.value, key)
+  if (first.state === 'cancelled' || first.state === 'failed') return first
+  if (first.state === 'fired' && first.delivery?.deliveredAt != null) return first
   const lease = await acquireWaiting(backend, key, holder, waitMs, wakeId)
   try {
     const stored = await backend.get(key)

@@ -6,8 +6,8 @@ import { isValidId } from '../shared/ids.js'
 import { topicWaiterKey, workerWakesKey } from '../shared/layout.js'
 import type { ResumeConditions } from '../worker/resume-conditions.js'
 import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
-import { WAKE_ID_PATTERN } from './wake-records.js'
-import { cancelWake, registerWake } from './wake-registry.js'
+import { WAKE_ID_PATTERN, type WakeCause } from './wake-records.js'
+import { cancelWake, getWake, registerWake } from './wake-registry.js'
 
 /**
  * A suspended worker's resume conditions as wakes (docs/runtime/wakes.md,
@@ -158,6 +158,48 @@ export async function readWorkerWakes(
     throw wakeError('EVENT_CORRUPT', `Resume registration ${key} fails its schema`, { key })
   }
   return result.data
+}
+
+/** A parked worker's next wake: what `agent-state workers` and the UI's worker view show. */
+export interface WorkerNextWake {
+  /** The earliest `pending` wake of the registration by due time, or `null` when none is pending. */
+  readonly wake: {
+    readonly wakeId: string
+    readonly cause: WakeCause
+    readonly dueAt: number
+  } | null
+  /** The `onEvent` topic the worker waits on (an event wakes it at its publish), or `null`. */
+  readonly topic: string | null
+}
+
+/**
+ * The next wake of a worker's resume registration (docs/runtime/wakes.md,
+ * Resume conditions): the earliest pending one by due time among the wakes
+ * registered at suspend (the timeout's, the trigger's), and the topic it
+ * waits on. Ids sort by due time, so the records are read in that order and
+ * the first pending one is the answer (at most the registration's few
+ * reads). `null` when the worker has no registration (not parked by the
+ * local runtime, or already woken). Event wakes registered by a publish are
+ * due at once and not in the registration.
+ *
+ * @throws `EVENT_CORRUPT` (the registration), `WAKE_NOT_FOUND`, `WAKE_CORRUPT` (a record).
+ */
+export async function nextWorkerWake(
+  backend: Backend,
+  workerId: string,
+): Promise<WorkerNextWake | null> {
+  const registration = await readWorkerWakes(backend, workerId)
+  if (registration === null) return null
+  for (const wakeId of [...registration.wakeIds].sort()) {
+    const record = await getWake(backend, wakeId)
+    if (record.state === 'pending') {
+      return {
+        wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
+        topic: registration.topic,
+      }
+    }
+  }
+  return { wake: null, topic: registration.topic }
 }
 
 /** What settling a suspension's wakes did to each wake it cancelled (or could not). */

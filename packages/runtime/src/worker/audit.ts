@@ -18,6 +18,8 @@ export const AUDIT_EVENTS = [
   'wakes_cancelled',
   /** A timeout with `onTimeout: 'fail'` fired: the worker is closed. */
   'timed_out',
+  /** One of the worker's wakes was given up after its handler kept failing (docs/runtime/wakes.md); the worker is unchanged. */
+  'wake_failed',
 ] as const
 
 /** One audit entry; stored inside the worker snapshot, so it is as durable and verified as the state. */

@@ -181,6 +181,50 @@ async function closeFor(
 }
 
 /**
+ * Records in a worker's audit trail that one of its wakes was given up
+ * (`wake_failed` with `detail`: the wake id, cause, attempts and the last
+ * error's code), under the worker's lease, leaving its state as it is: the
+ * worker stays parked for an operator to resume or close by hand. Returns
+ * `false` when the worker has no readable snapshot (nothing to audit).
+ *
+ * @throws `CONCURRENT_RESUME` (someone holds the lease: try again later).
+ */
+export async function auditWakeFailure(
+  backend: Backend,
+  workerId: string,
+  options: Pick<WorkerOwnerOptions, 'holder' | 'clock'>,
+  detail: Readonly<Record<string, JsonValue>>,
+): Promise<boolean> {
+  assertWorkerId(workerId)
+  const settings = ownerSettings(options)
+  const { lease } = await takeLease(backend, workerId, settings.holder, 60_000, (holder) =>
+    concurrentResumeError(workerId, holder),
+  )
+  try {
+    let loaded: Awaited<ReturnType<typeof loadSnapshot>>
+    try {
+      loaded = await loadSnapshot(backend, workerId)
+    } catch (error) {
+      if (isAgentStateError(error) && error.code.startsWith('SNAPSHOT_')) return false
+      throw error
+    }
+    await storeSnapshot(
+      backend,
+      {
+        ...loaded.body,
+        updatedAt: new Date(settings.clock()).toISOString(),
+        audit: auditBy(loaded.body.audit, 'wake_failed', lease, settings.clock, { ...detail }),
+      },
+      lease,
+      { ifMatch: loaded.version },
+    )
+    return true
+  } finally {
+    await releaseQuietly(backend, lease)
+  }
+}
+
+/**
  * Reads and verifies a worker's snapshot without taking ownership (for
  * operators and dashboards).
  *

@@ -552,6 +552,7 @@ async function workerView(ref) {
         ],
         ['lease expired', w.leaseExpired ? 'yes: running, and nobody holds it' : 'no'],
         ['summary', w.summary ?? '-'],
+        ['next wake', w.nextWake],
         ['transcript', `${w.transcriptLength} entries`],
         ['created', w.createdAt],
         ['updated', w.updatedAt],
