@@ -132,26 +132,27 @@ const WIDE = ['apps/cli', 'packages/runtime']
  * (on servers, fsyncs, lease expiries and child processes): run alone, the runtime's suite kept
  * 0.95 of two cores busy (544 s of CPU in 574 s), so the run fills `AGENT_STATE_TEST_SLOTS`
  * (default 4) slots at once, longest first. The order is the durations of the clean-clone run of
- * 2026-12-02 (seconds, two suites side by side on a quiet 2-core machine); a suite not listed runs
- * last, and the two wide suites (about 600 s each) go first.
+ * 2026-12-02 in four slots (seconds; the whole test step took 1198 s, 1.71 of 2 cores busy, close to
+ * the 1165 s that perfect packing of those durations into four slots would give); a suite not listed
+ * runs last, and the two wide suites (runtime 457 s, CLI 598 s) go first.
  */
 const NARROW_ORDER = [
-  'packages/backend-redis', // 315
-  'packages/backend-postgres', // 304
-  'test-suites/contract', // 295
-  'test-suites/packed-install', // 248
-  'packages/backend-s3', // 209
-  'packages/backend-sqlite', // 205
-  'packages/backend-fs', // 149
-  'packages/langgraph', // 141
-  'packages/keyv', // 55
-  'benchmarks', // 53
-  'packages/core', // 28
-  'test-suites/services', // 20
-  'test-suites/readme-blocks', // 14
-  'packages/backend-memory', // 13
-  'test-suites/import-loops', // 8
-  'test-suites/child-bundles', // 4
+  'test-suites/contract', // 424
+  'packages/backend-redis', // 385
+  'packages/backend-postgres', // 367
+  'test-suites/packed-install', // 329
+  'packages/langgraph', // 198
+  'packages/backend-s3', // 189
+  'packages/backend-fs', // 174
+  'packages/backend-sqlite', // 159
+  'benchmarks', // 89
+  'packages/core', // 68
+  'packages/keyv', // 54
+  'test-suites/services', // 39
+  'test-suites/readme-blocks', // 29
+  'packages/backend-memory', // 24
+  'test-suites/import-loops', // 14
+  'test-suites/child-bundles', // 8
 ]
 
 /**

@@ -11,8 +11,9 @@ export default packageConfig({
     // wait on child processes and servers. Set AGENT_STATE_TEST_WORKERS=1 for one file at a
     // time (a heavily loaded machine).
     maxWorkers: Number(process.env.AGENT_STATE_TEST_WORKERS ?? 2),
-    // The longest files first (seconds in the 2026-12-02 clean-clone run: copy 288, verify 489
-    // before it was split into verify-servers and verify), so that no long file starts last.
+    // The longest files first (seconds in the 2026-12-02 clean-clone run, four files of the whole
+    // run at once: copy 360, verify-servers 357, verify 195, ui-browser 46, demo 43, usage-errors
+    // 31), so that no long file starts last.
     sequence: {
       sequencer: longestFirst([
         'test/copy.test.ts',

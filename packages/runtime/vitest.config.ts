@@ -10,18 +10,20 @@ export default packageConfig({
     // room for a second file, and CI's budget needs it (535 s one at a time). Set
     // AGENT_STATE_TEST_WORKERS=1 to run one file at a time (a heavily loaded machine).
     maxWorkers: Number(process.env.AGENT_STATE_TEST_WORKERS ?? 2),
-    // The longest files first (seconds in the 2026-12-02 clean-clone run), so that none starts last.
+    // The longest files first (seconds in the 2026-12-02 clean-clone run, four files of the whole
+    // run at once), so that none starts last.
     sequence: {
       sequencer: longestFirst([
-        'test/run-crash.test.ts', // 210
-        'test/daemon-queue-crash-s3.test.ts', // 167
-        'test/daemon-queue-crash.test.ts', // 153
-        'test/daemon-queue.test.ts', // 68
-        'test/run-two-process.test.ts', // 54
-        'test/readme.test.ts', // 50
-        'test/worker-lifecycle.test.ts', // 46
-        'test/run-integrity.test.ts', // 35
-        'test/daemon-wake.test.ts', // 32
+        'test/run-crash.test.ts', // 207
+        'test/daemon-queue-crash.test.ts', // 130
+        'test/daemon-queue-crash-s3.test.ts', // 86
+        'test/worker-lifecycle.test.ts', // 52
+        'test/daemon-queue.test.ts', // 42
+        'test/run-two-process.test.ts', // 33
+        'test/two-process.test.ts', // 24
+        'test/run-integrity.test.ts', // 22
+        'test/readme.test.ts', // 21
+        'test/run.test.ts', // 20
       ]),
     },
   },
