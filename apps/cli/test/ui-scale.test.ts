@@ -238,7 +238,7 @@ async function expectBoundedOverview(served: Served): Promise<void> {
 let backend: Backend
 
 beforeAll(async () => {
-  backend = createMemoryBackend()
+  backend = createMemoryBackend({ namespace: 'ui-scale' })
   await seed(backend)
 }, 120_000)
 
