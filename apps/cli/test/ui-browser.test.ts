@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Backend, escapeForDisplay, openBackend } from '@agent-state/core'
-import { inspectRun, inspectWorker, listQuarantined } from '@agent-state/runtime'
+import { inspectRun, inspectWorker, listQuarantined, startWorker } from '@agent-state/runtime'
 import { workerSnapshotKey } from '@agent-state/runtime/internal'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -223,6 +223,17 @@ async function timelineFailures(page: Page, backend: Backend, runId: string): Pr
   return failures
 }
 
+/**
+ * Worker `napper`'s page (suspended with a 60-minute timeout a moment ago): its next wake is
+ * that timeout, due in about an hour (50 minutes or more, for a loaded machine).
+ */
+async function expectNextWake(page: Page): Promise<void> {
+  await show(page, `#/worker/${ref('napper')}`, 'worker')
+  const rows = Object.fromEntries(await tableRows(page))
+  expect(rows.state, 'napper: state').toBe('suspended')
+  expect(rows['next wake'], 'napper: next wake').toMatch(/^timeout in (5\dm \d{1,2}s|1h 0m)$/)
+}
+
 const BACKENDS = [
   { name: 'fs', url: () => `file:${join(tempDir('agent-state-ui-'), 'state')}`, mutants: true },
   { name: 'redis', url: () => `${redisUrl()}?keyPrefix=${freshName('ui')}`, mutants: false },
@@ -401,6 +412,17 @@ for (const target of BACKENDS) {
       expect((await tableRows(page, '#view table:nth-of-type(2)')).map((row) => row[2])).toEqual([
         'unknown',
       ])
+      // The effects are paged (ui-scale.test.ts proves the bound); one page here, and its filter.
+      expect(await page.textContent('#effect-counts')).toBe(
+        '1 unsettled of 1 effects; this page read 1 (1 unknown).',
+      )
+      expect(await page.$('#effects-next')).toBeNull()
+      await show(page, `#/run/${ref('recon')}?state=unknown`, 'run')
+      expect(await page.textContent('#effect-counts')).toBe(
+        '1 unsettled of 1 effects; this page read 1 (1 unknown), showing unknown only.',
+      )
+      expect(await page.getAttribute('#effects-filter', 'href')).toBe(`#/run/${ref('recon')}`)
+      await show(page, `#/run/${ref('recon')}`, 'run')
 
       // The operator confirms it on the page (the panel is tested in full below).
       expect(
@@ -480,6 +502,10 @@ for (const target of BACKENDS) {
         'lease expired': 'yes: running, and nobody holds it',
         lease: 'none',
       })
+      // Worker `napper`, suspended with a 60-minute timeout: a pending timeout wake.
+      const napper = await startWorker(backend, { workerId: 'napper', holder: 'test' })
+      await napper.suspend({ reason: 'naps', conditions: { timeout: { durationMinutes: 60 } } })
+      await expectNextWake(page)
       await show(page, `#/worker/${ref('w2')}`, 'worker')
       expect(Object.fromEntries(await tableRows(page))).toMatchObject({
         state: 'suspended',
@@ -690,6 +716,23 @@ for (const target of BACKENDS) {
           await page.waitForSelector('#view table a >> text="live/unseen"')
         } finally {
           await cut.close()
+        }
+      })
+
+      it('the next-wake check fails on a server that shows no wake (mutant)', async () => {
+        const mutated = await browser.newContext()
+        try {
+          // The mutant: the server's worker answer as it would be if it ignored the wakes.
+          await mutated.route(`${ui.origin}/api/worker?*`, async (route) => {
+            const real = await route.fetch()
+            const body = { ...(await real.json()), nextWake: '-' }
+            await route.fulfill({ response: real, body: JSON.stringify(body) })
+          })
+          await expect(expectNextWake(await openUi(mutated, ui))).rejects.toThrow(
+            /napper: next wake/,
+          )
+        } finally {
+          await mutated.close()
         }
       })
 

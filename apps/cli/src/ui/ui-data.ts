@@ -6,12 +6,11 @@ import {
   type Lease,
   redactUrl,
 } from '@agent-state/core'
-import { inspectRun, inspectWorker } from '@agent-state/runtime'
-import { RUNS_PREFIX, workerSnapshotKey } from '@agent-state/runtime/internal'
+import { type EffectRecord, inspectRun, inspectWorker, readEffect } from '@agent-state/runtime'
+import { RUNS_PREFIX, runOpenPrefix, workerSnapshotKey } from '@agent-state/runtime/internal'
 import {
   AGENT_VIEWS,
   type AgentView,
-  countKeys,
   type DaemonRow,
   daemonsView,
   nextWakeOf,
@@ -37,6 +36,12 @@ import { PREVIEW_READ_LIMIT_BYTES, previewValue, type ValuePreview } from './val
 
 /** How many records of each kind the overview and the list views read at most. */
 export const SCAN_LIMIT = 500
+
+/**
+ * The most `unknown-effect` items the overview lists per run: a run with 10,000 unknown
+ * effects is one line of attention with its count, not 10,000 lines; its page lists them all.
+ */
+export const ATTENTION_EFFECTS_PER_RUN = 10
 
 /** Rows of a key page. */
 export const KEY_PAGE_SIZE = 100
@@ -132,8 +137,8 @@ export async function overview(backend: Backend, info: BackendInfo, now = Date.n
   ])
   const attention: AttentionItem[] = []
   for (const run of runs.rows) {
-    for (const effect of run.effects?.incomplete ?? []) {
-      if (effect.state !== 'unknown') continue
+    const unknown = (run.effects?.incomplete ?? []).filter((e) => e.state === 'unknown')
+    for (const effect of unknown.slice(0, ATTENTION_EFFECTS_PER_RUN)) {
       attention.push({
         kind: 'unknown-effect',
         view: 'runs',
@@ -146,7 +151,11 @@ export async function overview(backend: Backend, info: BackendInfo, now = Date.n
         kind: 'run-needs-attention',
         view: 'runs',
         subject: run.runId,
-        detail: `${run.effects?.unknown} unknown effect(s): the run cannot go on until they are resolved`,
+        detail: `${run.effects?.unknown} unknown effect(s): the run cannot go on until they are resolved${
+          unknown.length > ATTENTION_EFFECTS_PER_RUN
+            ? ` (the first ${ATTENTION_EFFECTS_PER_RUN} are listed here; the run's page lists them all)`
+            : ''
+        }`,
       })
     }
   }
@@ -311,27 +320,106 @@ function jsonLines(value: unknown): string[] {
 
 const EFFECT_ORDER = ['unknown', 'submitted', 'planned'] as const
 
+/** Unsettled effects read per page of a run's view (each is one verified record). */
+export const EFFECT_PAGE_SIZE = 100
+
+/**
+ * The most keys a run's view counts under one prefix (its effects, its open markers): keys
+ * only, 1,000 a listing, so at most 10 listings each; past it the count is a lower bound.
+ */
+export const EFFECT_COUNT_LIMIT = 10_000
+
+/** How many keys are under `prefix`, counting at most `limit`; `more` when there are others. */
+async function countUpTo(
+  backend: Backend,
+  prefix: string,
+  limit: number,
+): Promise<{ count: number; more: boolean }> {
+  let count = 0
+  let cursor: string | undefined
+  do {
+    const page = await backend.list({
+      prefix,
+      limit: Math.min(1000, limit - count),
+      ...(cursor === undefined ? {} : { cursor }),
+    })
+    count += page.entries.length
+    cursor = page.cursor
+  } while (cursor !== undefined && count < limit)
+  return { count, more: cursor !== undefined }
+}
+
+/**
+ * `backend` as `inspectRun` should see it for a run's head and steps only: the run's open
+ * markers listed as none, so it reads no effect record. The run's view pages those markers
+ * itself ({@link runDetail}); a run with 10,000 unknown effects would otherwise be read
+ * whole, and sent whole, on every refresh of its page.
+ */
+function withoutOpenMarkers(backend: Backend, runId: string): Backend {
+  const hidden = runOpenPrefix(runId)
+  return new Proxy(backend, {
+    get(target, property, receiver) {
+      if (property === 'list') {
+        return async (options: Parameters<Backend['list']>[0]) =>
+          options?.prefix === hidden ? { entries: [] } : target.list(options)
+      }
+      const value = Reflect.get(target, property, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+/** Which page of a run's unsettled effects to show: after `cursor`, only `state` if given. */
+export interface EffectPage {
+  readonly cursor?: string
+  readonly state?: string
+}
+
 /**
  * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position
- * and last committed step, and its incomplete effects with their transition histories,
- * unknown first. Settled effects are counted from a key listing, never read. `null` when there
- * is no such run.
+ * and last committed step, and one page of its unsettled effects ({@link EFFECT_PAGE_SIZE}
+ * open markers, each effect's verified record read with `readEffect`), with their transition
+ * histories, unknown first within the page, and only those in `page.state` when it is given;
+ * `effectsNext` continues. So every unknown effect is found by following the pages, and no
+ * view reads more than one page of records whatever the run's size. The run's effects and
+ * unsettled effects are counted from key listings (never read), up to
+ * {@link EFFECT_COUNT_LIMIT}. `null` when there is no such run.
  */
-export async function runDetail(backend: Backend, runId: string) {
+export async function runDetail(backend: Backend, runId: string, page: EffectPage = {}) {
   let view: Awaited<ReturnType<typeof inspectRun>>
   try {
-    view = await inspectRun(backend, runId)
+    view = await inspectRun(withoutOpenMarkers(backend, runId), runId)
   } catch (error) {
     if (isAgentStateError(error, 'RUN_NOT_FOUND')) return null
     throw error
   }
-  const effectKeys = await countKeys(backend, `${RUNS_PREFIX}${runId}/effects/`)
-  const incomplete = [...view.incomplete].sort(
-    (a, b) =>
-      EFFECT_ORDER.indexOf(a.state as (typeof EFFECT_ORDER)[number]) -
-        EFFECT_ORDER.indexOf(b.state as (typeof EFFECT_ORDER)[number]) ||
-      (a.effectId < b.effectId ? -1 : 1),
+  const openPrefix = runOpenPrefix(runId)
+  const [total, open, markers] = await Promise.all([
+    countUpTo(backend, `${RUNS_PREFIX}${runId}/effects/`, EFFECT_COUNT_LIMIT),
+    countUpTo(backend, openPrefix, EFFECT_COUNT_LIMIT),
+    backend.list({
+      prefix: openPrefix,
+      limit: EFFECT_PAGE_SIZE,
+      ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+    }),
+  ])
+  const records = await Promise.all(
+    markers.entries.map((entry) => readEffect(backend, runId, entry.key.slice(openPrefix.length))),
   )
+  // A marker whose effect is settled (a crash between outcome and marker removal) is stale,
+  // as inspectRun treats it; a marker without a record is what inspectRun refuses to show.
+  const unsettled = records.filter(
+    (r): r is EffectRecord => r !== null && r.state !== 'confirmed' && r.state !== 'failed',
+  )
+  const pageCounts = countBy(unsettled, (e) => e.state)
+  const incomplete = unsettled
+    .filter((e) => page.state === undefined || e.state === page.state)
+    .sort(
+      (a, b) =>
+        EFFECT_ORDER.indexOf(a.state as (typeof EFFECT_ORDER)[number]) -
+          EFFECT_ORDER.indexOf(b.state as (typeof EFFECT_ORDER)[number]) ||
+        (a.effectId < b.effectId ? -1 : 1),
+    )
   const { head } = view
   return forDisplay({
     runId,
@@ -350,7 +438,22 @@ export async function runDetail(backend: Backend, runId: string) {
             committedAt: view.lastStep.committedAt,
             outputs: jsonLines(view.lastStep.outputs),
           },
-    settled: Math.max(0, effectKeys - incomplete.length),
+    // Exact when both counts are; otherwise the run's page says "at least".
+    settled: Math.max(0, total.count - open.count),
+    counts: {
+      effects: total.count,
+      unsettled: open.count,
+      exact: !total.more && !open.more,
+      limit: EFFECT_COUNT_LIMIT,
+    },
+    effectPage: {
+      size: EFFECT_PAGE_SIZE,
+      state: page.state ?? null,
+      first: page.cursor === undefined,
+      read: records.length,
+      byState: pageCounts,
+      next: markers.cursor === undefined ? null : refOf(markers.cursor),
+    },
     effects: incomplete.map((effect) => ({
       ref: refOf(effect.effectId),
       effectId: effect.effectId,

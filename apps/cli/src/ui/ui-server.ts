@@ -343,7 +343,13 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
       const ref = param('ref')
       if (ref === null) return null
       const id = textOfRef(ref)
-      return url.pathname === '/api/run' ? runDetail(backend, id) : workerDetail(backend, id)
+      if (url.pathname === '/api/worker') return workerDetail(backend, id)
+      const cursor = param('effects')
+      const state = param('state')
+      return runDetail(backend, id, {
+        ...(cursor === null ? {} : { cursor: textOfRef(cursor) }),
+        ...(state === null ? {} : { state }),
+      })
     }
     const view = /^\/api\/view\/([a-z]+)$/.exec(url.pathname)?.[1]
     if (view !== undefined && LIST_VIEWS.includes(view)) return listView(backend, view)

@@ -479,8 +479,62 @@ function timeline(r) {
   return picture
 }
 
-async function runView(ref) {
-  const r = await api(`/api/run?ref=${encodeURIComponent(ref)}`)
+/**
+ * The paging of a run's unsettled effects: the counts (exact, or a lower bound past the
+ * server's count limit), what this page read by state, the filter (all, or unknown only)
+ * and the next page. The server reads one page of effect records per view, never them all.
+ */
+function effectPaging(ref, r) {
+  const at = (query) => `#/run/${ref}${query.size === 0 ? '' : `?${query}`}`
+  const more = r.counts.exact ? '' : ' or more'
+  const byState = Object.entries(r.effectPage.byState)
+    .map(([state, n]) => `${n} ${state}`)
+    .join(', ')
+  const filtered = r.effectPage.state
+  const links = [
+    el(
+      'a',
+      {
+        id: 'effects-filter',
+        href: at(new URLSearchParams(filtered === null ? { state: 'unknown' } : {})),
+      },
+      filtered === null ? 'Unknown only' : 'All unsettled',
+    ),
+  ]
+  if (!r.effectPage.first)
+    links.push(
+      ' ',
+      el(
+        'a',
+        {
+          id: 'effects-first',
+          href: at(new URLSearchParams(filtered === null ? {} : { state: filtered })),
+        },
+        'First page',
+      ),
+    )
+  if (r.effectPage.next !== null) {
+    const next = new URLSearchParams({ effects: r.effectPage.next })
+    if (filtered !== null) next.set('state', filtered)
+    links.push(' ', el('a', { id: 'effects-next', href: at(next) }, 'Next page of effects'))
+  }
+  return [
+    el(
+      'p',
+      { id: 'effect-counts' },
+      `${r.counts.unsettled}${more} unsettled of ${r.counts.effects}${more} effects; this page read ${r.effectPage.read} (${byState || 'none unsettled'})${filtered === null ? '' : `, showing ${filtered} only`}.`,
+    ),
+    el('p', {}, ...links),
+  ]
+}
+
+async function runView(ref, params) {
+  const query = new URLSearchParams({ ref })
+  for (const name of ['effects', 'state']) {
+    const value = params.get(name)
+    if (value !== null) query.set(name, value)
+  }
+  const r = await api(`/api/run?${query}`)
   const effects = table(
     ['effect', 'kind', 'state', 'idempotency key', 'retry allowed', 'history'],
     r.effects.map((e) => [
@@ -514,9 +568,16 @@ async function runView(ref) {
     el('h2', {}, 'Timeline'),
     el('div', { class: 'timeline' }, timeline(r)),
     el('h2', {}, 'Effects not settled (unknown first)'),
-    r.effects.length === 0
-      ? el('p', { class: 'note', id: 'effects-none' }, 'None: every effect is confirmed or failed.')
-      : effects,
+    ...effectPaging(ref, r),
+    r.effects.length > 0
+      ? effects
+      : r.counts.unsettled === 0
+        ? el(
+            'p',
+            { class: 'note', id: 'effects-none' },
+            'None: every effect is confirmed or failed.',
+          )
+        : el('p', { class: 'note', id: 'effects-none-here' }, 'None on this page.'),
     resolvePanel(ref, r),
     el('h2', {}, 'Last step'),
     r.lastStep === null
@@ -585,7 +646,7 @@ const ROUTES = [
   [/^overview$/, () => overviewView(), 'overview'],
   [/^keys$/, (_m, params) => keysView(params), 'keys'],
   [/^key\/([A-Za-z0-9_-]*)$/, (m) => keyView(m[1]), 'key'],
-  [/^run\/([A-Za-z0-9_-]+)$/, (m) => runView(m[1]), 'run'],
+  [/^run\/([A-Za-z0-9_-]+)$/, (m, params) => runView(m[1], params), 'run'],
   [/^worker\/([A-Za-z0-9_-]+)$/, (m) => workerView(m[1]), 'worker'],
   [/^(runs|workers|daemons|sessions)$/, (m) => listView(m[1]), null],
 ]

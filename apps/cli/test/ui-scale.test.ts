@@ -1,0 +1,335 @@
+/**
+ * `agent-state ui` at the issue's scale: a namespace of 100,000 keys and a run with 10,000
+ * effects (5,000 of them unknown), seeded in bulk on the memory backend (in process: the
+ * counts, not the backend, are under test). Each view's backend operations and the bytes it
+ * reads and sends are counted through a wrapper of the backend and asserted bounded (never a
+ * time), and every unknown effect is found by following the run's pages. Two committed
+ * mutants of the server's readers (a key page that lists the whole prefix, the run view as it
+ * was, every unsettled effect read and sent) fail the same checks.
+ *
+ * Knobs: AGENT_STATE_UI_SCALE_KEYS (default 100000), AGENT_STATE_UI_SCALE_EFFECTS (default
+ * 10000).
+ */
+import type { Backend } from '@agent-state/core'
+import { createMemoryBackend } from '@agent-state/memory'
+import { openRun } from '@agent-state/runtime'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { http, tokenCookie } from './ui-http.js'
+
+const KEYS = Number(process.env.AGENT_STATE_UI_SCALE_KEYS ?? 100_000)
+const EFFECTS = Number(process.env.AGENT_STATE_UI_SCALE_EFFECTS ?? 10_000)
+/** Every even-numbered effect is unknown, every odd one confirmed. */
+const UNKNOWN = Math.ceil(EFFECTS / 2)
+
+/** What a backend was asked during one view. */
+interface Tally {
+  calls: Record<string, number>
+  /** Entries all list calls returned. */
+  listed: number
+  /** Bytes of the values `get` returned. */
+  readBytes: number
+}
+
+/** `backend` counting every call, the entries listed and the value bytes read into {@link Tally}. */
+function counting(backend: Backend): { backend: Backend; tally: () => Tally; reset: () => void } {
+  let tally: Tally = { calls: {}, listed: 0, readBytes: 0 }
+  const wrapped = new Proxy(backend, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function') return value
+      return async (...args: unknown[]) => {
+        const name = String(property)
+        tally.calls[name] = (tally.calls[name] ?? 0) + 1
+        const answer = await value.apply(target, args)
+        if (name === 'list') tally.listed += answer.entries.length
+        if (name === 'get' && answer !== null) tally.readBytes += answer.value.length
+        return answer
+      }
+    },
+  })
+  return {
+    backend: wrapped,
+    tally: () => tally,
+    reset: () => {
+      tally = { calls: {}, listed: 0, readBytes: 0 }
+    },
+  }
+}
+
+const ref = (text: string) => Buffer.from(text, 'utf8').toString('base64url')
+const pad = (i: number, width: number) => String(i).padStart(width, '0')
+
+/** Seeds the namespace: {@link KEYS} keys `big/k-…`, and run `big` with {@link EFFECTS} effects. */
+async function seed(backend: Backend): Promise<void> {
+  const value = new TextEncoder().encode('v'.repeat(64))
+  let next = 0
+  const putter = async () => {
+    while (next < KEYS) await backend.put(`big/k-${pad(next++, 6)}`, value)
+  }
+  await Promise.all(Array.from({ length: 16 }, putter))
+  const run = await openRun(backend, 'big', {
+    handlers: {
+      pay: {
+        retrySafe: false,
+        reconcile: async () => ({ status: 'unknown' as const }),
+        // A failure that is not a rejection leaves the effect unknown.
+        dispatch: async (call) => {
+          if ((call.request as { i: number }).i % 2 === 0) throw new Error('connection reset')
+          return { ok: true }
+        },
+      },
+    },
+  })
+  for (let i = 0; i < EFFECTS; i++) {
+    await run.effect('pay', `e-${pad(i, 5)}`, { i }).catch((error: { code?: string }) => {
+      if (error.code !== 'EFFECT_UNKNOWN') throw error
+    })
+  }
+  await run.close()
+}
+
+type ServerModule = typeof import('../src/ui/ui-server.js')
+
+interface Served {
+  get(path: string): Promise<{ body: unknown; bytes: number; tally: Tally }>
+  close(): Promise<void>
+}
+
+async function serve(start: ServerModule['startUiServer'], backend: Backend): Promise<Served> {
+  const count = counting(backend)
+  const server = await start({
+    backend: count.backend,
+    info: {
+      url: 'memory:',
+      namespace: 'default',
+      name: backend.name,
+      capabilities: backend.capabilities,
+    },
+    host: '127.0.0.1',
+    port: 0,
+  })
+  const token = new URL(server.url).searchParams.get('token') ?? ''
+  return {
+    async get(path) {
+      count.reset()
+      const answer = await http(server.origin, path, {
+        headers: { Cookie: tokenCookie(server.port, token) },
+      })
+      expect(answer.status, `${path}: ${answer.body.slice(0, 200)}`).toBe(200)
+      return {
+        body: JSON.parse(answer.body),
+        bytes: Buffer.byteLength(answer.body),
+        tally: count.tally(),
+      }
+    },
+    close: () => server.close(),
+  }
+}
+
+interface KeyPage {
+  keys: { name: string }[]
+  prefixes: unknown[]
+  next: string | null
+}
+
+/**
+ * The key browser's first three pages of `big/` and its root: one `list` call each, at most a
+ * page (100) of entries listed, no value read, and an answer under 32 KiB.
+ */
+async function expectBoundedKeyPages(served: Served): Promise<void> {
+  let cursor: string | null = null
+  const seen: string[] = []
+  for (let page = 1; page <= 3; page++) {
+    const query = new URLSearchParams({ prefix: ref('big/') })
+    if (cursor !== null) query.set('cursor', cursor)
+    const { body, bytes, tally } = await served.get(`/api/keys?${query}`)
+    const keys = body as KeyPage
+    expect(tally.calls, `key page ${page}: backend calls`).toEqual({ list: 1 })
+    expect(tally.listed, `key page ${page}: entries listed`).toBeLessThanOrEqual(100)
+    expect(bytes, `key page ${page}: answer bytes`).toBeLessThan(32 * 1024)
+    expect(keys.keys).toHaveLength(100)
+    seen.push(...keys.keys.map((k) => k.name))
+    cursor = keys.next
+    expect(cursor, `key page ${page}: a next page`).not.toBeNull()
+  }
+  // The pages follow one another: keys 0 to 299, in order, none twice.
+  expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => `big/k-${pad(i, 6)}`))
+  const root = await served.get(`/api/keys?prefix=`)
+  expect(root.tally.calls, 'root page: backend calls').toEqual({ list: 1 })
+  expect((root.body as KeyPage).prefixes).toHaveLength(2) // big/ and runs/
+}
+
+interface RunPage {
+  settled: number
+  counts: { effects: number; unsettled: number; exact: boolean }
+  effectPage: { read: number; byState: Record<string, number>; next: string | null }
+  effects: { effectId: string; state: string }[]
+}
+
+/**
+ * Run `big`'s view: one page of effect records read (at most 100 effects, two reads each:
+ * the head and the effect, as `readEffect` verifies), at most 30 listings (the page, two
+ * counts of at most 10 listings, the steps), an answer under 128 KiB; the counts are right;
+ * and following the pages of `state=unknown` finds every unknown effect, each page as bounded.
+ */
+async function expectBoundedRunPages(served: Served): Promise<void> {
+  const bounded = (what: string, tally: Tally, bytes: number) => {
+    expect(tally.calls.get ?? 0, `${what}: get calls`).toBeLessThanOrEqual(2 * 100 + 2)
+    expect(tally.calls.list ?? 0, `${what}: list calls`).toBeLessThanOrEqual(30)
+    expect(tally.readBytes, `${what}: value bytes read`).toBeLessThan(512 * 1024)
+    expect(bytes, `${what}: answer bytes`).toBeLessThan(128 * 1024)
+  }
+  const first = await served.get(`/api/run?ref=${ref('big')}`)
+  bounded('run page', first.tally, first.bytes)
+  const run = first.body as RunPage
+  expect(run.counts).toEqual({
+    effects: EFFECTS,
+    unsettled: UNKNOWN,
+    // Exact up to the limit: the memory backend gives no cursor after the last key.
+    exact: EFFECTS <= 10_000,
+    limit: 10_000,
+  })
+  expect(run.settled).toBe(EFFECTS - UNKNOWN)
+  expect(run.effects.length).toBe(Math.min(100, UNKNOWN))
+  expect(run.effectPage.byState).toEqual({ unknown: Math.min(100, UNKNOWN) })
+  // Every unknown effect is findable: the pages of `state=unknown`, followed to the end.
+  const found = new Set<string>()
+  let cursor: string | null = null
+  let pages = 0
+  do {
+    const query = new URLSearchParams({ ref: ref('big'), state: 'unknown' })
+    if (cursor !== null) query.set('effects', cursor)
+    const { body, bytes, tally } = await served.get(`/api/run?${query}`)
+    pages++
+    bounded(`unknown page ${pages}`, tally, bytes)
+    const page = body as RunPage
+    for (const e of page.effects) {
+      expect(e.state).toBe('unknown')
+      found.add(e.effectId)
+    }
+    cursor = page.effectPage.next
+  } while (cursor !== null)
+  expect(found.size).toBe(UNKNOWN)
+  expect([...found].sort()).toEqual(Array.from({ length: UNKNOWN }, (_, i) => `e-${pad(2 * i, 5)}`))
+}
+
+interface Overview {
+  attention: { kind: string; subject: string; detail: string }[]
+}
+
+/**
+ * The overview: run `big`'s 5,000 unknown effects are its first 10 as items and one
+ * `run-needs-attention` line with their count, in an answer under 16 KiB. (Its backend reads
+ * are not bounded yet: the runs view it shares with the CLI reads every unsettled effect.)
+ */
+async function expectBoundedOverview(served: Served): Promise<void> {
+  const { body, bytes } = await served.get('/api/overview')
+  const { attention } = body as Overview
+  expect(bytes, 'overview: answer bytes').toBeLessThan(16 * 1024)
+  const unknown = attention.filter((a) => a.kind === 'unknown-effect')
+  expect(unknown.map((a) => a.subject)).toEqual(
+    Array.from({ length: Math.min(10, UNKNOWN) }, (_, i) => `big / e-${pad(2 * i, 5)}`),
+  )
+  expect(attention.find((a) => a.kind === 'run-needs-attention')?.detail).toMatch(
+    new RegExp(`^${UNKNOWN} unknown effect\\(s\\)`),
+  )
+}
+
+let backend: Backend
+
+beforeAll(async () => {
+  backend = createMemoryBackend({ namespace: 'ui-scale' })
+  await seed(backend)
+}, 120_000)
+
+afterAll(async () => {
+  await backend?.close()
+})
+
+describe(`agent-state ui at scale (${KEYS} keys, a run of ${EFFECTS} effects)`, () => {
+  it('pages the keys and the run, each view with bounded backend calls and bytes', async () => {
+    const { startUiServer } = await import('../src/ui/ui-server.js')
+    const served = await serve(startUiServer, backend)
+    try {
+      await expectBoundedKeyPages(served)
+      await expectBoundedRunPages(served)
+      await expectBoundedOverview(served)
+    } finally {
+      await served.close()
+    }
+  })
+})
+
+describe('agent-state ui at scale: the checks catch unbounded readers (mutants)', () => {
+  type Data = typeof import('../src/ui/ui-data.js')
+  const MUTANTS: [string, (real: Data) => Partial<Data>, (s: Served) => Promise<void>, RegExp][] = [
+    [
+      'a key page that lists the whole prefix, then shows its first page',
+      (real) => ({
+        keyPage: async (b, prefix, cursor) => {
+          let page = await b.list({ prefix, delimiter: '/' })
+          while (page.cursor !== undefined)
+            page = await b.list({ prefix, delimiter: '/', cursor: page.cursor })
+          return real.keyPage(b, prefix, cursor)
+        },
+      }),
+      expectBoundedKeyPages,
+      /key page 1: backend calls/,
+    ],
+    [
+      'the run view reading and sending every unsettled effect (inspectRun whole)',
+      (real) => ({
+        runDetail: async (b, runId, page) => {
+          const { inspectRun } = await import('@agent-state/runtime')
+          const whole = await inspectRun(b, runId)
+          const shown = (await real.runDetail(b, runId, page)) as Record<string, unknown>
+          return {
+            ...shown,
+            effects: whole.incomplete.map((e) => ({ effectId: e.effectId, state: e.state })),
+          }
+        },
+      }),
+      expectBoundedRunPages,
+      /run page: get calls/,
+    ],
+    [
+      'an overview listing every unknown effect',
+      (real) => ({
+        overview: async (b, info, now) => {
+          const shown = (await real.overview(b, info, now)) as Overview
+          const { inspectRun } = await import('@agent-state/runtime')
+          const all = (await inspectRun(b, 'big')).incomplete.map((e) => ({
+            kind: 'unknown-effect',
+            view: 'runs',
+            subject: `big / ${e.effectId}`,
+            detail: `effect ${e.effectId} (${e.kind}) of run big: outcome unknown`,
+          }))
+          return { ...shown, attention: [...all, ...shown.attention.slice(10)] }
+        },
+      }),
+      expectBoundedOverview,
+      /overview: answer bytes/,
+    ],
+  ]
+  for (const [name, mutate, check, failure] of MUTANTS) {
+    it(`fails on ${name}`, async () => {
+      vi.resetModules()
+      vi.doMock('../src/ui/ui-data.js', async (original) => {
+        const real = await original<Data>()
+        return { ...real, ...mutate(real) }
+      })
+      try {
+        const { startUiServer } = await import('../src/ui/ui-server.js')
+        const served = await serve(startUiServer, backend)
+        try {
+          await expect(check(served)).rejects.toThrow(failure)
+        } finally {
+          await served.close()
+        }
+      } finally {
+        vi.doUnmock('../src/ui/ui-data.js')
+        vi.resetModules()
+      }
+    })
+  }
+})

@@ -1,0 +1,199 @@
+/**
+ * The `agent-state ui` server's work per view (`bench:ui`): the median time of each view's
+ * answer, built by the server's own functions and serialized as the server sends it (no
+ * socket, no browser), and the backend calls it made, on namespaces of 1,000, 10,000 and
+ * 100,000 keys. Not a timed test: figures for FINDINGS.md and the CLI README.
+ *
+ * Each size N seeds, per backend, N keys `big/k-…` (64-byte values) and run `big` with N/10
+ * effects (every other one unknown, so N/20 unsettled), then measures each view REPS times
+ * after one warm-up: the overview, the runs list, the key browser's root and its first and
+ * sixth page of `big/` (the sixth through the cursor), one key, and run `big`'s first page
+ * of unsettled effects. The backend calls of a view do not depend on load; the times do: the
+ * machine's load average is printed with them.
+ *
+ * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs also works, its 100,000-key seeding is slow),
+ * UI_BENCH_SIZES (1000,10000,100000), UI_BENCH_REPS (15). Writes results/ui-views.json and .md.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Backend } from '@agent-state/core'
+import { createFsBackend } from '@agent-state/fs'
+import { createMemoryBackend } from '@agent-state/memory'
+import { openRun } from '@agent-state/runtime'
+import { createSqliteBackend } from '@agent-state/sqlite'
+import { keyDetail, keyPage, listView, overview, runDetail } from '../../apps/cli/src/ui/ui-data.js'
+import { median } from './stats.js'
+
+const BACKENDS = (process.env.UI_BENCH_BACKENDS ?? 'memory,sqlite').split(',')
+const SIZES = (process.env.UI_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
+const REPS = Number(process.env.UI_BENCH_REPS ?? 15)
+const root = mkdtempSync(join(tmpdir(), 'agent-state-ui-bench-'))
+
+function open(name: string, cell: string): Backend {
+  switch (name) {
+    case 'memory':
+      return createMemoryBackend({ namespace: cell })
+    case 'fs':
+      return createFsBackend({ root: join(root, cell), namespace: 'ui' })
+    case 'sqlite':
+      // NORMAL: the seeding's 100,000 commits without an fsync each; reads are the same.
+      return createSqliteBackend({ path: join(root, `${cell}.db`), synchronous: 'NORMAL' })
+    default:
+      throw new Error(`unknown backend ${name}`)
+  }
+}
+
+const pad = (i: number, width: number) => String(i).padStart(width, '0')
+
+async function seed(backend: Backend, keys: number): Promise<void> {
+  const value = new TextEncoder().encode('v'.repeat(64))
+  let next = 0
+  const putter = async () => {
+    while (next < keys) await backend.put(`big/k-${pad(next++, 6)}`, value)
+  }
+  await Promise.all(Array.from({ length: 16 }, putter))
+  const run = await openRun(backend, 'big', {
+    handlers: {
+      pay: {
+        retrySafe: false,
+        reconcile: async () => ({ status: 'unknown' as const }),
+        dispatch: async (call) => {
+          if ((call.request as { i: number }).i % 2 === 0) throw new Error('connection reset')
+          return { ok: true }
+        },
+      },
+    },
+  })
+  for (let i = 0; i < keys / 10; i++) {
+    await run.effect('pay', `e-${pad(i, 5)}`, { i }).catch((error: { code?: string }) => {
+      if (error.code !== 'EFFECT_UNKNOWN') throw error
+    })
+  }
+  await run.close()
+}
+
+/** `backend` counting its calls by method. */
+function counting(backend: Backend): { backend: Backend; take: () => Record<string, number> } {
+  let calls: Record<string, number> = {}
+  const wrapped = new Proxy(backend, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        calls[String(property)] = (calls[String(property)] ?? 0) + 1
+        return value.apply(target, args)
+      }
+    },
+  })
+  return {
+    backend: wrapped,
+    take: () => {
+      const taken = calls
+      calls = {}
+      return taken
+    },
+  }
+}
+
+interface Cell {
+  backend: string
+  keys: number
+  view: string
+  medianMs: number
+  minMs: number
+  maxMs: number
+  bytes: number
+  calls: Record<string, number>
+}
+
+const cells: Cell[] = []
+for (const name of BACKENDS) {
+  for (const keys of SIZES) {
+    const cell = `${name}-${keys}`
+    const raw = open(name, cell)
+    const started = performance.now()
+    await seed(raw, keys)
+    const seedS = (performance.now() - started) / 1000
+    const { backend, take } = counting(raw)
+    const info = {
+      url: `${name}:`,
+      namespace: 'ui',
+      name: raw.name,
+      capabilities: raw.capabilities,
+    }
+    // The sixth page's cursor, as a reader paging through would hold it.
+    let cursor: string | undefined
+    for (let page = 0; page < 5; page++) {
+      const from: { cursor?: string } = cursor === undefined ? {} : { cursor }
+      cursor = (await backend.list({ prefix: 'big/', delimiter: '/', limit: 100, ...from })).cursor
+    }
+    const views: [string, () => Promise<unknown>][] = [
+      ['overview', () => overview(backend, info)],
+      ['runs', () => listView(backend, 'runs')],
+      ['keys root', () => keyPage(backend, '', undefined)],
+      ['keys big/ page 1', () => keyPage(backend, 'big/', undefined)],
+      ['keys big/ page 6', () => keyPage(backend, 'big/', cursor)],
+      ['key', () => keyDetail(backend, `big/k-${pad(keys - 1, 6)}`)],
+      ['run (first page)', () => runDetail(backend, 'big')],
+    ]
+    for (const [view, build] of views) {
+      await build()
+      take()
+      const times: number[] = []
+      let bytes = 0
+      for (let rep = 0; rep < REPS; rep++) {
+        const t0 = performance.now()
+        bytes = Buffer.byteLength(JSON.stringify(await build()))
+        times.push(performance.now() - t0)
+      }
+      const calls = Object.fromEntries(
+        Object.entries(take()).map(([method, n]) => [method, n / REPS]),
+      )
+      cells.push({
+        backend: name,
+        keys,
+        view,
+        medianMs: median(times),
+        minMs: Math.min(...times),
+        maxMs: Math.max(...times),
+        bytes,
+        calls,
+      })
+      const last = cells[cells.length - 1] as Cell
+      console.log(
+        `${name} ${keys} keys (seeded in ${seedS.toFixed(1)} s) ${view}: median ${last.medianMs.toFixed(2)} ms (min ${last.minMs.toFixed(2)}, max ${last.maxMs.toFixed(2)}), ${bytes} bytes, calls ${JSON.stringify(calls)}`,
+      )
+    }
+    await raw.close()
+  }
+}
+rmSync(root, { recursive: true, force: true })
+
+const load = loadavg().map((l) => l.toFixed(2))
+const json = { reps: REPS, loadavg: load, at: new Date().toISOString(), cells }
+const out = new URL('../results/', import.meta.url)
+writeFileSync(new URL('ui-views.json', out), `${JSON.stringify(json, null, 2)}\n`)
+const rows = cells.map(
+  (c) =>
+    `| ${c.backend} | ${c.keys} | ${c.view} | ${c.medianMs.toFixed(2)} | ${c.minMs.toFixed(2)}–${c.maxMs.toFixed(2)} | ${c.bytes} | ${Object.entries(
+      c.calls,
+    )
+      .map(([m, n]) => `${m} ${n}`)
+      .join(', ')} |`,
+)
+writeFileSync(
+  new URL('ui-views.md', out),
+  [
+    `# agent-state ui: server work per view (${REPS} reps, load average ${load.join(' ')} at the end)`,
+    '',
+    'Median time of each view built and serialized in process (no socket, no browser), on a',
+    'shared, loaded machine: the times are noisy; the backend calls per view are not.',
+    '',
+    '| backend | keys | view | median ms | min–max ms | answer bytes | backend calls per view |',
+    '| --- | ---: | --- | ---: | ---: | ---: | --- |',
+    ...rows,
+    '',
+  ].join('\n'),
+)
+console.log(`load average ${load.join(' ')}; results/ui-views.md`)
