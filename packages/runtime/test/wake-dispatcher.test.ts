@@ -15,6 +15,7 @@ import {
   handlerFailure,
   interruptedRegistration,
   lateStart,
+  notifiedTicks,
   raceTwoDispatchers,
   T0,
   WAKE_BACKENDS,
@@ -78,6 +79,19 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
       secondTick: ['a'],
       states: ['fired', 'fired'],
       indexLeft: 0,
+    })
+  })
+
+  it('ticks woken by change notification: a wake due now is handled without waiting for the interval, a burst during a tick costs one more tick, the own marker deletes none, a wake due before the next tick at its due time; no notification, only the interval', async () => {
+    expect(await notifiedTicks(runtime, kind)).toEqual({
+      notified: true,
+      gateHandled: true,
+      burstHandled: 20,
+      ticksAfterBurst: 2,
+      soonHandled: true,
+      ticksAfterSoon: 3,
+      off: { notified: false, handled: false },
+      unclaimed: { notified: false, handled: false },
     })
   })
 

@@ -11,6 +11,7 @@ import { wakeError } from '../shared/errors.js'
 import { auditWakeFailure } from '../worker/worker-lifecycle.js'
 import { type ClaimTurn, inDueOrder } from './claim-order.js'
 import { handleDaemonWake } from './daemon-wakes.js'
+import { MAX_MET_WAKES, startTickTimer } from './tick-timer.js'
 import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
 import { type DueMarker, dueBuckets, dueMarkers } from './wake-index.js'
 import {
@@ -66,6 +67,13 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
   leaseTtlMs: z.int().min(100).max(3_600_000).default(30_000),
   /** Ms between ticks, or `null` for ticks only on `tick()`. Default 1000. */
   intervalMs: z.int().min(10).max(3_600_000).nullable().default(1_000),
+  /**
+   * Where the backend claims change notification, watch the due-time index
+   * and tick as soon as a wake is registered that is due (or due before the
+   * next tick), coalesced (docs/runtime/wakes.md, Ticks woken by change
+   * notification). Ignored with `intervalMs: null`. Default `true`.
+   */
+  tickOnChange: z.boolean().default(true),
   /** Page size of the index listings. Default 100. */
   pageSize: z.int().min(1).max(1000).default(100),
   /**
@@ -117,6 +125,12 @@ export interface TickReport {
 /** A running dispatcher. */
 export interface WakeDispatcher {
   readonly dispatcherId: string
+  /** Whether change notification of the due-time index wakes its ticks (`tickOnChange` on a backend that claims it, and the watch has not ended). */
+  readonly notified: boolean
+  /** Resolves once the due-time index is watched (at once when not notified): wakes registered from then on start a tick. */
+  readonly ready: Promise<void>
+  /** Ticks run so far (by the timer, by a change, by `tick()`): a diagnostic, and how tests count them. */
+  readonly ticks: number
   /** Runs one tick now (after the one in progress, if any): fires every due wake it can. */
   tick(): Promise<TickReport>
   /** Stops the timer and waits for the tick in progress. Idempotent. */
@@ -152,28 +166,45 @@ export function startWakeDispatcher(
   }
   const config = parsed.data
   let chain: Promise<unknown> = Promise.resolve()
-  let stopped = false
-  let timer: NodeJS.Timeout | undefined
+  let ticks = 0
+  // Wakes met by ticks, in insertion order, so the oldest are dropped first.
+  const met = new Set<string>()
+  const noteMet = (wakeId: string): void => {
+    met.delete(wakeId)
+    met.add(wakeId)
+    if (met.size > MAX_MET_WAKES) met.delete(met.values().next().value as string)
+  }
 
   const tick = (): Promise<TickReport> => {
-    const run = chain.then(() => runTick(backend, config))
+    const run = chain.then(() => {
+      ticks++
+      return runTick(backend, config, noteMet)
+    })
     chain = run.catch(() => undefined)
     return run
   }
-  const schedule = (): void => {
-    if (stopped || config.intervalMs === null) return
-    timer = setTimeout(() => {
-      tick().then(schedule, schedule)
-    }, config.intervalMs)
-    timer.unref?.()
-  }
-  schedule()
+  const timer =
+    config.intervalMs === null
+      ? null
+      : startTickTimer(backend, {
+          intervalMs: config.intervalMs,
+          tickOnChange: config.tickOnChange,
+          clock: config.clock,
+          met,
+          tick,
+        })
   return {
     dispatcherId: config.dispatcherId,
+    get notified() {
+      return timer?.notified ?? false
+    },
+    ready: timer?.ready ?? Promise.resolve(),
+    get ticks() {
+      return ticks
+    },
     tick,
     async stop() {
-      stopped = true
-      if (timer !== undefined) clearTimeout(timer)
+      timer?.stop()
       await chain
     },
   }
@@ -186,7 +217,11 @@ export function startWakeDispatcher(
  * to settle (taken, busy or failed), so no wake is fired while an earlier-due
  * one met by the tick is still unclaimed. Outcomes are reported in due order.
  */
-async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
+async function runTick(
+  backend: Backend,
+  config: Parsed,
+  noteMet: (wakeId: string) => void,
+): Promise<TickReport> {
   const now = config.clock()
   const slots: Array<
     { wakeId: string; outcome: WakeOutcome } | { key: string; error: unknown } | undefined
@@ -194,6 +229,8 @@ async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
   async function* markers(): AsyncGenerator<{ marker: DueMarker; slot: number }> {
     for await (const bucket of dueBuckets(backend, now)) {
       for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+        // Before any work on it, so the hint of its marker delete is known as this tick's own.
+        if ('wakeId' in marker) noteMet(marker.wakeId)
         slots.push(undefined)
         yield { marker, slot: slots.length - 1 }
       }
