@@ -10,6 +10,7 @@ import * as runtime from '../src/index.js'
 import {
   boundedConcurrency,
   cancelledNeverFires,
+  dispatcherSweep,
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
@@ -92,6 +93,13 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
       ticksAfterSoon: 3,
       off: { notified: false, handled: false },
       unclaimed: { notified: false, handled: false },
+    })
+  })
+
+  it("the dispatcher's own slow sweep completes interrupted registrations page by page, which then fire; sweep: null sweeps nothing", async () => {
+    expect(await dispatcherSweep(runtime, kind)).toEqual({
+      on: { swept: true, tick: ['off', 'on'] },
+      off: { rounds: 0, tick: [] },
     })
   })
 

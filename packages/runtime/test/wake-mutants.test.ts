@@ -12,12 +12,15 @@ import { wakeBucketPrefix } from '../src/shared/layout.js'
 import type { ClaimTurn } from '../src/wake/claim-order.js'
 import type * as DueWatch from '../src/wake/due-watch.js'
 import { openDueWatch, tickDelayOf } from '../src/wake/due-watch.js'
+import type * as Sweeper from '../src/wake/registration-sweeper.js'
 import type * as TickTimer from '../src/wake/tick-timer.js'
 import type * as WakeIndex from '../src/wake/wake-index.js'
+import { sweepWakeRegistrations } from '../src/wake/wake-sweep.js'
 import { mutated, unmockAll } from './mutants.js'
 import {
   boundedConcurrency,
   cancelledNeverFires,
+  dispatcherSweep,
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
@@ -34,6 +37,7 @@ const ORDER = '../src/wake/claim-order.ts'
 const SWEEP = '../src/wake/wake-sweep.ts'
 const DUE_WATCH = '../src/wake/due-watch.ts'
 const TICK_TIMER = '../src/wake/tick-timer.ts'
+const SWEEPER = '../src/wake/registration-sweeper.ts'
 type InDueOrder = <T>(
   items: AsyncIterable<T>,
   limit: number,
@@ -378,5 +382,69 @@ describe('notified-tick mutants on memory', () => {
     const outcome = await notifiedTicks(rt, kind)
     // wake-dispatcher.test.ts expects { notified: false, handled: false }.
     expect(outcome.unclaimed).toEqual({ notified: true, handled: true })
+  })
+})
+
+describe.each(WAKE_BACKENDS)('dispatcher sweep mutants on $name', (kind) => {
+  it('a dispatcher that never sweeps: the dispatcher-sweep check sees the interrupted registrations never fire', async () => {
+    const rt = await mutated(SWEEPER, (module) => ({
+      ...module,
+      startRegistrationSweeper: () => null,
+    }))
+    // wake-dispatcher.test.ts expects two rounds and both fired.
+    expect((await dispatcherSweep(rt, kind)).on).toEqual({ swept: false, tick: [] })
+  })
+
+  it('every round from the first record (the cursor dropped): the dispatcher-sweep check sees one registration never completed', async () => {
+    const rt = await mutated(SWEEPER, (module) => ({
+      ...module,
+      startRegistrationSweeper: (
+        backend: Backend,
+        options: { periodMs: number; limit: number } | null,
+      ) => {
+        if (options === null) return null
+        let rounds = 0
+        let last: Sweeper.SweepRound | null = null
+        const timer = setInterval(() => {
+          void sweepWakeRegistrations(backend, { limit: options.limit }).then((result) => {
+            last = result
+            rounds++
+          })
+        }, options.periodMs)
+        return {
+          get rounds() {
+            return rounds
+          },
+          get last() {
+            return last
+          },
+          async stop() {
+            clearInterval(timer)
+          },
+        }
+      },
+    }))
+    const outcome = await dispatcherSweep(rt, kind)
+    // wake-dispatcher.test.ts expects both fired.
+    expect(outcome.on.swept).toBe(true)
+    expect(outcome.on.tick).toHaveLength(1)
+  })
+
+  it('sweep: null ignored (the default period used): the dispatcher-sweep check sees the off dispatcher sweep', async () => {
+    const rt = await mutated(SWEEPER, (module) => ({
+      ...module,
+      startRegistrationSweeper: (
+        backend: Backend,
+        options: { periodMs: number; limit: number } | null,
+      ) =>
+        (module.startRegistrationSweeper as typeof Sweeper.startRegistrationSweeper)(
+          backend,
+          options ?? { periodMs: 100, limit: 1000 },
+        ),
+    }))
+    const outcome = await dispatcherSweep(rt, kind)
+    // wake-dispatcher.test.ts expects { rounds: 0, tick: [] }.
+    expect(outcome.off.rounds).toBeGreaterThan(0)
+    expect([...outcome.off.tick].sort()).toEqual(['off', 'on'])
   })
 })

@@ -973,3 +973,75 @@ export async function notifiedTicks(rt: Runtime, kind: WakeBackendKind): Promise
     }
   })
 }
+
+/** What the dispatcher-sweep scenario saw. */
+export interface DispatcherSweepOutcome {
+  /** With `sweep: { periodMs: 100, limit: 1 }`: whether two rounds ran (one record each), and the tick after them. */
+  readonly on: { readonly swept: boolean; readonly tick: readonly string[] }
+  /** With `sweep: null`: rounds run in the same wait (none), and the tick after it. */
+  readonly off: { readonly rounds: number; readonly tick: readonly string[] }
+}
+
+/**
+ * A registration interrupted between its two writes (the marker deleted
+ * after `registerWake`: the state a crash leaves) is completed by the
+ * dispatcher's own sweep. Two such wakes; with `sweep: { periodMs: 100,
+ * limit: 1 }` the first round completes the first record's, the second
+ * round goes on from its cursor and completes the other's, and the next
+ * tick fires both; with `sweep: null`,
+ * after as long (300 ms of real time), nothing is swept and nothing fires.
+ * Change-notified ticks are off and the interval is an hour, so only the
+ * explicit ticks fire.
+ */
+export async function dispatcherSweep(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<DispatcherSweepOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const interrupted = async (workerId: string) => {
+      const wake = await rt.registerWake(backend, {
+        target: { kind: 'worker', workerId },
+        cause: 'timeout',
+        dueAt: T0 + 1_000,
+        clock: clock.now,
+      })
+      await backend.delete(`wakes/due/${String(T0).padStart(13, '0')}/${wake.id}`)
+      return wake.id
+    }
+    const names = new Map([
+      [await interrupted('on'), 'on'],
+      [await interrupted('off'), 'off'],
+    ])
+    clock.set(T0 + 2_000)
+    const fired: string[] = []
+    const start = (sweep: { periodMs: number; limit: number } | null) =>
+      rt.startWakeDispatcher(backend, {
+        handlers: {
+          timeout: async (wake) => {
+            fired.push(names.get(wake.id) ?? wake.id)
+          },
+        },
+        clock: clock.now,
+        intervalMs: 3_600_000,
+        tickOnChange: false,
+        sweep,
+      })
+    const firedBy = async (dispatcher: ReturnType<typeof start>) => {
+      fired.length = 0
+      await dispatcher.tick()
+      return [...fired]
+    }
+
+    const off = start(null)
+    await sleep(300)
+    const offOutcome = { rounds: off.sweeps.rounds, tick: await firedBy(off) }
+    await off.stop()
+
+    const on = start({ periodMs: 100, limit: 1 })
+    const swept = await until(() => on.sweeps.rounds >= 2, 2_000)
+    const onOutcome = { swept, tick: (await firedBy(on)).sort() }
+    await on.stop()
+    return { on: onOutcome, off: offOutcome }
+  })
+}

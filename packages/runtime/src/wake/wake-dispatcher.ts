@@ -11,6 +11,7 @@ import { wakeError } from '../shared/errors.js'
 import { auditWakeFailure } from '../worker/worker-lifecycle.js'
 import { type ClaimTurn, inDueOrder } from './claim-order.js'
 import { handleDaemonWake } from './daemon-wakes.js'
+import { type SweepRound, startRegistrationSweeper } from './registration-sweeper.js'
 import { MAX_MET_WAKES, startTickTimer } from './tick-timer.js'
 import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
 import { type DueMarker, dueBuckets, dueMarkers } from './wake-index.js'
@@ -25,6 +26,7 @@ import {
 import { unindexWake } from './wake-registry.js'
 import { handleWorkerWake, workerWakeOptionsSchema } from './worker-wake-handler.js'
 
+export type { SweepRound } from './registration-sweeper.js'
 export type { FiredWake } from './wake-records.js'
 
 /** What a dispatcher calls for a fired wake of one cause. A rejection leaves the wake to be delivered again. */
@@ -74,6 +76,24 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
    * notification). Ignored with `intervalMs: null`. Default `true`.
    */
   tickOnChange: z.boolean().default(true),
+  /**
+   * The slow sweep of interrupted registrations (`sweepWakeRegistrations`,
+   * docs/runtime/wakes.md, Cancel and registration): one page of `limit`
+   * records every `periodMs`, going on from the previous page, so a wake
+   * whose registrant died between its two writes is completed and fires
+   * without an operator. On by default (10 minutes, 1000 records): such a
+   * wake is otherwise lost silently (a parked worker never woken), and a
+   * round costs one listing and at most `limit` reads. `null` turns it off
+   * (a deployment that runs the sweep elsewhere). Ignored with `intervalMs:
+   * null`, like every timer of the dispatcher.
+   */
+  sweep: z
+    .strictObject({
+      periodMs: z.int().min(100).max(86_400_000).default(600_000),
+      limit: z.int().min(1).max(10_000).default(1_000),
+    })
+    .nullable()
+    .default({ periodMs: 600_000, limit: 1_000 }),
   /** Page size of the index listings. Default 100. */
   pageSize: z.int().min(1).max(1000).default(100),
   /**
@@ -131,6 +151,8 @@ export interface WakeDispatcher {
   readonly ready: Promise<void>
   /** Ticks run so far (by the timer, by a change, by `tick()`): a diagnostic, and how tests count them. */
   readonly ticks: number
+  /** Registration sweep rounds run so far (the `sweep` option), and the last one's result or error. */
+  readonly sweeps: { readonly rounds: number; readonly last: SweepRound | null }
   /** Runs one tick now (after the one in progress, if any): fires every due wake it can. */
   tick(): Promise<TickReport>
   /** Stops the timer and waits for the tick in progress. Idempotent. */
@@ -193,8 +215,13 @@ export function startWakeDispatcher(
           met,
           tick,
         })
+  const sweeper =
+    config.intervalMs === null ? null : startRegistrationSweeper(backend, config.sweep)
   return {
     dispatcherId: config.dispatcherId,
+    get sweeps() {
+      return { rounds: sweeper?.rounds ?? 0, last: sweeper?.last ?? null }
+    },
     get notified() {
       return timer?.notified ?? false
     },
@@ -205,7 +232,7 @@ export function startWakeDispatcher(
     tick,
     async stop() {
       timer?.stop()
-      await chain
+      await Promise.all([chain, sweeper?.stop()])
     },
   }
 }
