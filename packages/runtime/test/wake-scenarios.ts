@@ -873,6 +873,8 @@ export async function notifiedTicks(rt: Runtime, kind: WakeBackendKind): Promise
     const backend = storage.open()
     const registrant = storage.open()
     const hintMs = 2 * (backend.capabilities.changeNotification?.maxDelayMs ?? 500)
+    // How long a wake may take to be handled: a notified tick comes well within it (memory 1.5 s, fs 4 s).
+    const boundMs = Math.max(1_500, 4 * hintMs)
     const start = performance.now()
     const clock = () => T0 + Math.floor(performance.now() - start)
     const register = (workerId: string, dueAt: number, on: Backend = registrant) =>
@@ -896,7 +898,7 @@ export async function notifiedTicks(rt: Runtime, kind: WakeBackendKind): Promise
     await dispatcher.ready
     const notified = dispatcher.notified
     gateId = (await register('gate', clock())).id
-    const gateHandled = await until(() => handled.has(gateId), 3_000)
+    const gateHandled = await until(() => handled.has(gateId), boundMs)
     if (!gateHandled) {
       // Nothing is woken by a change: the rest would only wait out its bounds.
       open()
@@ -918,13 +920,13 @@ export async function notifiedTicks(rt: Runtime, kind: WakeBackendKind): Promise
     )
     await sleep(hintMs)
     open()
-    await until(() => burst.every((wake) => handled.has(wake.id)), 3_000)
+    await until(() => burst.every((wake) => handled.has(wake.id)), boundMs)
     await sleep(hintMs)
     const burstHandled = burst.filter((wake) => handled.has(wake.id)).length
     const ticksAfterBurst = dispatcher.ticks
     // Due once its hint has surely arrived, so the hint arms the timer rather than ticking now.
     const soon = await register('soon', clock() + Math.max(200, hintMs))
-    const soonHandled = await until(() => handled.has(soon.id), 3_000)
+    const soonHandled = await until(() => handled.has(soon.id), boundMs)
     await sleep(hintMs)
     const ticksAfterSoon = dispatcher.ticks
     await dispatcher.stop()
@@ -1039,7 +1041,8 @@ export async function dispatcherSweep(
     await off.stop()
 
     const on = start({ periodMs: 100, limit: 1 })
-    const swept = await until(() => on.sweeps.rounds >= 2, 2_000)
+    // Two rounds of a 100 ms period come well within 1.5 s.
+    const swept = await until(() => on.sweeps.rounds >= 2, 1_500)
     const onOutcome = { swept, tick: (await firedBy(on)).sort() }
     await on.stop()
     return { on: onOutcome, off: offOutcome }
