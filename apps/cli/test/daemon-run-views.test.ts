@@ -1,5 +1,7 @@
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openBackend } from '@agent-state/core'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { importBackendPackage } from '../src/backend-importer.js'
 import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
 
 afterAll(removeTemps)
@@ -75,6 +77,32 @@ describe('daemons and runs views on state a crashed process left', () => {
   })
 })
 
+/**
+ * The failed wake of seed-wakes.ts (daemon `hook`) as the view shows it: its
+ * JSON row and its table line say why it failed (the code and the attempts).
+ */
+function expectFailedWakeRow(row: unknown): void {
+  expect(row).toMatchObject({
+    cause: 'webhook',
+    state: 'failed',
+    firing: { dispatcher: 'disp-2', latenessMs: 3000, attempts: 1, delivered: false },
+    failure: {
+      code: 'EVENT_NOT_FOUND',
+      attempts: 1,
+      message: 'the webhook body is gone',
+      failedAt: Date.UTC(2020, 0, 1) + 5000,
+      audited: false,
+    },
+  })
+}
+
+/** See {@link expectFailedWakeRow}: the table line. */
+function expectFailedWakeLine(line: string | undefined): void {
+  expect(line).toMatch(
+    /daemon:hook\s+webhook\s+\S+\s+failed \(EVENT_NOT_FOUND, 1 attempt\)\s+3000 ms\s+disp-2$/,
+  )
+}
+
 describe('wakes view', () => {
   let url: string
   beforeAll(async () => {
@@ -83,7 +111,7 @@ describe('wakes view', () => {
     expect(seeded.status, seeded.stderr).toBe(0)
   }, 120_000)
 
-  it('lists wakes in due order with state, lateness and reason; an unreadable record is a row and exit 1', async () => {
+  it('lists wakes in due order with state, lateness, reason and why a wake failed; an unreadable record is a row and exit 1', async () => {
     const json = await runCli(['wakes', '--json', '--url', url])
     expect(json.status, json.stderr).toBe(1)
     expect(json.stderr).toContain('1 record(s) could not be read')
@@ -91,6 +119,7 @@ describe('wakes view', () => {
     expect(rows.map((r: { target: string | null }) => r.target)).toEqual([
       'daemon:inbox',
       'worker:woken',
+      'daemon:hook',
       'worker:sleeper',
       'worker:sleeper',
       'worker:parked',
@@ -104,13 +133,15 @@ describe('wakes view', () => {
       dueAt: Date.UTC(2020, 0, 1) + 1000,
       firing: { dispatcher: 'disp-1', latenessMs: 2500, attempts: 1, delivered: true },
     })
-    expect(rows[4]).toMatchObject({
+    expect(rows[1].failure).toBeNull()
+    expect(rows[5]).toMatchObject({
       cause: 'timeout',
       state: 'pending',
       dueAt: Date.UTC(2030, 0, 1),
+      failure: null,
     })
-    expect(rows[5]).toMatchObject({ state: 'cancelled', cancelReason: 'worker closed' })
-    expect(rows[6]).toMatchObject({ state: null, error: { code: 'WAKE_CORRUPT' } })
+    expect(rows[6]).toMatchObject({ state: 'cancelled', cancelReason: 'worker closed' })
+    expect(rows[7]).toMatchObject({ state: null, error: { code: 'WAKE_CORRUPT' } })
     const table = await runCli(['wakes', '--url', url])
     const lines = table.stdout.split('\n')
     expect(lines[0]).toMatch(/^WAKE\s+TARGET\s+CAUSE\s+DUE\s+STATE\s+LATENESS\s+BY$/)
@@ -118,7 +149,9 @@ describe('wakes view', () => {
       /daemon:inbox\s+interval\s+2020-01-01T00:00:00\.000Z\s+pending\s+overdue \d+h \d+m\s+-$/,
     )
     expect(lines[2]).toMatch(/worker:woken\s+event\s+\S+\s+fired\s+2500 ms\s+disp-1$/)
-    expect(lines[6]).toMatch(/worker:gone\s+schedule\s+\S+\s+cancelled\s+-\s+worker closed$/)
+    expectFailedWakeRow(rows[2])
+    expectFailedWakeLine(lines[3])
+    expect(lines[7]).toMatch(/worker:gone\s+schedule\s+\S+\s+cancelled\s+-\s+worker closed$/)
   })
 
   it("workers: a parked worker's next wake is its earliest pending one by due time, with the topic it waits on", async () => {
@@ -141,5 +174,43 @@ describe('wakes view', () => {
     expect(lines[1]).toMatch(
       /^sleeper\s+suspended\s.*\stimeout \d+h \d+m ago, or event fix-chosen$/,
     )
+  })
+
+  it('the failed-wake check catches a view that reads wake records without their failure (mutant)', async () => {
+    vi.resetModules()
+    vi.doMock('@agent-state/runtime/internal', async (original) => {
+      const internal = await original<typeof import('@agent-state/runtime/internal')>()
+      return {
+        ...internal,
+        decodeWake: (...args: Parameters<typeof internal.decodeWake>) => ({
+          ...internal.decodeWake(...args),
+          failure: null,
+        }),
+      }
+    })
+    try {
+      const { wakesView } = await import('../src/commands/agent-views.js')
+      const backend = await openBackend(url, { importer: importBackendPackage })
+      try {
+        const rows: unknown[] = []
+        const lines: string[] = []
+        for await (const row of wakesView.rows(backend)) {
+          rows.push(JSON.parse(JSON.stringify(row)))
+          lines.push(wakesView.cells(row, Date.now()).join('  '))
+        }
+        // The same rows as the CLI's: the failed wake is the third.
+        expect(lines[2]).toMatch(/^\S+ {2}daemon:hook {2}webhook/)
+        // Both checks see it: the row lacks its failure, the line says only `failed`.
+        expect(rows[2]).toMatchObject({ state: 'failed', failure: null })
+        expect(() => expectFailedWakeRow(rows[2])).toThrow(/to match object \{ cause: 'webhook'/)
+        expect(lines[2]).toMatch(/ {2}failed {2}3000 ms {2}disp-2$/)
+        expect(() => expectFailedWakeLine(lines[2])).toThrow(/to match \/daemon:hook/)
+      } finally {
+        await backend.close()
+      }
+    } finally {
+      vi.doUnmock('@agent-state/runtime/internal')
+      vi.resetModules()
+    }
   })
 })

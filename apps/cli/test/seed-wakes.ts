@@ -5,6 +5,8 @@
  * - an interval for daemon `inbox`, due at 2020-01-01T00:00:00Z: pending and overdue;
  * - an event for worker `woken`, due at 2020-01-01T00:00:01Z, fired by dispatcher `disp-1`
  *   2.5 s after its due time and delivered;
+ * - a webhook for daemon `hook`, due at 2020-01-01T00:00:02Z, given up by dispatcher `disp-2`
+ *   (`maxAttempts: 1`) when its handler threw `EVENT_NOT_FOUND`: failed;
  * - a schedule for worker `gone`, due at 2030-01-01T00:00:01Z, cancelled with reason `worker closed`;
  * - `wakes/records/<a valid id>` holding bytes that are not a wake;
  * - worker `sleeper`, parked at 2019-12-31T23:59:00Z by the local runtime with a `cron` trigger
@@ -13,7 +15,7 @@
  *
  *   node --conditions=@agent-state/source --import tsx test/seed-wakes.ts <url>
  */
-import { openBackend } from '@agent-state/core'
+import { AgentStateError, openBackend } from '@agent-state/core'
 import { cancelWake, registerWake, startWakeDispatcher, startWorker } from '@agent-state/runtime'
 import { importBackendPackage } from '../src/backend-importer.js'
 
@@ -60,6 +62,27 @@ const dispatcher = startWakeDispatcher(backend, {
 })
 await dispatcher.tick()
 await dispatcher.stop()
+
+await registerWake(backend, {
+  target: { kind: 'daemon', daemonId: 'hook' },
+  cause: 'webhook',
+  dueAt: PAST + 2000,
+  clock,
+})
+// Only webhook wakes have a handler here, and it fails for good on the first attempt.
+const givingUp = startWakeDispatcher(backend, {
+  handlers: {
+    webhook: async () => {
+      throw new AgentStateError('EVENT_NOT_FOUND', 'the webhook body is gone')
+    },
+  },
+  clock: () => PAST + 5000,
+  dispatcherId: 'disp-2',
+  intervalMs: null,
+  maxAttempts: 1,
+})
+await givingUp.tick()
+await givingUp.stop()
 
 await backend.put(
   `wakes/records/${String(FUTURE + 2000).padStart(13, '0')}-${'0'.repeat(32)}`,

@@ -148,6 +148,7 @@ export {
   readWorkerWakes,
   registerWake,
   registerWakeOptionsSchema,
+  type SweepRound,
   type SweepWakeRegistrationsOptions,
   type SweepWakeRegistrationsResult,
   startWakeDispatcher,

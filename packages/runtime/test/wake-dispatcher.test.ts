@@ -10,11 +10,13 @@ import * as runtime from '../src/index.js'
 import {
   boundedConcurrency,
   cancelledNeverFires,
+  dispatcherSweep,
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
   interruptedRegistration,
   lateStart,
+  notifiedTicks,
   raceTwoDispatchers,
   T0,
   WAKE_BACKENDS,
@@ -78,6 +80,26 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
       secondTick: ['a'],
       states: ['fired', 'fired'],
       indexLeft: 0,
+    })
+  })
+
+  it('ticks woken by change notification: a wake due now is handled without waiting for the interval, a burst during a tick costs one more tick, the own marker deletes none, a wake due before the next tick at its due time; no notification, only the interval', async () => {
+    expect(await notifiedTicks(runtime, kind)).toEqual({
+      notified: true,
+      gateHandled: true,
+      burstHandled: 20,
+      ticksAfterBurst: 2,
+      soonHandled: true,
+      ticksAfterSoon: 3,
+      off: { notified: false, handled: false },
+      unclaimed: { notified: false, handled: false },
+    })
+  })
+
+  it("the dispatcher's own slow sweep completes interrupted registrations page by page, which then fire; sweep: null sweeps nothing", async () => {
+    expect(await dispatcherSweep(runtime, kind)).toEqual({
+      on: { swept: true, tick: ['off', 'on'] },
+      off: { rounds: 0, tick: [] },
     })
   })
 

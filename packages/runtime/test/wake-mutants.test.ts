@@ -10,16 +10,23 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { WakeRecord } from '../src/index.js'
 import { wakeBucketPrefix } from '../src/shared/layout.js'
 import type { ClaimTurn } from '../src/wake/claim-order.js'
+import type * as DueWatch from '../src/wake/due-watch.js'
+import { openDueWatch, tickDelayOf } from '../src/wake/due-watch.js'
+import type * as Sweeper from '../src/wake/registration-sweeper.js'
+import type * as TickTimer from '../src/wake/tick-timer.js'
 import type * as WakeIndex from '../src/wake/wake-index.js'
+import { sweepWakeRegistrations } from '../src/wake/wake-sweep.js'
 import { mutated, unmockAll } from './mutants.js'
 import {
   boundedConcurrency,
   cancelledNeverFires,
+  dispatcherSweep,
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
   interruptedRegistration,
   lateStart,
+  notifiedTicks,
   raceTwoDispatchers,
   WAKE_BACKENDS,
 } from './wake-scenarios.js'
@@ -28,6 +35,9 @@ const FIRING = '../src/wake/wake-firing.ts'
 const INDEX = '../src/wake/wake-index.ts'
 const ORDER = '../src/wake/claim-order.ts'
 const SWEEP = '../src/wake/wake-sweep.ts'
+const DUE_WATCH = '../src/wake/due-watch.ts'
+const TICK_TIMER = '../src/wake/tick-timer.ts'
+const SWEEPER = '../src/wake/registration-sweeper.ts'
 type InDueOrder = <T>(
   items: AsyncIterable<T>,
   limit: number,
@@ -244,5 +254,200 @@ describe.each(WAKE_BACKENDS)('wake mutants on $name', (kind) => {
     const outcome = await interruptedRegistration(rt, kind)
     // wake-dispatcher.test.ts expects 'pending', and b fired on the first tick.
     expect(outcome).toMatchObject({ raced: 'PRECONDITION_FAILED', firstTick: [] })
+  })
+})
+
+/**
+ * The notified-ticks mutants run on memory only: the timer and the hint
+ * reading they break are the same code over every backend (the check itself
+ * runs on memory and fs), and each mutant waits out the scenario's bounds.
+ */
+describe('notified-tick mutants on memory', () => {
+  const kind = WAKE_BACKENDS[0] as (typeof WAKE_BACKENDS)[number]
+
+  it('ticks only on the interval (the due-time index never watched): the notified-ticks check sees no wake handled', async () => {
+    const rt = await mutated(DUE_WATCH, (original) => ({
+      ...original,
+      openDueWatch: () => ({ notified: false, established: Promise.resolve() }),
+    }))
+    const outcome = await notifiedTicks(rt, kind)
+    // wake-dispatcher.test.ts expects notified, and every wake handled.
+    expect(outcome).toMatchObject({ notified: false, gateHandled: false, burstHandled: 0 })
+  })
+
+  it('a tick per hint, not coalesced: the notified-ticks check sees a tick for each wake of the burst', async () => {
+    const rt = await mutated(TICK_TIMER, (original) => ({
+      ...original,
+      startTickTimer: (
+        backend: Backend,
+        options: Parameters<typeof TickTimer.startTickTimer>[1],
+      ): TickTimer.TickTimer => {
+        const controller = new AbortController()
+        const watch = openDueWatch(backend, controller.signal, (hint) => {
+          const delay = tickDelayOf(hint, options.met, options.clock(), options.intervalMs)
+          if (delay !== null) setTimeout(() => void options.tick().catch(() => undefined), delay)
+        })
+        return {
+          get notified() {
+            return watch.notified
+          },
+          ready: watch.established,
+          stop: () => controller.abort(),
+        }
+      },
+    }))
+    const outcome = await notifiedTicks(rt, kind)
+    // wake-dispatcher.test.ts expects 2: the gate's tick and one for the burst.
+    expect(outcome.ticksAfterBurst).toBeGreaterThanOrEqual(21)
+  })
+
+  it("the hints of the dispatcher's own marker deletes taken as new wakes: the notified-ticks check sees extra ticks", async () => {
+    const rt = await mutated(DUE_WATCH, (original) => ({
+      ...original,
+      tickDelayOf: (
+        hint: DueWatch.DueHint,
+        _met: ReadonlySet<string>,
+        now: number,
+        interval: number,
+      ) => (original.tickDelayOf as typeof DueWatch.tickDelayOf)(hint, new Set(), now, interval),
+    }))
+    const outcome = await notifiedTicks(rt, kind)
+    // wake-dispatcher.test.ts expects 2 and then 3.
+    expect(outcome.ticksAfterBurst).toBeGreaterThan(2)
+    expect(outcome.ticksAfterSoon).toBeGreaterThan(outcome.ticksAfterBurst + 1)
+  })
+
+  it('a hint of a wake due later ignored (only due-now hints tick): the notified-ticks check sees the wake due before the next tick wait for the interval', async () => {
+    const rt = await mutated(DUE_WATCH, (original) => ({
+      ...original,
+      tickDelayOf: (
+        hint: DueWatch.DueHint,
+        met: ReadonlySet<string>,
+        now: number,
+        interval: number,
+      ) => {
+        const delay = (original.tickDelayOf as typeof DueWatch.tickDelayOf)(
+          hint,
+          met,
+          now,
+          interval,
+        )
+        return delay === 0 ? 0 : null
+      },
+    }))
+    const outcome = await notifiedTicks(rt, kind)
+    // wake-dispatcher.test.ts expects it handled, in a third tick.
+    expect(outcome).toMatchObject({ gateHandled: true, soonHandled: false, ticksAfterSoon: 2 })
+  })
+
+  it('tickOnChange: false ignored: the notified-ticks check sees that dispatcher notified and the wake handled', async () => {
+    const rt = await mutated(TICK_TIMER, (original) => ({
+      ...original,
+      startTickTimer: (backend: Backend, options: Parameters<typeof TickTimer.startTickTimer>[1]) =>
+        (original.startTickTimer as typeof TickTimer.startTickTimer)(backend, {
+          ...options,
+          tickOnChange: true,
+        }),
+    }))
+    const outcome = await notifiedTicks(rt, kind)
+    // wake-dispatcher.test.ts expects { notified: false, handled: false }.
+    expect(outcome.off).toEqual({ notified: true, handled: true })
+  })
+
+  it('watch() used without the capability claim: the notified-ticks check sees the unclaimed backend notified', async () => {
+    const rt = await mutated(DUE_WATCH, (original) => ({
+      ...original,
+      openDueWatch: (
+        backend: Backend,
+        signal: AbortSignal,
+        onHint: (hint: DueWatch.DueHint) => void,
+      ) =>
+        (original.openDueWatch as typeof DueWatch.openDueWatch)(
+          new Proxy(backend, {
+            get(target, property) {
+              if (property === 'capabilities') {
+                return {
+                  ...target.capabilities,
+                  changeNotification: { mode: 'push', maxDelayMs: 500 },
+                }
+              }
+              const value = Reflect.get(target, property)
+              return typeof value === 'function' ? value.bind(target) : value
+            },
+          }),
+          signal,
+          onHint,
+        ),
+    }))
+    const outcome = await notifiedTicks(rt, kind)
+    // wake-dispatcher.test.ts expects { notified: false, handled: false }.
+    expect(outcome.unclaimed).toEqual({ notified: true, handled: true })
+  })
+})
+
+/** Memory only, like the notified-tick mutants: the sweeper is the same code over every backend (the check runs on memory and fs). */
+describe('dispatcher sweep mutants on memory', () => {
+  const kind = WAKE_BACKENDS[0] as (typeof WAKE_BACKENDS)[number]
+
+  it('a dispatcher that never sweeps: the dispatcher-sweep check sees the interrupted registrations never fire', async () => {
+    const rt = await mutated(SWEEPER, (module) => ({
+      ...module,
+      startRegistrationSweeper: () => null,
+    }))
+    // wake-dispatcher.test.ts expects two rounds and both fired.
+    expect((await dispatcherSweep(rt, kind)).on).toEqual({ swept: false, tick: [] })
+  })
+
+  it('every round from the first record (the cursor dropped): the dispatcher-sweep check sees one registration never completed', async () => {
+    const rt = await mutated(SWEEPER, (module) => ({
+      ...module,
+      startRegistrationSweeper: (
+        backend: Backend,
+        options: { periodMs: number; limit: number } | null,
+      ) => {
+        if (options === null) return null
+        let rounds = 0
+        let last: Sweeper.SweepRound | null = null
+        const timer = setInterval(() => {
+          void sweepWakeRegistrations(backend, { limit: options.limit }).then((result) => {
+            last = result
+            rounds++
+          })
+        }, options.periodMs)
+        return {
+          get rounds() {
+            return rounds
+          },
+          get last() {
+            return last
+          },
+          async stop() {
+            clearInterval(timer)
+          },
+        }
+      },
+    }))
+    const outcome = await dispatcherSweep(rt, kind)
+    // wake-dispatcher.test.ts expects both fired.
+    expect(outcome.on.swept).toBe(true)
+    expect(outcome.on.tick).toHaveLength(1)
+  })
+
+  it('sweep: null ignored (the default period used): the dispatcher-sweep check sees the off dispatcher sweep', async () => {
+    const rt = await mutated(SWEEPER, (module) => ({
+      ...module,
+      startRegistrationSweeper: (
+        backend: Backend,
+        options: { periodMs: number; limit: number } | null,
+      ) =>
+        (module.startRegistrationSweeper as typeof Sweeper.startRegistrationSweeper)(
+          backend,
+          options ?? { periodMs: 100, limit: 1000 },
+        ),
+    }))
+    const outcome = await dispatcherSweep(rt, kind)
+    // wake-dispatcher.test.ts expects { rounds: 0, tick: [] }.
+    expect(outcome.off.rounds).toBeGreaterThan(0)
+    expect([...outcome.off.tick].sort()).toEqual(['off', 'on'])
   })
 })

@@ -821,3 +821,230 @@ export async function interruptedRegistration(
     }
   })
 }
+
+/** Waits (real time, at most `ms`) until `check` holds; resolves whether it did. */
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() >= deadline) return false
+    await sleep(10)
+  }
+  return true
+}
+
+/** What the notified-ticks scenario saw. */
+export interface NotifiedOutcome {
+  /** Whether the dispatcher said its ticks are woken by change notification. */
+  readonly notified: boolean
+  /** Whether the gate wake (due at registration) reached its handler long before the one-hour interval. */
+  readonly gateHandled: boolean
+  /** Of the burst's 20 wakes, registered while the gate's tick runs, how many were handled. */
+  readonly burstHandled: number
+  /** Ticks run once the burst is handled and every hint has had time to arrive: the gate's and one coalesced. */
+  readonly ticksAfterBurst: number
+  /** Whether a wake due twice `maxDelayMs` (at least 200 ms) after its registration, before the next interval tick, was handled. */
+  readonly soonHandled: boolean
+  /** Ticks once it was: one more. */
+  readonly ticksAfterSoon: number
+  /** With `tickOnChange: false`, and on a backend that claims no change notification: notified, and whether a wake due now was handled before the interval. */
+  readonly off: { readonly notified: boolean; readonly handled: boolean }
+  readonly unclaimed: { readonly notified: boolean; readonly handled: boolean }
+}
+
+/**
+ * Ticks woken by change notification. The dispatcher's interval is one hour,
+ * so every wake handled here was handled by a tick a hint started. Its clock
+ * runs from T0 with real time (the lease clock stays the manual one, at T0,
+ * so no lease expires). A registrant (a second backend instance, as another
+ * process) registers a gate wake due now, whose handler holds the tick until
+ * the scenario opens it; while it is held, 20 wakes due now; the scenario
+ * waits twice the backend's `maxDelayMs` (the hints have arrived), opens the
+ * gate, waits until the 20 are handled and twice `maxDelayMs` more (the
+ * hints of the dispatcher's own marker deletes have arrived too), and counts
+ * the ticks: two (the gate's; one for the whole burst), none for its own
+ * deletes. Then a wake due twice `maxDelayMs` after registration (at least
+ * 200 ms): its hint arms the timer
+ * at its due time, one more tick. Last, a dispatcher with `tickOnChange:
+ * false` and one over a backend that hides its claim: neither is notified,
+ * and a wake due now waits for the interval.
+ */
+export async function notifiedTicks(rt: Runtime, kind: WakeBackendKind): Promise<NotifiedOutcome> {
+  return withStorage(kind, async (storage) => {
+    const backend = storage.open()
+    const registrant = storage.open()
+    const hintMs = 2 * (backend.capabilities.changeNotification?.maxDelayMs ?? 500)
+    // How long a wake may take to be handled: a notified tick comes well within it (memory 1.5 s, fs 4 s).
+    const boundMs = Math.max(1_500, 4 * hintMs)
+    const start = performance.now()
+    const clock = () => T0 + Math.floor(performance.now() - start)
+    const register = (workerId: string, dueAt: number, on: Backend = registrant) =>
+      rt.registerWake(on, { target: { kind: 'worker', workerId }, cause: 'timeout', dueAt, clock })
+    const handled = new Set<string>()
+    let open!: () => void
+    const gateOpen = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    let gateId = ''
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        timeout: async (wake) => {
+          handled.add(wake.id)
+          if (wake.id === gateId) await gateOpen
+        },
+      },
+      clock,
+      intervalMs: 3_600_000,
+    })
+    await dispatcher.ready
+    const notified = dispatcher.notified
+    gateId = (await register('gate', clock())).id
+    const gateHandled = await until(() => handled.has(gateId), boundMs)
+    if (!gateHandled) {
+      // Nothing is woken by a change: the rest would only wait out its bounds.
+      open()
+      await dispatcher.stop()
+      const none = { notified: false, handled: false }
+      return {
+        notified,
+        gateHandled,
+        burstHandled: 0,
+        ticksAfterBurst: dispatcher.ticks,
+        soonHandled: false,
+        ticksAfterSoon: dispatcher.ticks,
+        off: none,
+        unclaimed: none,
+      }
+    }
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => register(`burst${i}`, clock())),
+    )
+    await sleep(hintMs)
+    open()
+    await until(() => burst.every((wake) => handled.has(wake.id)), boundMs)
+    await sleep(hintMs)
+    const burstHandled = burst.filter((wake) => handled.has(wake.id)).length
+    const ticksAfterBurst = dispatcher.ticks
+    // Due once its hint has surely arrived, so the hint arms the timer rather than ticking now.
+    const soon = await register('soon', clock() + Math.max(200, hintMs))
+    const soonHandled = await until(() => handled.has(soon.id), boundMs)
+    await sleep(hintMs)
+    const ticksAfterSoon = dispatcher.ticks
+    await dispatcher.stop()
+
+    const untouched = async (on: Backend, options: { tickOnChange?: boolean }) => {
+      let called = false
+      const quiet = rt.startWakeDispatcher(on, {
+        handlers: {
+          timeout: async () => {
+            called = true
+          },
+        },
+        clock,
+        intervalMs: 3_600_000,
+        ...options,
+      })
+      await quiet.ready
+      await register('quiet', clock(), on)
+      await sleep(hintMs / 2)
+      const outcome = { notified: quiet.notified, handled: called }
+      await quiet.stop()
+      return outcome
+    }
+    const off = await untouched(storage.open(), { tickOnChange: false })
+    const hidden = storage.open()
+    const unclaimedBackend = new Proxy(hidden, {
+      get(target, property, receiver) {
+        if (property === 'capabilities') {
+          const { changeNotification: _, ...rest } = target.capabilities
+          return rest
+        }
+        const value = Reflect.get(target, property, receiver)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const unclaimed = await untouched(unclaimedBackend, {})
+    return {
+      notified,
+      gateHandled,
+      burstHandled,
+      ticksAfterBurst,
+      soonHandled,
+      ticksAfterSoon,
+      off,
+      unclaimed,
+    }
+  })
+}
+
+/** What the dispatcher-sweep scenario saw. */
+export interface DispatcherSweepOutcome {
+  /** With `sweep: { periodMs: 100, limit: 1 }`: whether two rounds ran (one record each), and the tick after them. */
+  readonly on: { readonly swept: boolean; readonly tick: readonly string[] }
+  /** With `sweep: null`: rounds run in the same wait (none), and the tick after it. */
+  readonly off: { readonly rounds: number; readonly tick: readonly string[] }
+}
+
+/**
+ * A registration interrupted between its two writes (the marker deleted
+ * after `registerWake`: the state a crash leaves) is completed by the
+ * dispatcher's own sweep. Two such wakes; with `sweep: { periodMs: 100,
+ * limit: 1 }` the first round completes the first record's, the second
+ * round goes on from its cursor and completes the other's, and the next
+ * tick fires both; with `sweep: null`,
+ * after as long (300 ms of real time), nothing is swept and nothing fires.
+ * Change-notified ticks are off and the interval is an hour, so only the
+ * explicit ticks fire.
+ */
+export async function dispatcherSweep(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<DispatcherSweepOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    const interrupted = async (workerId: string) => {
+      const wake = await rt.registerWake(backend, {
+        target: { kind: 'worker', workerId },
+        cause: 'timeout',
+        dueAt: T0 + 1_000,
+        clock: clock.now,
+      })
+      await backend.delete(`wakes/due/${String(T0).padStart(13, '0')}/${wake.id}`)
+      return wake.id
+    }
+    const names = new Map([
+      [await interrupted('on'), 'on'],
+      [await interrupted('off'), 'off'],
+    ])
+    clock.set(T0 + 2_000)
+    const fired: string[] = []
+    const start = (sweep: { periodMs: number; limit: number } | null) =>
+      rt.startWakeDispatcher(backend, {
+        handlers: {
+          timeout: async (wake) => {
+            fired.push(names.get(wake.id) ?? wake.id)
+          },
+        },
+        clock: clock.now,
+        intervalMs: 3_600_000,
+        tickOnChange: false,
+        sweep,
+      })
+    const firedBy = async (dispatcher: ReturnType<typeof start>) => {
+      fired.length = 0
+      await dispatcher.tick()
+      return [...fired]
+    }
+
+    const off = start(null)
+    await sleep(300)
+    const offOutcome = { rounds: off.sweeps.rounds, tick: await firedBy(off) }
+    await off.stop()
+
+    const on = start({ periodMs: 100, limit: 1 })
+    // Two rounds of a 100 ms period come well within 1.5 s.
+    const swept = await until(() => on.sweeps.rounds >= 2, 1_500)
+    const onOutcome = { swept, tick: (await firedBy(on)).sort() }
+    await on.stop()
+    return { on: onOutcome, off: offOutcome }
+  })
+}

@@ -489,9 +489,9 @@ export interface WakeRow {
   /** `timeout`, `event`, `schedule`, `webhook` or `interval`. */
   readonly cause: string | null
   readonly dueAt: number | null
-  /** `pending`, `fired` or `cancelled`. */
+  /** `pending`, `fired`, `cancelled` or `failed`. */
   readonly state: string | null
-  /** A fired wake's firing: which dispatcher, how late, and whether its handler returned. */
+  /** A fired (or failed) wake's firing: which dispatcher, how late, and whether its handler returned. */
   readonly firing: {
     readonly dispatcher: string
     readonly firedAt: number
@@ -501,6 +501,19 @@ export interface WakeRow {
   } | null
   /** A cancelled wake's reason. */
   readonly cancelReason: string | null
+  /**
+   * Why a `failed` wake was given up (the dispatcher's `maxAttempts`,
+   * docs/runtime/wakes.md, Giving up): the last error's code (`null` when
+   * it had none), the handler calls made, the error's message and whether
+   * the worker's audit trail has its `wake_failed` entry.
+   */
+  readonly failure: {
+    readonly code: string | null
+    readonly attempts: number
+    readonly message: string
+    readonly failedAt: number
+    readonly audited: boolean
+  } | null
   readonly error: RowError | null
 }
 
@@ -531,12 +544,22 @@ async function wakeRow(backend: Backend, key: string): Promise<WakeRow | null> {
               delivered: record.delivery?.deliveredAt != null,
             },
       cancelReason: record.cancellation?.reason ?? null,
+      failure:
+        record.failure === null
+          ? null
+          : {
+              code: record.failure.code,
+              attempts: record.failure.attempts,
+              message: record.failure.message,
+              failedAt: record.failure.failedAt,
+              audited: record.failure.audited,
+            },
       error: null,
     }
   } catch (error) {
     return errorRow<WakeRow, 'wakeId'>(
       { wakeId },
-      ['target', 'cause', 'dueAt', 'state', 'firing', 'cancelReason'],
+      ['target', 'cause', 'dueAt', 'state', 'firing', 'cancelReason', 'failure'],
       error,
     )
   }
@@ -545,11 +568,11 @@ async function wakeRow(backend: Backend, key: string): Promise<WakeRow | null> {
 /**
  * Wakes (runtime `registerWake` and the dispatcher): pending ones with how
  * overdue they are, fired ones with their lateness, cancelled ones with the
- * reason. Ids start with the due time, so the rows come in due order.
+ * reason, failed ones with the error code and attempts that gave them up. Ids start with the due time, so the rows come in due order.
  */
 export const wakesView: AgentView<WakeRow> = {
   name: 'wakes',
-  summary: 'list wakes in due order: target, cause, due time, state, lateness',
+  summary: 'list wakes in due order: target, cause, due time, state (why a wake failed), lateness',
   async *rows(backend, limit) {
     let cursor: string | undefined
     let left = limit ?? Number.POSITIVE_INFINITY
@@ -576,7 +599,9 @@ export const wakesView: AgentView<WakeRow> = {
     row.dueAt === null ? '-' : isoTime(row.dueAt),
     row.state === 'fired' && row.firing !== null && !row.firing.delivered
       ? 'fired (undelivered)'
-      : (row.state ?? '-'),
+      : row.failure !== null
+        ? `failed (${row.failure.code === null ? 'no code' : printable(row.failure.code)}, ${row.failure.attempts} attempt${row.failure.attempts === 1 ? '' : 's'})`
+        : (row.state ?? '-'),
     row.firing !== null
       ? `${row.firing.latenessMs} ms`
       : row.state === 'pending' && row.dueAt !== null && row.dueAt < now

@@ -30,6 +30,7 @@ export {
 } from './event-topics.js'
 export {
   type FiredWake,
+  type SweepRound,
   startWakeDispatcher,
   type TickReport,
   type WakeDispatcher,

@@ -11,6 +11,8 @@ import { wakeError } from '../shared/errors.js'
 import { auditWakeFailure } from '../worker/worker-lifecycle.js'
 import { type ClaimTurn, inDueOrder } from './claim-order.js'
 import { handleDaemonWake } from './daemon-wakes.js'
+import { type SweepRound, startRegistrationSweeper } from './registration-sweeper.js'
+import { MAX_MET_WAKES, startTickTimer } from './tick-timer.js'
 import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
 import { type DueMarker, dueBuckets, dueMarkers } from './wake-index.js'
 import {
@@ -24,6 +26,7 @@ import {
 import { unindexWake } from './wake-registry.js'
 import { handleWorkerWake, workerWakeOptionsSchema } from './worker-wake-handler.js'
 
+export type { SweepRound } from './registration-sweeper.js'
 export type { FiredWake } from './wake-records.js'
 
 /** What a dispatcher calls for a fired wake of one cause. A rejection leaves the wake to be delivered again. */
@@ -66,6 +69,31 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
   leaseTtlMs: z.int().min(100).max(3_600_000).default(30_000),
   /** Ms between ticks, or `null` for ticks only on `tick()`. Default 1000. */
   intervalMs: z.int().min(10).max(3_600_000).nullable().default(1_000),
+  /**
+   * Where the backend claims change notification, watch the due-time index
+   * and tick as soon as a wake is registered that is due (or due before the
+   * next tick), coalesced (docs/runtime/wakes.md, Ticks woken by change
+   * notification). Ignored with `intervalMs: null`. Default `true`.
+   */
+  tickOnChange: z.boolean().default(true),
+  /**
+   * The slow sweep of interrupted registrations (`sweepWakeRegistrations`,
+   * docs/runtime/wakes.md, Cancel and registration): one page of `limit`
+   * records every `periodMs`, going on from the previous page, so a wake
+   * whose registrant died between its two writes is completed and fires
+   * without an operator. On by default (10 minutes, 1000 records): such a
+   * wake is otherwise lost silently (a parked worker never woken), and a
+   * round costs one listing and at most `limit` reads. `null` turns it off
+   * (a deployment that runs the sweep elsewhere). Ignored with `intervalMs:
+   * null`, like every timer of the dispatcher.
+   */
+  sweep: z
+    .strictObject({
+      periodMs: z.int().min(100).max(86_400_000).default(600_000),
+      limit: z.int().min(1).max(10_000).default(1_000),
+    })
+    .nullable()
+    .default({ periodMs: 600_000, limit: 1_000 }),
   /** Page size of the index listings. Default 100. */
   pageSize: z.int().min(1).max(1000).default(100),
   /**
@@ -117,6 +145,14 @@ export interface TickReport {
 /** A running dispatcher. */
 export interface WakeDispatcher {
   readonly dispatcherId: string
+  /** Whether change notification of the due-time index wakes its ticks (`tickOnChange` on a backend that claims it, and the watch has not ended). */
+  readonly notified: boolean
+  /** Resolves once the due-time index is watched (at once when not notified): wakes registered from then on start a tick. */
+  readonly ready: Promise<void>
+  /** Ticks run so far (by the timer, by a change, by `tick()`): a diagnostic, and how tests count them. */
+  readonly ticks: number
+  /** Registration sweep rounds run so far (the `sweep` option), and the last one's result or error. */
+  readonly sweeps: { readonly rounds: number; readonly last: SweepRound | null }
   /** Runs one tick now (after the one in progress, if any): fires every due wake it can. */
   tick(): Promise<TickReport>
   /** Stops the timer and waits for the tick in progress. Idempotent. */
@@ -152,29 +188,51 @@ export function startWakeDispatcher(
   }
   const config = parsed.data
   let chain: Promise<unknown> = Promise.resolve()
-  let stopped = false
-  let timer: NodeJS.Timeout | undefined
+  let ticks = 0
+  // Wakes met by ticks, in insertion order, so the oldest are dropped first.
+  const met = new Set<string>()
+  const noteMet = (wakeId: string): void => {
+    met.delete(wakeId)
+    met.add(wakeId)
+    if (met.size > MAX_MET_WAKES) met.delete(met.values().next().value as string)
+  }
 
   const tick = (): Promise<TickReport> => {
-    const run = chain.then(() => runTick(backend, config))
+    const run = chain.then(() => {
+      ticks++
+      return runTick(backend, config, noteMet)
+    })
     chain = run.catch(() => undefined)
     return run
   }
-  const schedule = (): void => {
-    if (stopped || config.intervalMs === null) return
-    timer = setTimeout(() => {
-      tick().then(schedule, schedule)
-    }, config.intervalMs)
-    timer.unref?.()
-  }
-  schedule()
+  const timer =
+    config.intervalMs === null
+      ? null
+      : startTickTimer(backend, {
+          intervalMs: config.intervalMs,
+          tickOnChange: config.tickOnChange,
+          clock: config.clock,
+          met,
+          tick,
+        })
+  const sweeper =
+    config.intervalMs === null ? null : startRegistrationSweeper(backend, config.sweep)
   return {
     dispatcherId: config.dispatcherId,
+    get sweeps() {
+      return { rounds: sweeper?.rounds ?? 0, last: sweeper?.last ?? null }
+    },
+    get notified() {
+      return timer?.notified ?? false
+    },
+    ready: timer?.ready ?? Promise.resolve(),
+    get ticks() {
+      return ticks
+    },
     tick,
     async stop() {
-      stopped = true
-      if (timer !== undefined) clearTimeout(timer)
-      await chain
+      timer?.stop()
+      await Promise.all([chain, sweeper?.stop()])
     },
   }
 }
@@ -186,7 +244,11 @@ export function startWakeDispatcher(
  * to settle (taken, busy or failed), so no wake is fired while an earlier-due
  * one met by the tick is still unclaimed. Outcomes are reported in due order.
  */
-async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
+async function runTick(
+  backend: Backend,
+  config: Parsed,
+  noteMet: (wakeId: string) => void,
+): Promise<TickReport> {
   const now = config.clock()
   const slots: Array<
     { wakeId: string; outcome: WakeOutcome } | { key: string; error: unknown } | undefined
@@ -194,6 +256,8 @@ async function runTick(backend: Backend, config: Parsed): Promise<TickReport> {
   async function* markers(): AsyncGenerator<{ marker: DueMarker; slot: number }> {
     for await (const bucket of dueBuckets(backend, now)) {
       for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+        // Before any work on it, so the hint of its marker delete is known as this tick's own.
+        if ('wakeId' in marker) noteMet(marker.wakeId)
         slots.push(undefined)
         yield { marker, slot: slots.length - 1 }
       }

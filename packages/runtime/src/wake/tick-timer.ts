@@ -1,0 +1,101 @@
+import type { Backend, Clock } from '@agent-state/core'
+import { openDueWatch, tickDelayOf } from './due-watch.js'
+
+/**
+ * When a dispatcher ticks by itself (docs/runtime/wakes.md, Ticks woken by
+ * change notification): every `intervalMs`, and, where the backend claims
+ * change notification, as soon as a hint of the due-time index names a wake
+ * that is due (or due before the next tick). Early ticks are coalesced: at
+ * most one tick runs and at most one more is wanted, so a burst of hints
+ * during a tick costs one more tick, and the hints of the dispatcher's own
+ * marker deletes (wakes its ticks met) start none.
+ */
+
+/** Ids of wakes met by ticks, kept to recognise the hints of their marker deletes. Bounded. */
+export const MAX_MET_WAKES = 10_000
+
+/** The timer of a dispatcher's automatic ticks. */
+export interface TickTimer {
+  /** Whether hints of the due-time index arrive (else ticks come from the interval alone). */
+  readonly notified: boolean
+  /** Resolves once the watch is established (at once when not notified). */
+  readonly ready: Promise<void>
+  /** Stops the timer and the watch. Idempotent. */
+  stop(): void
+}
+
+/** What {@link startTickTimer} needs. */
+export interface TickTimerOptions {
+  readonly intervalMs: number
+  /** Whether to watch the due-time index where the backend claims change notification. */
+  readonly tickOnChange: boolean
+  readonly clock: Clock
+  /** Ids of wakes the dispatcher's ticks met (see {@link MAX_MET_WAKES}). */
+  readonly met: ReadonlySet<string>
+  /** Runs one tick (the dispatcher's `tick()`, so timer ticks and explicit ones never overlap). */
+  tick(): Promise<unknown>
+}
+
+/** Starts the automatic ticks: the first after `intervalMs`, then see {@link TickTimer}. */
+export function startTickTimer(backend: Backend, options: TickTimerOptions): TickTimer {
+  const controller = new AbortController()
+  let timer: NodeJS.Timeout | undefined
+  let nextAt = Number.POSITIVE_INFINITY
+  let running = false
+  let again = false
+  let stopped = false
+
+  // Arms the timer `delayMs` from now unless it is already armed sooner.
+  const arm = (delayMs: number): void => {
+    if (stopped) return
+    const at = Date.now() + delayMs
+    if (timer !== undefined && at >= nextAt) return
+    if (timer !== undefined) clearTimeout(timer)
+    nextAt = at
+    timer = setTimeout(fire, delayMs)
+    // Like a socket's unref: the dispatcher alone does not keep a process alive.
+    timer.unref?.()
+  }
+  const fire = (): void => {
+    timer = undefined
+    nextAt = Number.POSITIVE_INFINITY
+    if (running) {
+      // Coalesced: one more tick after the running one, however many hints came.
+      again = true
+      return
+    }
+    running = true
+    void options
+      .tick()
+      .catch(() => undefined)
+      .then(() => {
+        running = false
+        if (stopped) return
+        if (again) {
+          again = false
+          arm(0)
+          return
+        }
+        arm(options.intervalMs)
+      })
+  }
+  const watch = options.tickOnChange
+    ? openDueWatch(backend, controller.signal, (hint) => {
+        const delay = tickDelayOf(hint, options.met, options.clock(), options.intervalMs)
+        if (delay !== null) arm(delay)
+      })
+    : { notified: false, established: Promise.resolve() }
+  arm(options.intervalMs)
+  return {
+    get notified() {
+      return watch.notified
+    },
+    ready: watch.established,
+    stop() {
+      stopped = true
+      controller.abort()
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+    },
+  }
+}
