@@ -206,8 +206,9 @@ export class Daemon {
     try {
       await this.#worker.reclaim()
     } catch (error) {
-      // Taken over: the new owner gets the kept event at once, its attempt not counted.
-      await this.#giveBackKept()
+      // Taken over: the new owner gets the kept event at once, its attempt not counted (if
+      // that fails too, the kept claim lapses after the visibility timeout instead).
+      if (isAgentStateError(error, 'LEASE_LOST')) await this.#giveBackKept().catch(() => undefined)
       throw error
     }
     let delivery =
