@@ -13,6 +13,7 @@ import {
   keptLeaseLoop,
   staleKeptSameHolder,
   stopWithKept,
+  takeoverWithKept,
 } from './daemon-kept-lease-scenarios.js'
 import { mutated, unmockAll } from './mutants.js'
 
@@ -108,5 +109,13 @@ describe('daemon kept lease mutants on memory', () => {
     // The check expects QUEUE_FULL with 2 queued and only those taken.
     expect(outcome).toMatchObject({ full: 'QUEUE_FULL', queued: 3 })
     expect(outcome.taken).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }])
+  })
+  it('a kept event not given back on a takeover blocks the new owner, which the check sees', async () => {
+    const rt = await patchedDelivery((prototype) => {
+      prototype.releaseUnseen = async () => undefined
+    })
+    const outcome = await onMemory((fixture) => takeoverWithKept(rt, fixture))
+    // The check expects the new owner to get event 1 at once.
+    expect(outcome).toEqual({ refused: 'LEASE_LOST', taken: 'DELIVERY_IN_FLIGHT' })
   })
 })

@@ -14,6 +14,7 @@ import {
   keptLeaseLoop,
   staleKeptSameHolder,
   stopWithKept,
+  takeoverWithKept,
 } from './daemon-kept-lease-scenarios.js'
 
 describe.each(BACKENDS)('daemon kept lease on $name', (factory) => {
@@ -73,5 +74,8 @@ describe.each(BACKENDS)('daemon kept lease on $name', (factory) => {
       queued: 2,
       taken: [{ n: 0 }, { n: 1 }],
     })
+  })
+  it('a daemon taken over gives its kept event back: the new owner gets it at once, attempt 1', async () => {
+    expect(await takeoverWithKept(rt, fixture)).toEqual({ refused: 'LEASE_LOST', taken: [1, 1] })
   })
 })
