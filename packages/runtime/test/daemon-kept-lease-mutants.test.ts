@@ -80,6 +80,9 @@ describe('daemon kept lease mutants on memory', () => {
     // The check expects DELIVERY_IN_FLIGHT: the event is the other consumer's.
     // Here the kept delivery (its own first attempt) goes to the application a second time.
     expect(outcome).toMatchObject({ newerToken: true, taken: [1, 2], staleNext: [1, 1] })
+    // The same through daemon.heartbeat(), which renews the kept delivery by holder name too.
+    const viaHeartbeat = await onMemory((fixture) => staleKeptSameHolder(rt, fixture, true))
+    expect(viaHeartbeat).toMatchObject({ heartbeat: 'resolved', staleNext: [1, 1] })
   })
 
   it('stop releasing the kept delivery as if handed out counts an attempt, which the check sees', async () => {

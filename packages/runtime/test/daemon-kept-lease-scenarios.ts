@@ -105,11 +105,18 @@ async function handedOut(next: Promise<runtime.Delivery | null>) {
  * (a newer token). The daemon's `next()` must not hand out its kept delivery
  * (the event is another consumer's now): `DELIVERY_IN_FLIGHT`, nothing
  * claimed. Once that consumer acknowledged event 1, the daemon gets event 2
- * on its first attempt.
+ * on its first attempt. With `heartbeatFirst`, `daemon.heartbeat()` comes
+ * before that `next()`: it renews the kept delivery, which is refused, so it
+ * drops it and resolves (the daemon itself was not taken over).
  */
-export async function staleKeptSameHolder(rt: Runtime, fixture: BackendFixture) {
+export async function staleKeptSameHolder(
+  rt: Runtime,
+  fixture: BackendFixture,
+  heartbeatFirst = false,
+) {
+  const id = heartbeatFirst ? 'stale-kept-beat' : 'stale-kept'
   const daemon = await rt.spawnDaemon(fixture.create(), {
-    daemonId: 'stale-kept',
+    daemonId: id,
     holder: 'same',
     leaseTtlMs: 60_000,
     visibilityTimeoutMs: 300,
@@ -119,14 +126,16 @@ export async function staleKeptSameHolder(rt: Runtime, fixture: BackendFixture) 
   if (first === null) throw new Error('queue empty')
   await daemon.ack(first)
   await sleep(500)
-  const other = await rt.openDaemonQueue(fixture.create(), 'stale-kept')
+  const other = await rt.openDaemonQueue(fixture.create(), id)
   const taken = await claimEventually(other, { holder: 'same', visibilityTimeoutMs: 20_000 })
   const newerToken = taken.token > first.token && taken.holder === first.holder
+  // The heartbeat renews the kept delivery: refused, it drops it (not a takeover of the daemon).
+  const heartbeat = heartbeatFirst ? await codeOf(daemon.heartbeat()) : 'not called'
   const staleNext = await handedOut(daemon.next())
   await taken.ack()
   // A code, not a throw: a broken runtime that handed out the stale delivery must still report.
   const after = await handedOut(daemon.next())
-  return { newerToken, taken: [taken.seq, taken.attempt], staleNext, after }
+  return { newerToken, taken: [taken.seq, taken.attempt], heartbeat, staleNext, after }
 }
 
 /**

@@ -321,7 +321,7 @@ export class Daemon {
   /**
    * Renews the worker's lease (taking it again if it lapsed and nobody took
    * the daemon over; see `Worker.reclaim`) and the current delivery's
-   * visibility timeout.
+   * visibility timeout (or the kept one's, dropped if it went stale).
    */
   async heartbeat(): Promise<void> {
     await this.#worker.reclaim()
@@ -330,8 +330,14 @@ export class Daemon {
       await this.#current.heartbeat()
     } else if (this.#kept !== null) {
       const startedAt = performance.now()
-      await this.#kept.heartbeat()
-      this.#keptAt = startedAt
+      try {
+        await this.#kept.heartbeat()
+        this.#keptAt = startedAt
+      } catch (error) {
+        // Lapsed and claimed elsewhere: not this daemon's any more, and not a takeover of it.
+        if (!isAgentStateError(error, 'LEASE_LOST')) throw error
+        this.#kept = null
+      }
     }
   }
 
