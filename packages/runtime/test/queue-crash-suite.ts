@@ -3,9 +3,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { MultiProcessBackend, UrlTarget } from '@agent-state/backend-targets'
-import { isAgentStateError } from '@agent-state/core'
+import { type Backend, isAgentStateError } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { createDaemonQueue, type Daemon, openDaemonQueue, resumeDaemon } from '../src/index.js'
+import {
+  createDaemonQueue,
+  type Daemon,
+  type Delivery,
+  openDaemonQueue,
+  resumeDaemon,
+} from '../src/index.js'
 import { TRANSIENT_EXIT } from './fixtures/transient.js'
 import {
   claimEventually,
@@ -367,5 +373,55 @@ export function describeQueueCrash(backends: readonly MultiProcessBackend[]): vo
         await backend.close()
       }
     }, 120_000)
+
+    it('a daemon killed between ack and next (a kept delivery) loses nothing: the kept event comes next', async () => {
+      const child = spawnChild(DAEMON, [target.url, 'killed-kept', 'kept'], target.env)
+      const backend = await target.open('queues')
+      try {
+        expect(await waitForLine(child, /^acked /)).toBe('acked 0')
+        child.kill('SIGKILL')
+        await exited(child)
+        const daemon = await recoverKilled(backend, 'killed-kept')
+        const turn = await nextEventually(daemon)
+        // The kept claim lapsed with the process: it counts as an attempt (docs/runtime/daemons.md).
+        expect([turn.seq, turn.attempt, turn.event]).toEqual([1, 2, { n: 1 }])
+        expect(daemon.state).toEqual({ acked: 0 })
+        await daemon.ack(turn)
+        const third = await daemon.next()
+        expect([third?.seq, third?.attempt]).toEqual([2, 1])
+      } finally {
+        child.kill('SIGKILL')
+        await backend.close()
+      }
+    }, 120_000)
   })
+}
+
+/** `resumeDaemon` with `recoverRunning` once the killed owner's worker lease ran out. */
+async function recoverKilled(backend: Backend, daemonId: string): Promise<Daemon> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    try {
+      return await resumeDaemon(backend, daemonId, { recoverRunning: true, holder: 'rescuer' })
+    } catch (error) {
+      // The dead owner's worker lease runs out after 1 s (longer on an observer clock).
+      if (!isAgentStateError(error, 'CONCURRENT_RESUME') || Date.now() > deadline) throw error
+      await sleep(100)
+    }
+  }
+}
+
+/** `daemon.next()` once the dead owner's delivery lease ran out. */
+async function nextEventually(daemon: Daemon): Promise<Delivery> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    try {
+      const turn = await daemon.next()
+      if (turn !== null) return turn
+      throw new Error('queue empty')
+    } catch (error) {
+      if (!isAgentStateError(error, 'DELIVERY_IN_FLIGHT') || Date.now() > deadline) throw error
+      await sleep(100)
+    }
+  }
 }

@@ -15,7 +15,7 @@ import {
 import { openChangeWaiter } from './change-waiter.js'
 import { type DaemonFields, daemonFields, isWrapped, storedDecidedSeq } from './daemon-fields.js'
 import { createDaemonQueue, type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
-import type { Delivery, DeliveryOptions } from './delivery.js'
+import { DEFAULT_VISIBILITY_TIMEOUT_MS, type Delivery, type DeliveryOptions } from './delivery.js'
 import type { DaemonQueueOptions } from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
 import { decideTurn } from './turn-decision.js'
@@ -77,6 +77,13 @@ export class Daemon {
   readonly #backend: Backend
   readonly #delivery: DeliveryOptions
   #current: Delivery | null = null
+  /**
+   * The next event, claimed by the last `ack` on the kept delivery lease
+   * (`Delivery.ackAndClaim`) and not yet handed out by `next()`.
+   */
+  #kept: Delivery | null = null
+  /** `performance.now()` when the call that kept it began: its lease was renewed after. */
+  #keptAt = 0
 
   /** Use {@link spawnDaemon} or {@link resumeDaemon}. */
   constructor(backend: Backend, worker: Worker, queue: DaemonQueue, delivery: DeliveryOptions) {
@@ -110,6 +117,18 @@ export class Daemon {
   /** Queues a trigger event (any process may do this with `openDaemonQueue(...).trigger`). */
   trigger(event: unknown): Promise<number> {
     return this.#queue.trigger(event)
+  }
+
+  /**
+   * Queues a batch of trigger events in one conditional write, all or
+   * nothing under the capacity (`DaemonQueue.triggerMany`; any process may
+   * do this with `openDaemonQueue(...).triggerMany`). Resolves their
+   * consecutive sequence numbers in array order.
+   *
+   * @throws `QUEUE_FULL` (none stored), `INVALID_EVENT`, `EVENT_TOO_LARGE`.
+   */
+  triggerMany(events: readonly unknown[]): Promise<number[]> {
+    return this.#queue.triggerMany(events)
   }
 
   /**
@@ -184,20 +203,71 @@ export class Daemon {
 
   /** Reclaims the worker, then claims, finishing the acknowledgement of decided events. */
   async #take(): Promise<Delivery | null> {
-    await this.#worker.reclaim()
-    for (;;) {
-      const delivery = await this.#queue.claim({
+    try {
+      await this.#worker.reclaim()
+    } catch (error) {
+      // Taken over: the new owner gets the kept event at once, its attempt not counted (if
+      // that fails too, the kept claim lapses after the visibility timeout instead).
+      if (isAgentStateError(error, 'LEASE_LOST')) await this.#giveBackKept().catch(() => undefined)
+      throw error
+    }
+    let delivery =
+      (await this.#takeKept()) ??
+      (await this.#queue.claim({
         holder: this.#worker.lease?.holder ?? this.#delivery.holder,
         ...this.#delivery,
-      })
+      }))
+    for (;;) {
       const decided = this.#decidedSeq()
       if (delivery === null || decided === null || delivery.seq > decided) {
         this.#current = delivery
         return delivery
       }
-      // Its turn is stored already (an ack whose head write did not land): move the head.
-      await delivery.ack()
+      // Its turn is stored already (an ack whose head write did not land): move the head,
+      // keeping the lease for the event after it.
+      delivery = await delivery.ackAndClaim()
     }
+  }
+
+  /**
+   * The kept delivery, if it is still this handle's: handed out as is while
+   * its lease is younger than half the visibility timeout (measured on the
+   * local monotonic clock from before its renewal, so never late), else
+   * renewed first. A renewal refused with `LEASE_LOST` (it lapsed and
+   * another consumer claimed the event; tokens decide, never holder names)
+   * drops it, and `next()` claims afresh.
+   */
+  async #takeKept(): Promise<Delivery | null> {
+    const kept = this.#kept
+    if (kept === null) return null
+    this.#kept = null
+    const visibility = this.#delivery.visibilityTimeoutMs ?? DEFAULT_VISIBILITY_TIMEOUT_MS
+    if (performance.now() - this.#keptAt < visibility / 2) return kept
+    try {
+      await kept.heartbeat()
+      return kept
+    } catch (error) {
+      if (isAgentStateError(error, 'LEASE_LOST')) return null
+      this.#kept = kept
+      throw error
+    }
+  }
+
+  /** Gives the kept delivery back unseen (its attempt not counted); a stale one is back already. */
+  async #giveBackKept(): Promise<void> {
+    const kept = this.#kept
+    if (kept === null) return
+    this.#kept = null
+    await kept.releaseUnseen().catch((error: unknown) => {
+      if (!isAgentStateError(error, 'LEASE_LOST')) throw error
+    })
+  }
+
+  /** Keeps `next` (the event after an acknowledged one, on the kept lease) for `next()`. */
+  #keep(next: Delivery | null, startedAt: number): void {
+    if (next === null) return
+    this.#kept = next
+    this.#keptAt = startedAt
   }
 
   /**
@@ -210,21 +280,32 @@ export class Daemon {
    * is thrown; if only the head write fails, the turn stands and the next
    * `next()` moves the head (see `decideTurn`). A daemon that idled past its
    * lease TTL first takes its lease again, as in `next()`.
+   *
+   * The head write keeps the delivery lease (`Delivery.ackAndClaim`): it
+   * also claims the next queued event for this daemon, which the next
+   * `next()` hands out without releasing and acquiring the lease again.
    */
   async ack(delivery: Delivery, update?: WorkerUpdate): Promise<void> {
+    const startedAt = performance.now()
+    await this.#giveBackKept()
     try {
       if (update === undefined) {
-        await delivery.ack()
+        this.#keep(await delivery.ackAndClaim(), startedAt)
         return
       }
-      await decideTurn(delivery, async () => {
-        await this.#worker.reclaim()
-        await this.#worker.checkpoint({
-          ...update,
-          iterations: update.iterations ?? 1,
-          state: await this.#wrap(update.state ?? this.state, delivery),
-        })
-      })
+      const next = await decideTurn(
+        delivery,
+        async () => {
+          await this.#worker.reclaim()
+          await this.#worker.checkpoint({
+            ...update,
+            iterations: update.iterations ?? 1,
+            state: await this.#wrap(update.state ?? this.state, delivery),
+          })
+        },
+        (decided) => decided.ackAndClaim(),
+      )
+      this.#keep(next, startedAt)
     } finally {
       if (this.#current === delivery) this.#current = null
     }
@@ -240,21 +321,37 @@ export class Daemon {
   /**
    * Renews the worker's lease (taking it again if it lapsed and nobody took
    * the daemon over; see `Worker.reclaim`) and the current delivery's
-   * visibility timeout.
+   * visibility timeout (or the kept one's, dropped if it went stale).
    */
   async heartbeat(): Promise<void> {
     await this.#worker.reclaim()
     await this.#worker.heartbeat()
-    await this.#current?.heartbeat()
+    if (this.#current !== null) {
+      await this.#current.heartbeat()
+    } else if (this.#kept !== null) {
+      const startedAt = performance.now()
+      try {
+        await this.#kept.heartbeat()
+        this.#keptAt = startedAt
+      } catch (error) {
+        // Lapsed and claimed elsewhere: not this daemon's any more, and not a takeover of it.
+        if (!isAgentStateError(error, 'LEASE_LOST')) throw error
+        this.#kept = null
+      }
+    }
   }
 
   /**
    * Stops the daemon and keeps its state (the worker is suspended). An event
-   * in flight is put back at the head of the queue first, so `resumeDaemon`
-   * replays it before anything else (at-least-once). The daemon
+   * in flight (or claimed by the last `ack` and not yet handed out, which
+   * goes back with its attempt uncounted) is put back at the head of the
+   * queue first, so `resumeDaemon` replays it before anything else
+   * (at-least-once). The daemon
    * fields are persisted in the snapshot.
    */
   async stop(reason = 'daemon stopped', update: WorkerUpdate = {}): Promise<Suspension> {
+    // The kept event was never handed out: it goes back as it was, first in the queue.
+    await this.#giveBackKept()
     const current = this.#current
     if (current !== null) {
       this.#current = null

@@ -237,10 +237,42 @@ export class Delivery {
     if (!released) throw this.#lost('release')
   }
 
+  /**
+   * Gives back a delivery that was never handed to the application (a
+   * daemon's kept delivery, see `Daemon.ack`): one fenced write puts the
+   * head record's attempt count back to what it was before this claim, then
+   * the lease is released. The event stays at the head, and its next
+   * hand-out counts the attempt this one did not make.
+   *
+   * @throws `LEASE_LOST` when the delivery is stale (nothing changes then).
+   */
+  async releaseUnseen(): Promise<void> {
+    this.#requireOpen('release')
+    const unclaimed: HeadRecord = { ...this.#head, attempts: this.attempt - 1, claim: null }
+    try {
+      await this.#backend.put(daemonHeadKey(this.daemonId), encodeRecord(unclaimed), {
+        lease: this.#lease,
+        ifMatch: this.#headVersion,
+      })
+    } catch (error) {
+      if (
+        isAgentStateError(error, 'PRECONDITION_FAILED') ||
+        isAgentStateError(error, 'LEASE_LOST')
+      ) {
+        this.#settled = true
+        await releaseQuietly(this.#backend, this.#lease)
+        throw this.#lost('release', error)
+      }
+      throw error
+    }
+    await this.release()
+  }
+
   /** Extends the visibility timeout by the delivery's TTL. @throws `LEASE_LOST` when stale. */
   async heartbeat(): Promise<void> {
     this.#requireOpen('heartbeat')
-    this.#lease = await this.#backend.renewLease(this.#lease)
+    // The same fenced renewal that keeps the lease in `ackAndClaim`: tokens decide.
+    this.#lease = await keepDeliveryLease(this.#backend, this.#lease)
   }
 
   #requireOpen(operation: string): void {

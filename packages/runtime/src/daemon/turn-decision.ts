@@ -14,10 +14,17 @@ import type { Delivery } from './delivery.js'
  *   the error is thrown: neither the event is acknowledged nor the state
  *   stored.
  * - The head write fails after `persist`: the turn is decided (state stored,
- *   event acknowledged for the daemon); this resolves, and the head moves at
- *   the daemon's next `next()`.
+ *   event acknowledged for the daemon); this resolves `null`, and the head
+ *   moves at the daemon's next `next()`.
+ *
+ * `settle` is the head write: `Delivery.ack`, or `Delivery.ackAndClaim`
+ * (whose next delivery this resolves).
  */
-export async function decideTurn(delivery: Delivery, persist: () => Promise<void>): Promise<void> {
+export async function decideTurn<T>(
+  delivery: Delivery,
+  persist: () => Promise<void>,
+  settle: (delivery: Delivery) => Promise<T>,
+): Promise<T | null> {
   try {
     await persist()
   } catch (error) {
@@ -25,10 +32,11 @@ export async function decideTurn(delivery: Delivery, persist: () => Promise<void
     throw error
   }
   try {
-    await delivery.ack()
+    return await settle(delivery)
   } catch {
     // Decided already; the roll-forward in `Daemon.next()` moves the head.
     await giveBack(delivery)
+    return null
   }
 }
 
