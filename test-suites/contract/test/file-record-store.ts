@@ -70,6 +70,9 @@ async function syncDir(path: string): Promise<void> {
   }
 }
 
+/** The key held by each key directory's `key` file, by path: immutable once written. */
+const keyOfDir = new Map<string, string>()
+
 /** Creates the store. */
 export function createFileRecordStore(options: FileRecordStoreOptions): RecordStore {
   const dir = join(options.root, options.namespace)
@@ -197,14 +200,25 @@ export function createFileRecordStore(options: FileRecordStoreOptions): RecordSt
           if (code(error) === 'ENOENT') return { records: [], done: true }
           throw error
         }
-        keys = []
-        for (const name of names) {
-          try {
-            keys.push(await readFile(join(dir, name, 'key'), 'utf8'))
-          } catch (error) {
-            if (code(error) !== 'ENOENT') throw error
-          }
-        }
+        // A key's directory is named by the key's hash, so the key it holds never changes: read
+        // each once (in parallel), not on every page. Rereading every key file sequentially on
+        // every page took a listing check past its 120 s at load 15.
+        const read = await Promise.all(
+          names.map(async (name) => {
+            const path = join(dir, name, 'key')
+            const known = keyOfDir.get(path)
+            if (known !== undefined) return known
+            try {
+              const key = await readFile(path, 'utf8')
+              keyOfDir.set(path, key)
+              return key
+            } catch (error) {
+              if (code(error) !== 'ENOENT') throw error
+              return undefined
+            }
+          }),
+        )
+        keys = read.filter((key): key is string => key !== undefined)
         if (mode === 'cached-names') nameCache.set(dir, keys)
       }
       const cmp = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b))
