@@ -14,7 +14,13 @@ import { handleDaemonWake } from './daemon-wakes.js'
 import { type SweepRound, startRegistrationSweeper } from './registration-sweeper.js'
 import { MAX_MET_WAKES, startTickTimer } from './tick-timer.js'
 import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
-import { type DueMarker, dueBuckets, dueMarkers } from './wake-index.js'
+import {
+  type DueHorizon,
+  type DueMarker,
+  dueBuckets,
+  dueMarkers,
+  notePending,
+} from './wake-index.js'
 import {
   decodeWake,
   type FiredWake,
@@ -69,6 +75,16 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
   leaseTtlMs: z.int().min(100).max(3_600_000).default(30_000),
   /** Ms between ticks, or `null` for ticks only on `tick()`. Default 1000. */
   intervalMs: z.int().min(10).max(3_600_000).nullable().default(1_000),
+  /**
+   * Where ticks are woken by change notification (`notified`), the longest
+   * the dispatcher sleeps between ticks when no wake is due sooner: an idle
+   * notified dispatcher ticks when the earliest pending wake comes due, on a
+   * hint, or after this ceiling, whichever comes first, never more often
+   * than every `intervalMs` (docs/runtime/wakes.md, Ticks woken by change
+   * notification). The ceiling bounds how late a wake whose hint was lost
+   * fires. Ignored when not notified. Default 60 s.
+   */
+  idleCeilingMs: z.int().min(10).max(86_400_000).default(60_000),
   /**
    * Where the backend claims change notification, watch the due-time index
    * and tick as soon as a wake is registered that is due (or due before the
@@ -140,6 +156,13 @@ export interface TickReport {
   readonly outcomes: ReadonlyArray<{ readonly wakeId: string; readonly outcome: WakeOutcome }>
   /** Errors that stopped a wake's processing (corrupt records, backend failures), by wake key. */
   readonly errors: ReadonlyArray<{ readonly key: string; readonly error: unknown }>
+  /**
+   * The earliest due time of a wake the tick leaves pending, as far as its
+   * listing saw: `now` when a due wake was left (busy, unhandled, failed or
+   * in error), else the first wake not yet due (or the start of its bucket),
+   * `null` when the index holds nothing more.
+   */
+  readonly nextDueAt: number | null
 }
 
 /** A running dispatcher. */
@@ -210,6 +233,7 @@ export function startWakeDispatcher(
       ? null
       : startTickTimer(backend, {
           intervalMs: config.intervalMs,
+          idleCeilingMs: config.idleCeilingMs,
           tickOnChange: config.tickOnChange,
           clock: config.clock,
           met,
@@ -253,9 +277,10 @@ async function runTick(
   const slots: Array<
     { wakeId: string; outcome: WakeOutcome } | { key: string; error: unknown } | undefined
   > = []
+  const horizon: DueHorizon = { nextDueAt: null }
   async function* markers(): AsyncGenerator<{ marker: DueMarker; slot: number }> {
-    for await (const bucket of dueBuckets(backend, now)) {
-      for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+    for await (const bucket of dueBuckets(backend, now, horizon)) {
+      for await (const marker of dueMarkers(backend, bucket, now, config.pageSize, horizon)) {
         // Before any work on it, so the hint of its marker delete is known as this tick's own.
         if ('wakeId' in marker) noteMet(marker.wakeId)
         slots.push(undefined)
@@ -283,9 +308,14 @@ async function runTick(
     if (entry === undefined) continue
     if ('outcome' in entry) outcomes.push(entry)
     else errors.push(entry)
+    // A due wake still in the index: the next tick must come at the interval's pace.
+    if (!('outcome' in entry) || !FINISHED.has(entry.outcome)) notePending(horizon, now)
   }
-  return { now, outcomes, errors }
+  return { now, outcomes, errors, nextDueAt: horizon.nextDueAt }
 }
+
+/** Outcomes after which the wake's marker is gone (or, for `fired` and `redelivered`, normally is). */
+const FINISHED: ReadonlySet<WakeOutcome> = new Set(['fired', 'redelivered', 'archived', 'failed'])
 
 /** The handler of `record`: its cause's in `handlers`, else the built-in one of a worker's wake. */
 function handlerOf(backend: Backend, config: Parsed, record: WakeRecord): WakeHandler | undefined {
