@@ -12,6 +12,7 @@ import { auditWakeFailure } from '../worker/worker-lifecycle.js'
 import { type ClaimTurn, inDueOrder } from './claim-order.js'
 import { handleDaemonWake } from './daemon-wakes.js'
 import { type SweepRound, startRegistrationSweeper } from './registration-sweeper.js'
+import { type SameTargetGate, sameTargetGate } from './same-target.js'
 import { MAX_MET_WAKES, startTickTimer } from './tick-timer.js'
 import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
 import {
@@ -278,6 +279,7 @@ async function runTick(
     { wakeId: string; outcome: WakeOutcome } | { key: string; error: unknown } | undefined
   > = []
   const horizon: DueHorizon = { nextDueAt: null }
+  const gate = sameTargetGate()
   async function* markers(): AsyncGenerator<{ marker: DueMarker; slot: number }> {
     for await (const bucket of dueBuckets(backend, now, horizon)) {
       for await (const marker of dueMarkers(backend, bucket, now, config.pageSize, horizon)) {
@@ -296,7 +298,7 @@ async function runTick(
     try {
       slots[slot] = {
         wakeId: marker.wakeId,
-        outcome: await processWake(backend, config, marker.wakeId, now, turn),
+        outcome: await processWake(backend, config, marker.wakeId, now, turn, { gate, slot }),
       }
     } catch (error) {
       slots[slot] = { key: marker.key, error }
@@ -356,27 +358,43 @@ async function processWake(
   wakeId: string,
   now: number,
   order: ClaimTurn,
+  sameTarget: { readonly gate: SameTargetGate; readonly slot: number } | null,
 ): Promise<WakeOutcome> {
   const key = recordKeyOfId(wakeId)
   let lease: Awaited<ReturnType<typeof takeWake>>
   try {
     lease = await takeWake(backend, key, config.dispatcherId, config.leaseTtlMs)
-  } finally {
+  } catch (error) {
     order.claimed()
+    throw error
   }
-  if (lease === null) return 'busy'
+  if (lease === null) {
+    order.claimed()
+    return 'busy'
+  }
   let release = true
+  let leave: (() => void) | undefined
   try {
-    const stored = await backend.get(key)
-    if (stored === null) {
-      // registerWake writes the record before the marker: a marker without a
-      // record was not written by the runtime.
-      throw wakeError('WAKE_CORRUPT', `The wake index names ${wakeId}, which has no record`, {
-        key,
-        wakeId,
-      })
+    let stored: NonNullable<Awaited<ReturnType<Backend['get']>>>
+    let record: WakeRecord
+    // The claim settles once the record is read: by then the wake has
+    // entered the same-target gate, so every later wake sees it there.
+    try {
+      const found = await backend.get(key)
+      if (found === null) {
+        // registerWake writes the record before the marker: a marker without a
+        // record was not written by the runtime.
+        throw wakeError('WAKE_CORRUPT', `The wake index names ${wakeId}, which has no record`, {
+          key,
+          wakeId,
+        })
+      }
+      stored = found
+      record = decodeWake(stored.value, key)
+      if (sameTarget !== null) leave = sameTarget.gate.enter(record.target, sameTarget.slot)
+    } finally {
+      order.claimed()
     }
-    const record = decodeWake(stored.value, key)
     const writer = { writerId: config.dispatcherId }
     const step = nextStep(record)
     if (step === 'archive') {
@@ -388,6 +406,16 @@ async function processWake(
     if (handler === undefined) return 'unhandled'
     // The ordering guarantee: no firing decision while an earlier-due wake is unclaimed.
     await order.before
+    const earlier = sameTarget?.gate.earlier(record.target, sameTarget.slot) ?? null
+    if (earlier !== null) {
+      // An earlier-due wake of the same worker is being fired in this tick.
+      // Let go of this one (so that wake's resume can cancel it), wait for
+      // it, then claim this one again and find what is left to do.
+      await backend.releaseLease(lease).catch(() => false)
+      release = false
+      await earlier
+      return await processWake(backend, config, wakeId, now, order, null)
+    }
     const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
     const firedAt = Math.max(now, config.clock())
@@ -441,6 +469,7 @@ async function processWake(
     }
     return firstFiring ? 'fired' : 'redelivered'
   } finally {
+    leave?.()
     if (release) await backend.releaseLease(lease).catch(() => false)
   }
 }
