@@ -14,6 +14,7 @@ import {
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
+  idleSleep,
   interruptedRegistration,
   lateStart,
   notifiedTicks,
@@ -93,6 +94,15 @@ describe.each(WAKE_BACKENDS)('wakes on $name', (kind) => {
       ticksAfterSoon: 3,
       off: { notified: false, handled: false },
       unclaimed: { notified: false, handled: false },
+    })
+  })
+
+  it('an idle notified dispatcher sleeps until its next wake or its ceiling (1 tick and 1 backend call in a minute, against 60 at the interval), and a wake registered while it sleeps fires on time, woken by its hint', async () => {
+    expect(await idleSleep(runtime, kind)).toEqual({
+      notified: true,
+      notifiedMinute: { calls: 1, ticks: 1 },
+      intervalMinute: { calls: 60, ticks: 60 },
+      sleeperLateByMs: 0,
     })
   })
 

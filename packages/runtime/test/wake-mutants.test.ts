@@ -24,6 +24,7 @@ import {
   frozenMidFire,
   giveUpAfterAttempts,
   handlerFailure,
+  idleSleep,
   interruptedRegistration,
   lateStart,
   notifiedTicks,
@@ -38,6 +39,7 @@ const SWEEP = '../src/wake/wake-sweep.ts'
 const DUE_WATCH = '../src/wake/due-watch.ts'
 const TICK_TIMER = '../src/wake/tick-timer.ts'
 const SWEEPER = '../src/wake/registration-sweeper.ts'
+const IDLE_SLEEP = '../src/wake/idle-sleep.ts'
 type InDueOrder = <T>(
   items: AsyncIterable<T>,
   limit: number,
@@ -382,6 +384,52 @@ describe('notified-tick mutants on memory', () => {
     const outcome = await notifiedTicks(rt, kind)
     // wake-dispatcher.test.ts expects { notified: false, handled: false }.
     expect(outcome.unclaimed).toEqual({ notified: true, handled: true })
+  })
+})
+
+/**
+ * The idle-sleep mutants, on memory only for the same reason: the timer and
+ * the hint reading are the same code over every backend.
+ */
+describe('idle-sleep mutants on memory', () => {
+  const kind = WAKE_BACKENDS[0] as (typeof WAKE_BACKENDS)[number]
+
+  it('a notified dispatcher that never sleeps (every pause the interval): the idle-sleep check sees a tick a second', async () => {
+    const rt = await mutated(IDLE_SLEEP, (original) => ({
+      ...original,
+      sleepDelayOf: (_next: number | null, _now: number, intervalMs: number) => intervalMs,
+    }))
+    const outcome = await idleSleep(rt, kind)
+    // wake-dispatcher.test.ts expects { calls: 1, ticks: 1 }.
+    expect(outcome.notifiedMinute).toEqual({ calls: 60, ticks: 60 })
+  })
+
+  it('hints of wakes due after the interval ignored (the horizon taken as the interval, not the armed tick): the idle-sleep check sees the sleeper not woken in time', async () => {
+    const rt = await mutated(DUE_WATCH, (original) => ({
+      ...original,
+      tickDelayOf: (hint: DueWatch.DueHint, met: ReadonlySet<string>, now: number) =>
+        (original.tickDelayOf as typeof DueWatch.tickDelayOf)(hint, met, now, 1_000),
+    }))
+    const outcome = await idleSleep(rt, kind)
+    // wake-dispatcher.test.ts expects 0: handled at its due time.
+    expect(outcome).toMatchObject({ notified: true, sleeperLateByMs: null })
+  })
+
+  it('a dispatcher that sleeps without the watch (not notified, yet sleeping): the idle-sleep check sees the interval dispatcher sleep too', async () => {
+    const rt = await mutated(TICK_TIMER, (original) => ({
+      ...original,
+      startTickTimer: (
+        backend: Backend,
+        options: Parameters<typeof TickTimer.startTickTimer>[1],
+      ): TickTimer.TickTimer =>
+        (original.startTickTimer as typeof TickTimer.startTickTimer)(backend, {
+          ...options,
+          tickOnChange: true,
+        }),
+    }))
+    const outcome = await idleSleep(rt, kind)
+    // wake-dispatcher.test.ts expects { calls: 60, ticks: 60 } with tickOnChange: false.
+    expect(outcome.intervalMinute).toEqual({ calls: 1, ticks: 1 })
   })
 })
 

@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as realSleep } from 'node:timers/promises'
 import {
   AgentStateError,
   type Backend,
@@ -18,6 +19,7 @@ import {
 } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { vi } from 'vitest'
 import type * as RuntimeModule from '../src/index.js'
 
 /** The runtime module a scenario runs against (the real one, or one with a mutated module). */
@@ -1046,5 +1048,148 @@ export async function dispatcherSweep(
     const onOutcome = { swept, tick: (await firedBy(on)).sort() }
     await on.stop()
     return { on: onOutcome, off: offOutcome }
+  })
+}
+
+/** Backend calls and ticks of one dispatcher over a stretch of (fake) time. */
+export interface IdleCount {
+  /** Backend operations (every method call but `watch`, `close` and the capability read). */
+  readonly calls: number
+  readonly ticks: number
+}
+
+/** What the idle-sleep scenario saw. */
+export interface IdleSleepOutcome {
+  readonly notified: boolean
+  /** One idle minute of a notified dispatcher (interval 1 s, the default 60 s ceiling, one wake pending an hour ahead). */
+  readonly notifiedMinute: IdleCount
+  /** The same minute with `tickOnChange: false`: the pace of every dispatcher before it slept. */
+  readonly intervalMinute: IdleCount
+  /** How long after its due time (ms of the clock) a wake registered 5 s ahead while the dispatcher slept was handled, or `null` if not within 10 s. */
+  readonly sleeperLateByMs: number | null
+}
+
+/** A backend that counts its operations and how many are in flight. */
+function counted(inner: Backend): {
+  backend: Backend
+  calls: () => number
+  inFlight: () => number
+} {
+  let calls = 0
+  let inFlight = 0
+  const uncounted = new Set<PropertyKey>(['watch', 'close'])
+  const backend = new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function') return value
+      if (uncounted.has(property)) return value.bind(target)
+      return (...args: unknown[]) => {
+        calls++
+        inFlight++
+        const settle = () => {
+          inFlight--
+        }
+        try {
+          const result = value.apply(target, args)
+          if (result instanceof Promise) return result.finally(settle)
+          settle()
+          return result
+        } catch (error) {
+          settle()
+          throw error
+        }
+      }
+    },
+  })
+  return { backend, calls: () => calls, inFlight: () => inFlight }
+}
+
+/**
+ * An idle notified dispatcher sleeps until its next known wake, a hint or
+ * its ceiling, instead of ticking every interval. Timers are vitest's fake
+ * ones (setTimeout only) moved with the manual clock in 250 ms steps, so a
+ * minute costs no real minute; after each step the scenario waits (real
+ * time, setImmediate) until no backend call is in flight, so the
+ * filesystem's real I/O finishes within its step. One wake pending an hour
+ * ahead; a minute of a notified dispatcher and one of a dispatcher with
+ * `tickOnChange: false` are counted (backend calls, ticks). Then, 2 s later
+ * (past the notified one's tick at its ceiling, so it sleeps another
+ * minute), another instance registers a wake due 5 s later (past
+ * the 1 s interval, so only its hint can wake the sleeper in time): the
+ * scenario waits for the hint in real time, then steps the clock and notes
+ * when the wake is handled.
+ */
+export async function idleSleep(rt: Runtime, kind: WakeBackendKind): Promise<IdleSleepOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const registrant = storage.open()
+    const register = (workerId: string, dueAt: number) =>
+      rt.registerWake(registrant, {
+        target: { kind: 'worker', workerId },
+        cause: 'timeout',
+        dueAt,
+        clock: clock.now,
+      })
+    await register('far', T0 + 3_600_000)
+    const hintMs = 2 * (registrant.capabilities.changeNotification?.maxDelayMs ?? 500)
+    const handled = new Map<string, number>()
+    const settle = async (count: { inFlight: () => number }) => {
+      // Two quiet turns in a row: a call just settled may start the next one in a microtask.
+      for (let quiet = 0; quiet < 2; ) {
+        await new Promise((resolve) => setImmediate(resolve))
+        quiet = count.inFlight() === 0 ? quiet + 1 : 0
+      }
+    }
+    const step = async (count: { inFlight: () => number }, ms: number) => {
+      clock.advance(ms)
+      await vi.advanceTimersByTimeAsync(ms)
+      await settle(count)
+    }
+    const minute = async (tickOnChange: boolean) => {
+      const count = counted(storage.open())
+      const dispatcher = rt.startWakeDispatcher(count.backend, {
+        handlers: {
+          timeout: async (wake) => {
+            handled.set(wake.id, clock.now())
+          },
+        },
+        clock: clock.now,
+        intervalMs: 1_000,
+        tickOnChange,
+        sweep: null,
+      })
+      await dispatcher.ready
+      const before = { calls: count.calls(), ticks: dispatcher.ticks }
+      for (let i = 0; i < 240; i++) await step(count, 250)
+      const spent = { calls: count.calls() - before.calls, ticks: dispatcher.ticks - before.ticks }
+      return { dispatcher, count, spent }
+    }
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const interval = await minute(false)
+      await interval.dispatcher.stop()
+      const notifiedRun = await minute(true)
+      const { dispatcher, count } = notifiedRun
+      // Past the tick at the ceiling (61 s): the next one is a minute away, so only a hint is in time.
+      for (let i = 0; i < 8; i++) await step(count, 250)
+      const sleeper = await register('sleeper', clock.now() + 5_000)
+      // Real time (the global setTimeout is fake here): the hint crosses inotify or the memory store.
+      await realSleep(hintMs)
+      let sleeperLateByMs: number | null = null
+      for (let i = 0; i < 40 && sleeperLateByMs === null; i++) {
+        await step(count, 250)
+        const at = handled.get(sleeper.id)
+        if (at !== undefined) sleeperLateByMs = at - sleeper.dueAt
+      }
+      const notified = dispatcher.notified
+      await dispatcher.stop()
+      return {
+        notified,
+        notifiedMinute: notifiedRun.spent,
+        intervalMinute: interval.spent,
+        sleeperLateByMs,
+      }
+    } finally {
+      vi.useRealTimers()
+    }
   })
 }

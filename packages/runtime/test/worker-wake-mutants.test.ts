@@ -22,6 +22,7 @@ import {
   eventBeforeDispatcher,
   nextWake,
   publishValidation,
+  sameWorkerOneTick,
   staleWake,
   suspendValidation,
   timeoutActions,
@@ -36,6 +37,7 @@ const WAKE_REGISTRY = '../src/wake/wake-registry.ts'
 const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
 const IDS = '../src/shared/ids.ts'
 const CANONICAL_JSON = '../src/shared/canonical-json.ts'
+const SAME_TARGET = '../src/wake/same-target.ts'
 
 afterEach(unmockAll)
 
@@ -116,6 +118,17 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
     const outcome = await timeoutRacesEvent(await mutated(RESUME_WORKER, noStaleCheck), kind)
     // worker-wakes.test.ts expects exactly one resume.
     expect(outcome.resumes).toBe(2)
+  })
+
+  it("a tick that runs one worker's wakes side by side (no same-target gate): the one-tick check sees the loser handler-failed, left undelivered", async () => {
+    const rt = await mutated(SAME_TARGET, (original) => ({
+      ...original,
+      sameTargetGate: () => ({ enter: () => () => undefined, earlier: () => null }),
+    }))
+    const outcome = await sameWorkerOneTick(rt, kind)
+    // worker-wakes.test.ts expects the loser archived or fired, and delivered.
+    expect(outcome.tick).toContain('handler-failed')
+    expect(outcome.states).toContain('fired')
   })
 
   it('onTimeout fail that does nothing: the timeout check sees the worker still suspended', async () => {

@@ -263,7 +263,7 @@ export interface RaceOutcome {
 
 /**
  * A timeout racing an event: the worker parks with a 10-minute timeout and a
- * topic; an event is published as the timeout comes due, and two dispatchers
+ * topic; an event is published 1 ms after the timeout comes due, and two dispatchers
  * tick at the same moment. Whoever resumes the worker parks it again (a loop
  * that runs one turn and waits for the next event). Then both tick again past
  * the wake leases. Exactly one of the two wakes resumes the worker.
@@ -274,6 +274,10 @@ export async function timeoutRacesEvent(rt: Runtime, kind: WakeBackendKind): Pro
     await park(rt, backend, clock, 'w1', { timeout: { durationMinutes: 10 }, onEvent: 'go' })
     const timeoutId = (await rt.readWorkerWakes(backend, 'w1'))?.wakeIds[0] ?? ''
     clock.advance(10 * MINUTE)
+    // 1 ms after the timeout: the timeout wake is the earlier-due, so a dispatcher meeting both
+    // fires it first and the event's wake (not in the registration, never cancelled) after it:
+    // without the stale check it would resume the re-parked worker, in one dispatcher or two.
+    clock.advance(1)
     const event = await rt.publishEvent(backend, 'go', { n: 1 }, { clock: clock.now })
     const ids = [timeoutId, ...event.wakeIds]
     const onResumed = async (worker: Worker) => {
@@ -299,6 +303,60 @@ export async function timeoutRacesEvent(rt: Runtime, kind: WakeBackendKind): Pro
       waitsOn: body.conditions?.onEvent ?? null,
       pending,
       errors,
+    }
+  })
+}
+
+/** What the one-tick scenario saw. */
+export interface OneTickOutcome {
+  /** The tick's outcomes, sorted (their due order is random: the two wakes are due together). */
+  readonly tick: readonly string[]
+  /** The two wakes' states after the tick, sorted, with `+delivered` on a delivered fired one. */
+  readonly states: readonly string[]
+  /** How many times the worker was resumed. */
+  readonly resumes: number
+}
+
+/**
+ * Two wakes of one worker due in one tick of one dispatcher: the worker
+ * parks with a 10-minute timeout and a topic, an event is published as the
+ * timeout comes due, one tick. The woken loop holds the worker 200 ms of
+ * real time and parks it again on another topic (wide enough for the other
+ * wake to meet the resumed worker if both ran side by side). The other wake
+ * must be finished by the same tick: cancelled by the winner's resume, or
+ * delivered and dropped as stale, never `handler-failed` (left to wait out
+ * the firing lease).
+ */
+export async function sameWorkerOneTick(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<OneTickOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const backend = storage.open()
+    await park(rt, backend, clock, 'w1', { timeout: { durationMinutes: 10 }, onEvent: 'go' })
+    const timeoutId = (await rt.readWorkerWakes(backend, 'w1'))?.wakeIds[0] ?? ''
+    clock.advance(10 * MINUTE)
+    const event = await rt.publishEvent(backend, 'go', { n: 1 }, { clock: clock.now })
+    const one = dispatcher(rt, storage.open(), clock, async (worker) => {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      await worker.suspend({ reason: 'next turn', conditions: { onEvent: 'later' } })
+    })
+    const report = await one.tick()
+    await one.stop()
+    const states: string[] = []
+    for (const id of [timeoutId, ...event.wakeIds]) {
+      const wake = await rt.getWake(backend, id)
+      states.push(
+        wake.state === 'fired' && wake.delivery?.deliveredAt != null
+          ? 'fired+delivered'
+          : wake.state,
+      )
+    }
+    const body = await rt.inspectWorker(backend, 'w1')
+    return {
+      tick: report.outcomes.map((entry) => entry.outcome).sort(),
+      states: states.sort(),
+      resumes: body.audit.filter((entry) => entry.event === 'worker_resumed').length,
     }
   })
 }

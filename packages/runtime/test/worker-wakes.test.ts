@@ -16,6 +16,7 @@ import {
   eventBeforeDispatcher,
   nextWake,
   publishValidation,
+  sameWorkerOneTick,
   staleWake,
   suspendValidation,
   timeoutActions,
@@ -138,6 +139,20 @@ describe.each(WAKE_BACKENDS)('resume conditions on $name', (kind) => {
       pending: 0,
       errors: 0,
     })
+  })
+
+  it('a timeout and an event of one worker due in one tick: the second waits for the first, and is finished by the same tick (cancelled, or delivered and dropped), never left to the firing lease', async () => {
+    const outcome = await sameWorkerOneTick(runtime, kind)
+    expect(outcome.resumes).toBe(1)
+    // The winner fired; the loser archived (cancelled by the winner's resume) or fired and dropped.
+    expect([
+      ['archived', 'fired'],
+      ['fired', 'fired'],
+    ]).toContainEqual(outcome.tick)
+    expect([
+      ['cancelled', 'fired+delivered'],
+      ['fired+delivered', 'fired+delivered'],
+    ]).toContainEqual(outcome.states)
   })
 
   it('a cron trigger fires at its next occurrence in its time zone, and cancels the timeout', async () => {

@@ -81,19 +81,21 @@ export function openDueWatch(
 /**
  * How long from now a hint wants a tick, or `null` for no tick: a wake this
  * dispatcher's ticks met (its own marker delete, or one it found busy) or
- * one due only after the next interval tick (that tick will meet it) wants
- * none; anything the hint cannot name wants one now.
+ * one due only after the armed tick, `horizonMs` from now (that tick will
+ * meet it) wants none; anything the hint cannot name wants one now. The
+ * horizon may be far off (an idle dispatcher sleeps until its next known
+ * wake or its ceiling), so a wake due before it must arm the timer.
  */
 export function tickDelayOf(
   hint: DueHint,
   met: ReadonlySet<string>,
   now: number,
-  intervalMs: number,
+  horizonMs: number,
 ): number | null {
   if (hint.kind !== 'wake') return 0
   if (met.has(hint.wakeId)) return null
   const delay = Math.max(0, hint.dueAt - now)
-  return delay < intervalMs ? delay : null
+  return delay < horizonMs ? delay : null
 }
 
 /** What one backend hint says: a marker key names its wake and due time; anything else is unknown. */

@@ -1,14 +1,18 @@
 import type { Backend, Clock } from '@agent-state/core'
 import { openDueWatch, tickDelayOf } from './due-watch.js'
+import { sleepDelayOf } from './idle-sleep.js'
 
 /**
  * When a dispatcher ticks by itself (docs/runtime/wakes.md, Ticks woken by
- * change notification): every `intervalMs`, and, where the backend claims
- * change notification, as soon as a hint of the due-time index names a wake
- * that is due (or due before the next tick). Early ticks are coalesced: at
- * most one tick runs and at most one more is wanted, so a burst of hints
- * during a tick costs one more tick, and the hints of the dispatcher's own
- * marker deletes (wakes its ticks met) start none.
+ * change notification): every `intervalMs` where the backend claims no
+ * change notification; where it does, as soon as a hint of the due-time
+ * index names a wake that is due (or due before the next tick), and
+ * otherwise only when the earliest wake the last tick left pending comes
+ * due, at most `idleCeilingMs` later (an idle dispatcher sleeps). Early
+ * ticks are coalesced: at most one tick runs and at most one more is
+ * wanted, so a burst of hints during a tick costs one more tick, and the
+ * hints of the dispatcher's own marker deletes (wakes its ticks met) start
+ * none.
  */
 
 /** Ids of wakes met by ticks, kept to recognise the hints of their marker deletes. Bounded. */
@@ -27,13 +31,19 @@ export interface TickTimer {
 /** What {@link startTickTimer} needs. */
 export interface TickTimerOptions {
   readonly intervalMs: number
+  /** The longest a notified dispatcher sleeps between ticks (see `sleepDelayOf`, idle-sleep.ts). */
+  readonly idleCeilingMs: number
   /** Whether to watch the due-time index where the backend claims change notification. */
   readonly tickOnChange: boolean
   readonly clock: Clock
   /** Ids of wakes the dispatcher's ticks met (see {@link MAX_MET_WAKES}). */
   readonly met: ReadonlySet<string>
-  /** Runs one tick (the dispatcher's `tick()`, so timer ticks and explicit ones never overlap). */
-  tick(): Promise<unknown>
+  /**
+   * Runs one tick (the dispatcher's `tick()`, so timer ticks and explicit
+   * ones never overlap); resolves the earliest due time the tick left
+   * pending (`null`: none).
+   */
+  tick(): Promise<{ readonly nextDueAt: number | null }>
 }
 
 /** Starts the automatic ticks: the first after `intervalMs`, then see {@link TickTimer}. */
@@ -44,6 +54,7 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
   let running = false
   let again = false
   let stopped = false
+  let established = false
 
   // Arms the timer `delayMs` from now unless it is already armed sooner.
   const arm = (delayMs: number): void => {
@@ -65,10 +76,13 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
       return
     }
     running = true
+    // Sleeping is safe only when every marker written after this tick's
+    // listing is hinted: the watch was established before the tick started.
+    const watched = established && watch.notified
     void options
       .tick()
-      .catch(() => undefined)
-      .then(() => {
+      .catch(() => null)
+      .then((report) => {
         running = false
         if (stopped) return
         if (again) {
@@ -76,15 +90,29 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
           arm(0)
           return
         }
-        arm(options.intervalMs)
+        arm(
+          report !== null && watched && watch.notified
+            ? sleepDelayOf(
+                report.nextDueAt,
+                options.clock(),
+                options.intervalMs,
+                options.idleCeilingMs,
+              )
+            : options.intervalMs,
+        )
       })
   }
   const watch = options.tickOnChange
     ? openDueWatch(backend, controller.signal, (hint) => {
-        const delay = tickDelayOf(hint, options.met, options.clock(), options.intervalMs)
+        // The horizon is the armed tick: a hint of a wake due before it arms the timer sooner.
+        const horizonMs = timer === undefined ? Number.POSITIVE_INFINITY : nextAt - Date.now()
+        const delay = tickDelayOf(hint, options.met, options.clock(), horizonMs)
         if (delay !== null) arm(delay)
       })
     : { notified: false, established: Promise.resolve() }
+  void watch.established.then(() => {
+    established = true
+  })
   arm(options.intervalMs)
   return {
     get notified() {

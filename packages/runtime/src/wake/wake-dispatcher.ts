@@ -12,9 +12,16 @@ import { auditWakeFailure } from '../worker/worker-lifecycle.js'
 import { type ClaimTurn, inDueOrder } from './claim-order.js'
 import { handleDaemonWake } from './daemon-wakes.js'
 import { type SweepRound, startRegistrationSweeper } from './registration-sweeper.js'
+import { type SameTargetGate, sameTargetGate } from './same-target.js'
 import { MAX_MET_WAKES, startTickTimer } from './tick-timer.js'
 import { givesUp, nextStep, takeWake, writeUnderLease } from './wake-firing.js'
-import { type DueMarker, dueBuckets, dueMarkers } from './wake-index.js'
+import {
+  type DueHorizon,
+  type DueMarker,
+  dueBuckets,
+  dueMarkers,
+  notePending,
+} from './wake-index.js'
 import {
   decodeWake,
   type FiredWake,
@@ -69,6 +76,16 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
   leaseTtlMs: z.int().min(100).max(3_600_000).default(30_000),
   /** Ms between ticks, or `null` for ticks only on `tick()`. Default 1000. */
   intervalMs: z.int().min(10).max(3_600_000).nullable().default(1_000),
+  /**
+   * Where ticks are woken by change notification (`notified`), the longest
+   * the dispatcher sleeps between ticks when no wake is due sooner: an idle
+   * notified dispatcher ticks when the earliest pending wake comes due, on a
+   * hint, or after this ceiling, whichever comes first, never more often
+   * than every `intervalMs` (docs/runtime/wakes.md, Ticks woken by change
+   * notification). The ceiling bounds how late a wake whose hint was lost
+   * fires. Ignored when not notified. Default 60 s.
+   */
+  idleCeilingMs: z.int().min(10).max(86_400_000).default(60_000),
   /**
    * Where the backend claims change notification, watch the due-time index
    * and tick as soon as a wake is registered that is due (or due before the
@@ -140,6 +157,13 @@ export interface TickReport {
   readonly outcomes: ReadonlyArray<{ readonly wakeId: string; readonly outcome: WakeOutcome }>
   /** Errors that stopped a wake's processing (corrupt records, backend failures), by wake key. */
   readonly errors: ReadonlyArray<{ readonly key: string; readonly error: unknown }>
+  /**
+   * The earliest due time of a wake the tick leaves pending, as far as its
+   * listing saw: `now` when a due wake was left (busy, unhandled, failed or
+   * in error), else the first wake not yet due (or the start of its bucket),
+   * `null` when the index holds nothing more.
+   */
+  readonly nextDueAt: number | null
 }
 
 /** A running dispatcher. */
@@ -210,6 +234,7 @@ export function startWakeDispatcher(
       ? null
       : startTickTimer(backend, {
           intervalMs: config.intervalMs,
+          idleCeilingMs: config.idleCeilingMs,
           tickOnChange: config.tickOnChange,
           clock: config.clock,
           met,
@@ -253,9 +278,11 @@ async function runTick(
   const slots: Array<
     { wakeId: string; outcome: WakeOutcome } | { key: string; error: unknown } | undefined
   > = []
+  const horizon: DueHorizon = { nextDueAt: null }
+  const gate = sameTargetGate()
   async function* markers(): AsyncGenerator<{ marker: DueMarker; slot: number }> {
-    for await (const bucket of dueBuckets(backend, now)) {
-      for await (const marker of dueMarkers(backend, bucket, now, config.pageSize)) {
+    for await (const bucket of dueBuckets(backend, now, horizon)) {
+      for await (const marker of dueMarkers(backend, bucket, now, config.pageSize, horizon)) {
         // Before any work on it, so the hint of its marker delete is known as this tick's own.
         if ('wakeId' in marker) noteMet(marker.wakeId)
         slots.push(undefined)
@@ -271,7 +298,7 @@ async function runTick(
     try {
       slots[slot] = {
         wakeId: marker.wakeId,
-        outcome: await processWake(backend, config, marker.wakeId, now, turn),
+        outcome: await processWake(backend, config, marker.wakeId, now, turn, { gate, slot }),
       }
     } catch (error) {
       slots[slot] = { key: marker.key, error }
@@ -283,9 +310,14 @@ async function runTick(
     if (entry === undefined) continue
     if ('outcome' in entry) outcomes.push(entry)
     else errors.push(entry)
+    // A due wake still in the index: the next tick must come at the interval's pace.
+    if (!('outcome' in entry) || !FINISHED.has(entry.outcome)) notePending(horizon, now)
   }
-  return { now, outcomes, errors }
+  return { now, outcomes, errors, nextDueAt: horizon.nextDueAt }
 }
+
+/** Outcomes after which the wake's marker is gone (or, for `fired` and `redelivered`, normally is). */
+const FINISHED: ReadonlySet<WakeOutcome> = new Set(['fired', 'redelivered', 'archived', 'failed'])
 
 /** The handler of `record`: its cause's in `handlers`, else the built-in one of a worker's wake. */
 function handlerOf(backend: Backend, config: Parsed, record: WakeRecord): WakeHandler | undefined {
@@ -326,27 +358,43 @@ async function processWake(
   wakeId: string,
   now: number,
   order: ClaimTurn,
+  sameTarget: { readonly gate: SameTargetGate; readonly slot: number } | null,
 ): Promise<WakeOutcome> {
   const key = recordKeyOfId(wakeId)
   let lease: Awaited<ReturnType<typeof takeWake>>
   try {
     lease = await takeWake(backend, key, config.dispatcherId, config.leaseTtlMs)
-  } finally {
+  } catch (error) {
     order.claimed()
+    throw error
   }
-  if (lease === null) return 'busy'
+  if (lease === null) {
+    order.claimed()
+    return 'busy'
+  }
   let release = true
+  let leave: (() => void) | undefined
   try {
-    const stored = await backend.get(key)
-    if (stored === null) {
-      // registerWake writes the record before the marker: a marker without a
-      // record was not written by the runtime.
-      throw wakeError('WAKE_CORRUPT', `The wake index names ${wakeId}, which has no record`, {
-        key,
-        wakeId,
-      })
+    let stored: NonNullable<Awaited<ReturnType<Backend['get']>>>
+    let record: WakeRecord
+    // The claim settles once the record is read: by then the wake has
+    // entered the same-target gate, so every later wake sees it there.
+    try {
+      const found = await backend.get(key)
+      if (found === null) {
+        // registerWake writes the record before the marker: a marker without a
+        // record was not written by the runtime.
+        throw wakeError('WAKE_CORRUPT', `The wake index names ${wakeId}, which has no record`, {
+          key,
+          wakeId,
+        })
+      }
+      stored = found
+      record = decodeWake(stored.value, key)
+      if (sameTarget !== null) leave = sameTarget.gate.enter(record.target, sameTarget.slot)
+    } finally {
+      order.claimed()
     }
-    const record = decodeWake(stored.value, key)
     const writer = { writerId: config.dispatcherId }
     const step = nextStep(record)
     if (step === 'archive') {
@@ -358,6 +406,16 @@ async function processWake(
     if (handler === undefined) return 'unhandled'
     // The ordering guarantee: no firing decision while an earlier-due wake is unclaimed.
     await order.before
+    const earlier = sameTarget?.gate.earlier(record.target, sameTarget.slot) ?? null
+    if (earlier !== null) {
+      // An earlier-due wake of the same worker is being fired in this tick.
+      // Let go of this one (so that wake's resume can cancel it), wait for
+      // it, then claim this one again and find what is left to do.
+      await backend.releaseLease(lease).catch(() => false)
+      release = false
+      await earlier
+      return await processWake(backend, config, wakeId, now, order, null)
+    }
     const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
     const firedAt = Math.max(now, config.clock())
@@ -411,6 +469,7 @@ async function processWake(
     }
     return firstFiring ? 'fired' : 'redelivered'
   } finally {
+    leave?.()
     if (release) await backend.releaseLease(lease).catch(() => false)
   }
 }

@@ -10,11 +10,31 @@ import { dueAtOfId } from './wake-records.js'
  */
 
 /**
+ * What a walk learns of the wakes it leaves pending: the earliest due time
+ * it passed over (a marker not due yet, or the start of the first future
+ * bucket), `null` when the index holds nothing past now. The dispatcher
+ * sleeps until then where hints tell it about new wakes.
+ */
+export interface DueHorizon {
+  nextDueAt: number | null
+}
+
+/** Notes `dueAt` as pending in `horizon` when it is the earliest yet. */
+export function notePending(horizon: DueHorizon | undefined, dueAt: number): void {
+  if (horizon === undefined) return
+  if (horizon.nextDueAt === null || dueAt < horizon.nextDueAt) horizon.nextDueAt = dueAt
+}
+
+/**
  * The buckets holding markers, in time order, up to now's bucket. One bucket
  * per listing page: a page of several groups could read into many future
  * buckets, and the tick would pay for wakes that are not due.
  */
-export async function* dueBuckets(backend: Backend, now: number): AsyncGenerator<string> {
+export async function* dueBuckets(
+  backend: Backend,
+  now: number,
+  horizon?: DueHorizon,
+): AsyncGenerator<string> {
   const nowBucket = wakeBucketOf(now)
   let cursor: string | undefined
   for (;;) {
@@ -28,7 +48,11 @@ export async function* dueBuckets(backend: Backend, now: number): AsyncGenerator
       const bucket = group.slice(WAKES_DUE_PREFIX.length, -1)
       // Buckets are 13-digit zero-padded, so string order is time order: the
       // first bucket after now's ends the walk.
-      if (bucket > nowBucket) return
+      if (bucket > nowBucket) {
+        // Its markers are due at its start or later.
+        notePending(horizon, Number(bucket))
+        return
+      }
       yield bucket
     }
     if (page.cursor === undefined) return
@@ -51,6 +75,7 @@ export async function* dueMarkers(
   bucket: string,
   now: number,
   pageSize: number,
+  horizon?: DueHorizon,
 ): AsyncGenerator<DueMarker> {
   const prefix = wakeBucketPrefix(bucket)
   let cursor: string | undefined
@@ -77,7 +102,10 @@ export async function* dueMarkers(
         }
         continue
       }
-      if (dueAt > now) return
+      if (dueAt > now) {
+        notePending(horizon, dueAt)
+        return
+      }
       yield { wakeId, key: entry.key }
     }
     if (page.cursor === undefined) return
