@@ -63,6 +63,15 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
   // An idle connection the server dropped (restart, pg_terminate_backend)
   // reports here; the pool discards it. Without a listener it would crash the process.
   pool.on('error', () => {})
+  // And every client keeps a listener of its own for good: pg emits 'error' on a client for a
+  // server message that arrives while no query is active, and an 'error' with no listener is
+  // thrown from the socket's data handler, killing the process. The pool's idle listener and
+  // `use`'s own cover the usual moments; a `pg_terminate_backend` storm once hit a client
+  // outside both (faults.test.ts, one unhandled 57P01 in a clean run). The statement in flight,
+  // if any, still gets its error, and `use` still retires a broken connection.
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
 
   return {
     server,
