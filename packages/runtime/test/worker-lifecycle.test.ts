@@ -247,11 +247,13 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     const stale = await startWorker(backend, {
       workerId: 'w1',
       holder: 'old',
-      leaseTtlMs: 200,
+      // Long enough for startWorker's own fenced writes: with 200 ms, a clean run with four
+      // suites at once (SQLite's group commit behind other writes) lost the lease inside it.
+      leaseTtlMs: 1000,
       state: 'old',
     })
     // The old owner stalls past its lease; an operator takes the lease over.
-    await new Promise((resolve) => setTimeout(resolve, 260))
+    await new Promise((resolve) => setTimeout(resolve, 1100))
     const takeover = await fixture
       .create()
       .acquireLease(workerSnapshotKey('w1'), { holder: 'new', ttlMs: 60_000 })
