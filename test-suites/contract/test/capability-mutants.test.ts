@@ -1,20 +1,8 @@
-import { AssertionError } from 'node:assert'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { createRecordBackend } from '@agent-state/core'
 import { afterAll, describe, expect, it } from 'vitest'
-import {
-  CONTRACT_CHECKS,
-  type ContractOptions,
-  probeCapabilities,
-  runContractCheck,
-  skipReason,
-} from '../src/index.js'
+import { probeCapabilities, runContractCheck, skipReason } from '../src/index.js'
 import { CAPABILITY_MUTANTS, mutantOptions } from './capability-mutants.js'
-import { createFileRecordStore } from './file-record-store.js'
-import { contractVerdict } from './verdict.js'
+import { fileRecordOptions, removeFileRecordRoots } from './file-record-options.js'
+import { checkById, failingVerdict } from './verdict.js'
 
 const DIED =
   'durability/a-write-acknowledged-by-a-process-killed-with-sigkill-reads-back-at-its-version-from-another-process'
@@ -25,51 +13,11 @@ const BASIC = 'basic/declares-contract-version-1-a-name-and-well-formed-capabili
 /** The check that disproves each capability claim on the memory backends. */
 const DISPROVED_BY = { durable: DIED, multiProcess: ONE_WINNER } as const
 
-function checkById(id: string) {
-  const found = CONTRACT_CHECKS.find((c) => c.id === id)
-  if (found === undefined) throw new Error(`no check ${id}`)
-  return found
-}
-
-/** Runs the check and returns the suite's verdict; a crash (any other error) fails the test. */
-async function verdict(run: Promise<unknown>): Promise<AssertionError> {
-  let caught: unknown
-  try {
-    await run
-  } catch (error) {
-    caught = error
-  }
-  expect(caught, 'the check must fail').toBeDefined()
-  const found = contractVerdict(caught)
-  expect(found, `a contract verdict, not a crash: ${String(caught)}`).toBeInstanceOf(AssertionError)
-  return found as AssertionError
-}
-
-const roots: string[] = []
-afterAll(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true })
-})
-
-/** The test-only file record store: durable and multi-process, the check's correct backend. */
-function fileOptions(): ContractOptions {
-  const root = mkdtempSync(join(tmpdir(), 'agent-state-died-'))
-  roots.push(root)
-  return {
-    name: 'file-records',
-    create: (ctx) =>
-      createRecordBackend(createFileRecordStore({ root, namespace: ctx.namespace }), {
-        clock: ctx.clock,
-      }),
-    process: {
-      module: fileURLToPath(new URL('./file-backend-child.ts', import.meta.url)),
-      options: { root },
-    },
-  }
-}
+afterAll(removeFileRecordRoots)
 
 describe('a false durable or multiProcess claim fails the suite', () => {
   it('passes the process-death check on a durable backend', async () => {
-    const options = fileOptions()
+    const options = fileRecordOptions({ name: 'file-records' })
     const caps = await probeCapabilities(options)
     expect(skipReason(checkById(DIED), caps, options)).toBeUndefined()
     await expect(runContractCheck(checkById(DIED), options, caps)).resolves.toBeTypeOf('object')
@@ -81,7 +29,7 @@ describe('a false durable or multiProcess claim fails the suite', () => {
       const caps = await probeCapabilities(options)
       const id = DISPROVED_BY[mutant.capability]
       expect(skipReason(checkById(id), caps, options)).toBeUndefined()
-      const error = await verdict(runContractCheck(checkById(id), options, caps))
+      const error = await failingVerdict(runContractCheck(checkById(id), options, caps))
       expect(error.message).toMatch(
         mutant.capability === 'durable'
           ? /died\/acked is absent after its writer was killed: the acknowledged write .* was lost/
@@ -95,7 +43,7 @@ describe('a false durable or multiProcess claim fails the suite', () => {
       const options = mutantOptions(name, { claimAfter: 1 })
       const caps = await probeCapabilities(options)
       expect(caps[mutant.capability]).toBe(false)
-      const error = await verdict(runContractCheck(checkById(BASIC), options, caps))
+      const error = await failingVerdict(runContractCheck(checkById(BASIC), options, caps))
       expect(error.message).toMatch(
         new RegExp(
           `an instance declares capabilities .*"${mutant.capability}":true.*, but the suite planned its checks from the probe instance's .*"${mutant.capability}":false.*: every instance of a backend must declare the same capabilities`,

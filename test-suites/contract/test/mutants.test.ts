@@ -2,17 +2,12 @@ import { AssertionError } from 'node:assert'
 import type { Backend } from '@agent-state/core'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
-import {
-  CONTRACT_CHECKS,
-  type ContractContext,
-  type ContractOptions,
-  runContractCheck,
-} from '../src/index.js'
+import { type ContractContext, type ContractOptions, runContractCheck } from '../src/index.js'
 import { HOLE_MUTANTS } from './hole-mutants.js'
 import { MUTANTS as FIRST_MUTANTS } from './memory-mutants.js'
 import { RULE_MUTANTS } from './rule-mutants.js'
 import { SURVIVOR_MUTANTS } from './survivor-mutants.js'
-import { contractVerdict } from './verdict.js'
+import { checkById, contractVerdict } from './verdict.js'
 
 const MUTANTS = { ...FIRST_MUTANTS, ...HOLE_MUTANTS, ...RULE_MUTANTS, ...SURVIVOR_MUTANTS }
 
@@ -169,12 +164,6 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
   "the store's watch-interrupt declaration not carried over": [
     'change-notification/the-instance-or-the-suite-declares-how-a-watch-channel-can-be-cut',
   ],
-}
-
-function checkById(id: string) {
-  const found = CONTRACT_CHECKS.find((c) => c.id === id)
-  if (found === undefined) throw new Error(`no check ${id}`)
-  return found
 }
 
 function options(name: string, create: (ctx: ContractContext) => Backend): ContractOptions {

@@ -1,52 +1,24 @@
-import { AssertionError } from 'node:assert'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { createRecordBackend } from '@agent-state/core'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
-  CONTRACT_CHECKS,
   type ContractOptions,
   probeCapabilities,
   runContractCheck,
   runContractCheckOutcome,
   skipReason,
 } from '../src/index.js'
-import { createFileRecordStore, FILE_STORE_STEPS, type FileStoreMode } from './file-record-store.js'
-import { contractVerdict } from './verdict.js'
+import { fileRecordOptions, removeFileRecordRoots } from './file-record-options.js'
+import type { FileStoreMode } from './file-record-store.js'
+import { checkById, failingVerdict } from './verdict.js'
 
-const childModule = fileURLToPath(new URL('./file-backend-child.ts', import.meta.url))
+afterAll(removeFileRecordRoots)
 
-const roots: string[] = []
-afterAll(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true })
-})
-
+/** The store in `mode`, its crash tier at `crashCycles` kills, with its child process unless told. */
 function fileOptions(
   mode: FileStoreMode,
   crashCycles: number,
   withProcess = true,
 ): ContractOptions {
-  const root = mkdtempSync(join(tmpdir(), `agent-state-mutant-${mode}-`))
-  roots.push(root)
-  return {
-    name: `file-records-${mode}`,
-    create: (ctx) =>
-      createRecordBackend(createFileRecordStore({ root, namespace: ctx.namespace, mode }), {
-        clock: ctx.clock,
-      }),
-    ...(withProcess
-      ? { process: { module: childModule, options: { root, mode }, writeSteps: FILE_STORE_STEPS } }
-      : {}),
-    scale: { crashCycles },
-  }
-}
-
-function checkById(id: string) {
-  const found = CONTRACT_CHECKS.find((c) => c.id === id)
-  if (found === undefined) throw new Error(`no check ${id}`)
-  return found
+  return fileRecordOptions({ mode, crashCycles, withProcess })
 }
 
 const CRASH = 'crash/acknowledged-writes-survive-kill-9-and-nothing-is-torn'
@@ -54,43 +26,33 @@ const FROZEN =
   'multi-process/a-holder-frozen-mid-write-never-blocks-a-takeover-and-is-refused-when-it-wakes'
 const MP_COUNTER = 'multi-process/n-by-m-compare-and-set-increments-across-processes-lose-no-update'
 
-/** Runs the check and returns the suite's verdict; a crash (any other error) fails the test. */
-async function verdict(run: Promise<unknown>): Promise<AssertionError> {
-  let caught: unknown
-  try {
-    await run
-  } catch (error) {
-    caught = error
-  }
-  expect(caught, 'the check must fail').toBeDefined()
-  const found = contractVerdict(caught)
-  expect(found, `a contract verdict, not a crash: ${String(caught)}`).toBeInstanceOf(AssertionError)
-  return found as AssertionError
-}
-
 describe('the multi-process and crash tiers fail on broken file stores', () => {
   it('catches a check-then-write compare-and-set across processes', async () => {
-    const error = await verdict(runContractCheck(checkById(MP_COUNTER), fileOptions('racy', 1)))
+    const error = await failingVerdict(
+      runContractCheck(checkById(MP_COUNTER), fileOptions('racy', 1)),
+    )
     expect(error.message).toMatch(/counter after N×M increments/)
   }, 120_000)
 
   it('catches a check-then-write compare-and-set racing on one version across processes', async () => {
     const id =
       'multi-process/create-if-absent-and-compare-and-set-across-processes-have-exactly-one-winner'
-    const error = await verdict(runContractCheck(checkById(id), fileOptions('racy', 10)))
+    const error = await failingVerdict(runContractCheck(checkById(id), fileOptions('racy', 10)))
     expect(error.message).toMatch(/processes that won (create-if-absent|compare-and-set)/)
     await runContractCheck(checkById(id), fileOptions('correct', 10))
   }, 120_000)
 
   it('catches a store that acknowledges writes before they are durable', async () => {
-    const error = await verdict(runContractCheck(checkById(CRASH), fileOptions('lazy', 10)))
+    const error = await failingVerdict(runContractCheck(checkById(CRASH), fileOptions('lazy', 10)))
     expect(error.message).toMatch(/acknowledged write was lost/)
     expect(error).toHaveProperty('contractScale.cyclesConfigured', 10)
   }, 180_000)
 
   it('fails a crash tier configured below the floor (crashCycles 0 used to pass doing nothing)', async () => {
     for (const cycles of [0, 3]) {
-      const error = await verdict(runContractCheck(checkById(CRASH), fileOptions('lazy', cycles)))
+      const error = await failingVerdict(
+        runContractCheck(checkById(CRASH), fileOptions('lazy', cycles)),
+      )
       expect(error.message).toMatch(/below the floor of 10/)
       expect(error).toHaveProperty('contractScale.cyclesVerified', 0)
     }
@@ -125,7 +87,9 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
       ),
       fileOptions('cached-names', 10),
     )
-    const error = await verdict(runContractCheck(checkById(id), fileOptions('cached-names', 10)))
+    const error = await failingVerdict(
+      runContractCheck(checkById(id), fileOptions('cached-names', 10)),
+    )
     expect(error.message).toMatch(/stable key mpl\/\d+ listed 0 times/)
     await runContractCheck(checkById(id), fileOptions('correct', 10))
   }, 180_000)
@@ -137,7 +101,9 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
   }, 180_000)
 
   it('catches a per-key lock that a writer frozen inside its commit keeps', async () => {
-    const error = await verdict(runContractCheck(checkById(FROZEN), fileOptions('locked', 1)))
+    const error = await failingVerdict(
+      runContractCheck(checkById(FROZEN), fileOptions('locked', 1)),
+    )
     expect(error.message).toMatch(
       /round \d+ \(.*\): the contender's takeover failed with UNAVAILABLE/,
     )
@@ -158,7 +124,7 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
     expect(limited.limitation).toMatch(/failed fast with UNAVAILABLE/)
     expect(limited.scale.limitedRounds).toBeGreaterThanOrEqual(5)
     // A message other than the declared one.
-    const wrongMessage = await verdict(
+    const wrongMessage = await failingVerdict(
       runContractCheck(checkById(FROZEN), {
         ...fileOptions('locked', 1),
         frozenWriterLimitation: { ...declared, message: /a process holds the database lock/ },
@@ -166,7 +132,7 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
     )
     expect(wrongMessage.message).toMatch(/the declared limitation's message/)
     // Slower than the declared busy timeout + 1 s.
-    const slow = await verdict(
+    const slow = await failingVerdict(
       runContractCheck(checkById(FROZEN), {
         ...fileOptions('locked', 1),
         frozenWriterLimitation: { ...declared, busyTimeoutMs: 500 },
@@ -174,7 +140,7 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
     )
     expect(slow.message).toMatch(/the declared limitation fails fast/)
     // A backend without the limitation must not declare it.
-    const stale = await verdict(
+    const stale = await failingVerdict(
       runContractCheck(checkById(FROZEN), {
         ...fileOptions('correct', 1),
         frozenWriterLimitation: declared,
@@ -184,7 +150,7 @@ describe('the multi-process and crash tiers fail on broken file stores', () => {
   }, 600_000)
 
   it('fails a frozen-writer tier configured below the floor of 10 rounds', async () => {
-    const error = await verdict(
+    const error = await failingVerdict(
       runContractCheck(checkById(FROZEN), {
         ...fileOptions('correct', 1),
         scale: { frozenRounds: 3 },

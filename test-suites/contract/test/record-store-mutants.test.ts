@@ -2,7 +2,7 @@ import { AssertionError } from 'node:assert'
 import { describe, expect, it } from 'vitest'
 import { RECORD_STORE_CHECKS, runRecordStoreCheck } from '../src/index.js'
 import { correctStores, RECORD_STORE_MUTANTS } from './record-store-mutants.js'
-import { contractVerdict } from './verdict.js'
+import { contractVerdict, findCheck } from './verdict.js'
 
 const BUFFER_CHECK =
   'record-store/write-keeps-its-own-copy-and-read-and-scan-give-the-caller-its-own-also-for-buffers'
@@ -74,9 +74,7 @@ const EXPECTED_FAILURES: Record<string, { checks: readonly string[]; method: str
 }
 
 function checkById(id: string) {
-  const found = RECORD_STORE_CHECKS.find((c) => c.id === id)
-  if (found === undefined) throw new Error(`no check ${id}`)
-  return found
+  return findCheck(RECORD_STORE_CHECKS, id)
 }
 
 describe('the record-store tier fails on subtly broken stores, naming the method', () => {

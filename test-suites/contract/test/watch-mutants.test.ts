@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '../src/index.js'
-import { contractVerdict } from './verdict.js'
+import { checkById, contractVerdict } from './verdict.js'
 import { interruptRelay, type RelayMutation, relayBackend } from './watch-relay.js'
 
 const child = fileURLToPath(new URL('./watch-relay-child.ts', import.meta.url))
@@ -17,12 +17,6 @@ const EXPECTED_FAILURES: Record<Exclude<RelayMutation, 'none'>, string> = {
     'change-notification/after-a-burst-by-several-processes-every-watcher-has-re-read-the-last-write-of-every-key',
   'leaks its watch handle':
     'change-notification/aborting-a-watch-or-closing-the-backend-ends-it-and-the-process-exits-on-its-own',
-}
-
-function checkById(id: string) {
-  const found = CONTRACT_CHECKS.find((c) => c.id === id)
-  if (found === undefined) throw new Error(`no check ${id}`)
-  return found
 }
 
 function options(mutation: RelayMutation): ContractOptions {
