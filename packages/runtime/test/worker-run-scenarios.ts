@@ -40,11 +40,7 @@ export interface RunBackendKind {
   setup(): RunStorage
 }
 
-function tracked(
-  make: () => Backend,
-  expire: () => Promise<void>,
-  remove: () => void,
-): RunStorage {
+function tracked(make: () => Backend, expire: () => Promise<void>, remove: () => void): RunStorage {
   const opened: Backend[] = []
   return {
     open() {

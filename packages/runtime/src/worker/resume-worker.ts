@@ -6,8 +6,8 @@ import { runtimeError } from '../shared/errors.js'
 import { assertWorkerId } from '../shared/ids.js'
 import { workerSnapshotKey } from '../shared/layout.js'
 import { releaseQuietly } from '../shared/owned-lease.js'
-import { type LifecycleHookEvent, runPostHook, runPreHook } from './hooks.js'
 import type { AuditEntry } from './audit.js'
+import { type LifecycleHookEvent, runPostHook, runPreHook } from './hooks.js'
 import type { ResumeReminder, SnapshotBody } from './snapshot-codec.js'
 import { type LoadedSnapshot, loadSnapshot, storeSnapshot } from './snapshot-store.js'
 import { clearSuspendRequest } from './suspend-request.js'
@@ -19,13 +19,13 @@ import {
   takeLease,
   type WorkerOwnerOptions,
 } from './worker-ownership.js'
+import { openWorkerRun, type WorkerRunOptions } from './worker-run.js'
 import {
   settleQuietly,
   type WakeOfWorker,
   wakesCancelledAudit,
   wakesToSettle,
 } from './worker-wake-settle.js'
-import { openWorkerRun, type WorkerRunOptions } from './worker-run.js'
 
 /** Options of {@link resumeWorker}. */
 export interface ResumeWorkerOptions extends WorkerOwnerOptions {

@@ -201,7 +201,13 @@ export class Worker {
       })
     }
     if (this.#run !== null) return this.#run
-    const run = await openWorkerRun(this.#backend, runId, owned.lease, this.#settings.clock, options)
+    const run = await openWorkerRun(
+      this.#backend,
+      runId,
+      owned.lease,
+      this.#settings.clock,
+      options,
+    )
     if (run === null) {
       throw runtimeError('RUN_COMPLETED', `Run ${runId} of worker ${this.workerId} is completed`, {
         runId,
