@@ -135,18 +135,16 @@ export interface Target {
 export function countingTarget(): Target {
   const applied: Record<string, number> = {}
   const held = new Map<string, Promise<void>>()
-  const releases: Array<() => void> = []
   return {
     applied,
     hold(effectId) {
-      let release = () => undefined as void
+      let release: () => void = () => undefined
       held.set(
         effectId,
         new Promise<void>((resolve) => {
           release = resolve
         }),
       )
-      releases.push(release)
       return () => release()
     },
     handlers: {
