@@ -50,7 +50,7 @@ describe.each(KINDS)('worker-and-run mutants on $name', (kind) => {
   it('a resume that does not reopen the run: the reopen check sees no run and no audit', async () => {
     const outcome = await resumeReopensRun(await mutated(RESUME_WORKER, noReopen), kind)
     // worker-run.test.ts expects reopened, attempt 2, e2 applied once, ['run_reopened'].
-    expect(outcome).toMatchObject({ reopened: false, attemptCount: null, runAudit: [] })
+    expect(outcome).toMatchObject({ reopened: false, attemptCount: null, runAudit: ['run_opened'] })
     expect(outcome.applied).toEqual({ e1: 1 })
   })
 

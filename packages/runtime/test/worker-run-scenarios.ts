@@ -253,7 +253,7 @@ export async function resumeReopensRun(rt: Runtime, kind: RunBackendKind): Promi
     await lateRun.complete()
     await late.suspend({ reason: 'after the run' })
     const afterCompleted = await rt.resumeWorker(backend, 'w1', { ...owner, run })
-    const completedAudit = runEvents(afterCompleted.audit).slice(reopenedAudit.length)
+    const completedAudit = runEvents(afterCompleted.audit)
     await afterCompleted.complete()
     const plain = await rt.startWorker(backend, { ...owner, workerId: 'w2' })
     await plain.suspend({ reason: 'no run' })

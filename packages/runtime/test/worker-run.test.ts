@@ -20,13 +20,16 @@ describe.each(RUN_BACKENDS)('worker and run together on $name', (kind) => {
       attemptCount: 2,
       results: [{ receipt: 'r-e1' }, { receipt: 'r-e2' }],
       applied: { e1: 1, e2: 1 },
-      runAudit: ['run_reopened'],
+      runAudit: ['run_opened', 'run_reopened'],
       secondRun: 'INVALID_ARGUMENT',
     })
     // Without `run` the resume leaves it to reopenRun, which opens attempt 3.
     expect(outcome.lateReopen).toEqual({ before: false, attemptCount: 3 })
-    // A completed run is not reopened: documented no-op, audited.
-    expect(outcome.afterCompleted).toEqual({ run: false, runAudit: ['run_not_reopened'] })
+    // A completed run is not reopened: documented no-op, audited (after the resume's and reopenRun's reopens).
+    expect(outcome.afterCompleted).toEqual({
+      run: false,
+      runAudit: ['run_opened', 'run_reopened', 'run_reopened', 'run_not_reopened'],
+    })
     // A worker that owns no run resumes as before.
     expect(outcome.noRun).toEqual({
       run: false,

@@ -179,21 +179,25 @@ export class Worker {
     if (this.#run !== null && this.#run.runId === runId) return this.#run
     // Recorded before the open: a crash in between leaves a link to a run the resume creates.
     if (recorded === null) await this.#persist({ ...this.#body, run: { runId } })
-    return this.reopenRun(options)
+    return this.#openOwnRun(options, 'run_opened')
   }
 
   /**
    * Reopens the run this worker owns under its current lease (after a
    * `resumeWorker` without `run`, such as a wake handler's): a new attempt,
    * reconciling what the previous owner left `submitted` or `unknown` before
-   * anything is dispatched. Returns the open run when this handle already
-   * holds it.
+   * anything is dispatched; audited `run_reopened`. Returns the open run when
+   * this handle already holds it.
    *
    * @throws `WORKER_NOT_RUNNING`, `INVALID_ARGUMENT` (the worker owns no run),
    *   `RUN_COMPLETED`, what `openRun` throws, `LEASE_LOST`.
    */
   async reopenRun(options: WorkerRunOptions): Promise<Run> {
-    const owned = this.#requireRunning('reopen the run of')
+    return this.#openOwnRun(options, 'run_reopened')
+  }
+
+  async #openOwnRun(options: WorkerRunOptions, event: 'run_opened' | 'run_reopened'): Promise<Run> {
+    const owned = this.#requireRunning('open the run of')
     const runId = this.runId
     if (runId === null) {
       throw new AgentStateError('INVALID_ARGUMENT', `Worker ${this.workerId} owns no run`, {
@@ -213,6 +217,20 @@ export class Worker {
         runId,
         workerId: this.workerId,
       })
+    }
+    try {
+      // Audited as a resume's reopen is, in the same fenced write that proves this lease still owns the worker.
+      await this.#persist({
+        ...this.#body,
+        audit: this.#audited(this.#body.audit, event, {
+          runId,
+          attemptId: run.attempt.attemptId,
+          attemptCount: run.attemptCount,
+        }),
+      })
+    } catch (error) {
+      await run.close()
+      throw error
     }
     this.#run = run
     return run
