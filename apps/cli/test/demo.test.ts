@@ -6,7 +6,7 @@ import type { Backend } from '@agent-state/core'
 import { getWake, inspectRun, inspectWorker, openDaemonQueue } from '@agent-state/runtime'
 import { runHeadKey, workerSnapshotKey } from '@agent-state/runtime/internal'
 import { ensureDebianPackages } from '@agent-state/test-services'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { connect } from '../src/connect.js'
 import { type AgentProcess, startDemoProcess } from '../src/demo/agent-process.js'
 import {
@@ -19,6 +19,11 @@ import {
 } from '../src/demo/demo.js'
 import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
 import { DEMO_RUN_ROWS, DEMO_STORY } from './demo-story.js'
+
+/** The runtime module the wake step's mutant replaces (resolved as the CLI's imports resolve it). */
+const WORKER_WAKES = fileURLToPath(
+  new URL('../../../packages/runtime/src/wake/worker-wakes.ts', import.meta.url),
+)
 
 const socket = `agent-state-demo-${process.pid}`
 const tmux = (...args: string[]): string =>
@@ -396,3 +401,51 @@ function alive(pid: number): boolean {
     return false
   }
 }
+
+describe("the demo's wake step", () => {
+  /**
+   * Runs the wake step (the demo's last) with `demo` (the real module, or one imported over a
+   * broken runtime), against a fresh provider process; its notes, or its failure.
+   */
+  async function wakeStepWith(demo: typeof import('../src/demo/demo.js'), namespace: string) {
+    const step = demo.DEMO_STEPS.at(-1)
+    if (step === undefined) throw new Error('no demo steps')
+    const provider = startDemoProcess('demo-provider', [])
+    const { ctx, backend, notes } = await stepContext(namespace)
+    try {
+      const listening = await provider.waitFor((e) => e.event === 'listening', 30_000)
+      ctx.facts.set('provider', `http://127.0.0.1:${String(listening.port)}`)
+      const failure = await step.run(ctx).then(
+        () => null,
+        (error: Error) => error.message,
+      )
+      return { title: step.title, notes, failure }
+    } finally {
+      provider.child.kill('SIGKILL')
+      await backend.close()
+    }
+  }
+
+  afterEach(() => {
+    vi.doUnmock(WORKER_WAKES)
+    vi.resetModules()
+  })
+
+  it('passes on the real runtime, noting the wake, the cancelled timeout and the reopened run', async () => {
+    const outcome = await wakeStepWith(await import('../src/demo/demo.js'), 'wake-step')
+    expect(outcome.failure).toBeNull()
+    expect(outcome.notes.at(-1)).toMatch(
+      /^reopened run reviewer-fix under its new lease \(token 2, attempt 2\): review-1 not repeated, filed T-\d+; run completed, worker done$/,
+    )
+  })
+
+  it('fails on a runtime whose resume leaves the timeout wake pending (no sibling cancel)', async () => {
+    vi.resetModules()
+    vi.doMock(WORKER_WAKES, async (importOriginal) => ({
+      ...(await importOriginal<Record<string, unknown>>()),
+      settleWorkerWakes: async () => [],
+    }))
+    const outcome = await wakeStepWith(await import('../src/demo/demo.js'), 'wake-step-mutant')
+    expect(outcome.failure).toBe('the timeout wake is cancelled, not fired')
+  })
+})
