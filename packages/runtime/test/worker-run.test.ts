@@ -5,9 +5,15 @@
  * memory, the filesystem and SQLite (a manual lease clock) and Redis (its
  * server's clock). worker-run-mutants.test.ts proves the checks.
  */
+import { createMemoryBackend } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
-import { RUN_BACKENDS, resumeReopensRun, staleOwnerFenced } from './worker-run-scenarios.js'
+import {
+  countingTarget,
+  RUN_BACKENDS,
+  resumeReopensRun,
+  staleOwnerFenced,
+} from './worker-run-scenarios.js'
 
 describe.each(RUN_BACKENDS)('worker and run together on $name', (kind) => {
   it('a resume with `run` reopens the run under the new lease; confirmed effects do not run again', async () => {
@@ -51,5 +57,32 @@ describe.each(RUN_BACKENDS)('worker and run together on $name', (kind) => {
       runStatus: 'completed',
       workerStatus: 'done',
     })
+  })
+})
+
+describe('a worker that retakes its lapsed lease', () => {
+  it('releases the run held under the lapsed lease; reopenRun continues it under the retaken one', async () => {
+    // Real time on memory: reclaim judges the lease's age on the local monotonic clock. The test
+    // is about a lapse, so the 1 s lease is meant to run out.
+    const backend = createMemoryBackend({ namespace: 'wr-reclaim' })
+    try {
+      const target = countingTarget()
+      const worker = await runtime.startWorker(backend, { workerId: 'w1', leaseTtlMs: 1000 })
+      const first = await worker.openRun('r1', { handlers: target.handlers })
+      await first.effect('pay', 'e1', { amount: 1 })
+      const lapsed = worker.lease?.token ?? 0
+      await new Promise((resolve) => setTimeout(resolve, 1100))
+      await worker.reclaim()
+      expect(worker.lease?.token).toBeGreaterThan(lapsed)
+      expect(worker.run).toBeNull()
+      const run = await worker.reopenRun({ handlers: target.handlers })
+      expect(run.attemptCount).toBe(2)
+      expect(await run.effect('pay', 'e1', { amount: 1 })).toEqual({ receipt: 'r-e1' })
+      expect(await run.effect('pay', 'e2', { amount: 2 })).toEqual({ receipt: 'r-e2' })
+      expect(target.applied).toEqual({ e1: 1, e2: 1 })
+      await worker.complete()
+    } finally {
+      await backend.close()
+    }
   })
 })

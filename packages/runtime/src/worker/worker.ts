@@ -270,7 +270,9 @@ export class Worker {
    * lease, kept only if nobody wrote the worker since this handle's last
    * write. That check is the fenced compare-and-set of the snapshot that
    * records the new owner (audited `lease_retaken`), so a takeover (for
-   * example `resumeWorker` with `recoverRunning`) is never undone.
+   * example `resumeWorker` with `recoverRunning`) is never undone. A run this
+   * handle held open is released then (`run` is `null`): `reopenRun` reopens
+   * it under the retaken lease.
    *
    * @throws `LEASE_LOST` when another owner holds or took over the worker
    *   (nothing is written then), `WORKER_NOT_RUNNING`.
@@ -318,6 +320,11 @@ export class Worker {
       if (isAgentStateError(error, 'PRECONDITION_FAILED')) throw this.#takenOver(error)
       throw error
     }
+    // The run's leases hung from the lapsed lease, so its writes would be refused: release it,
+    // for `reopenRun` to reopen it under the retaken lease.
+    const run = this.#run
+    this.#run = null
+    await run?.close()
   }
 
   /** Persists progress while running (a fenced write). */
