@@ -3,21 +3,27 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Backend } from '@agent-state/core'
-import { openDaemonQueue } from '@agent-state/runtime'
+import { getWake, inspectRun, inspectWorker, openDaemonQueue } from '@agent-state/runtime'
 import { runHeadKey, workerSnapshotKey } from '@agent-state/runtime/internal'
 import { ensureDebianPackages } from '@agent-state/test-services'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { connect } from '../src/connect.js'
 import { type AgentProcess, startDemoProcess } from '../src/demo/agent-process.js'
 import {
   DEMO_STEPS,
+  DEMO_WAKE,
   type DemoContext,
   DemoFailure,
   type DemoStep,
   runDemo,
 } from '../src/demo/demo.js'
 import { BIN, removeTemps, runCli, tempDir } from './cli-process.js'
-import { DEMO_STORY } from './demo-story.js'
+import { DEMO_RUN_ROWS, DEMO_STORY } from './demo-story.js'
+
+/** The runtime module the wake step's mutant replaces (resolved as the CLI's imports resolve it). */
+const WORKER_WAKES = fileURLToPath(
+  new URL('../../../packages/runtime/src/wake/worker-wakes.ts', import.meta.url),
+)
 
 const socket = `agent-state-demo-${process.pid}`
 const tmux = (...args: string[]): string =>
@@ -31,6 +37,42 @@ afterAll(() => {
   }
   removeTemps()
 })
+
+/**
+ * What step 6 printed, read from the state it left in `root`: the reviewer was resumed by the
+ * event's wake (fired by a dispatcher), its timeout wake cancelled, its run reopened by a second
+ * attempt under the resumed lease, both finished.
+ */
+async function expectWokenByEvent(root: string, namespace: string): Promise<void> {
+  const backend = await connect(`file:${root}`, { namespace, timeoutMs: 10_000 })
+  try {
+    const body = await inspectWorker(backend, DEMO_WAKE.workerId)
+    const resumed = body.audit.find((entry) => entry.event === 'worker_resumed')
+    const cause = String(resumed?.detail.cause)
+    expect(cause).toMatch(/^wake:/)
+    const fired = await getWake(backend, cause.slice('wake:'.length))
+    expect(fired).toMatchObject({ cause: 'event', state: 'fired' })
+    expect(fired.firing?.dispatcher).toMatch(/^demo-dispatcher-\d+$/)
+    // The resume audited which of the suspension's wakes fired and which it cancelled.
+    const settled = body.audit.find((entry) => entry.event === 'wakes_cancelled')
+    expect(settled?.detail).toMatchObject({ firedWake: fired.id, topic: DEMO_WAKE.topic })
+    const cancelled = settled?.detail.cancelled as string[]
+    expect(cancelled).toHaveLength(1)
+    const timeout = await getWake(backend, String(cancelled[0]))
+    expect(timeout).toMatchObject({ cause: 'timeout', state: 'cancelled' })
+    expect(timeout.cancellation?.reason).toBe(`worker resumed by wake ${fired.id}`)
+    const reopened = body.audit.find((entry) => entry.event === 'run_reopened')
+    expect(reopened).toMatchObject({
+      token: resumed?.token,
+      detail: { runId: DEMO_WAKE.runId, attemptCount: 2 },
+    })
+    expect(body).toMatchObject({ status: 'done', result: { fix: 'T-103' } })
+    const run = await inspectRun(backend, DEMO_WAKE.runId)
+    expect(run.head).toMatchObject({ status: 'completed', attemptCount: 2 })
+  } finally {
+    await backend.close()
+  }
+}
 
 describe('agent-state demo', () => {
   it('runs on the embedded default in a real terminal, prints the timeline and exits 0', async () => {
@@ -62,20 +104,25 @@ describe('agent-state demo', () => {
     const namespace = /--namespace (demo-\S+)/.exec(text)?.[1] as string
     const workers = await runCli(['workers', '--json', '--namespace', namespace], { cwd })
     expect(workers.status, workers.stderr).toBe(0)
-    const [worker] = JSON.parse(workers.stdout).workers
-    expect(worker).toMatchObject({ workerId: 'researcher', status: 'done', lease: null })
+    expect(JSON.parse(workers.stdout).workers).toEqual([
+      expect.objectContaining({ workerId: 'researcher', status: 'done', lease: null }),
+      // Step 6's worker: woken by the dispatcher, finished, nothing left to wake it.
+      expect.objectContaining({
+        workerId: 'reviewer',
+        status: 'done',
+        lease: null,
+        nextWake: null,
+      }),
+    ])
     const runs = await runCli(['runs', '--json', '--namespace', namespace], { cwd })
     expect(runs.status, runs.stderr).toBe(0)
-    expect(JSON.parse(runs.stdout).runs).toEqual([
-      {
-        runId: 'researcher-ticket',
-        status: 'completed',
-        attempt: { attemptId: 'researcher-ticket@2', holder: expect.any(String), count: 2 },
-        position: { seq: 2, next: null },
-        effects: { unknown: 0, submitted: 0, planned: 0, settled: 1, incomplete: [] },
-        error: null,
-      },
-    ])
+    expect(JSON.parse(runs.stdout).runs).toEqual(
+      DEMO_RUN_ROWS.map((row) => ({
+        ...row,
+        attempt: { ...row.attempt, holder: expect.any(String) },
+      })),
+    )
+    await expectWokenByEvent(join(cwd, '.agent-state'), namespace)
     const daemons = await runCli(['daemons', '--json', '--namespace', namespace], { cwd })
     expect(daemons.status, daemons.stderr).toBe(0)
     expect(JSON.parse(daemons.stdout).daemons).toEqual([
@@ -354,3 +401,51 @@ function alive(pid: number): boolean {
     return false
   }
 }
+
+describe("the demo's wake step", () => {
+  /**
+   * Runs the wake step (the demo's last) with `demo` (the real module, or one imported over a
+   * broken runtime), against a fresh provider process; its notes, or its failure.
+   */
+  async function wakeStepWith(demo: typeof import('../src/demo/demo.js'), namespace: string) {
+    const step = demo.DEMO_STEPS.at(-1)
+    if (step === undefined) throw new Error('no demo steps')
+    const provider = startDemoProcess('demo-provider', [])
+    const { ctx, backend, notes } = await stepContext(namespace)
+    try {
+      const listening = await provider.waitFor((e) => e.event === 'listening', 30_000)
+      ctx.facts.set('provider', `http://127.0.0.1:${String(listening.port)}`)
+      const failure = await step.run(ctx).then(
+        () => null,
+        (error: Error) => error.message,
+      )
+      return { title: step.title, notes, failure }
+    } finally {
+      provider.child.kill('SIGKILL')
+      await backend.close()
+    }
+  }
+
+  afterEach(() => {
+    vi.doUnmock(WORKER_WAKES)
+    vi.resetModules()
+  })
+
+  it('passes on the real runtime, noting the wake, the cancelled timeout and the reopened run', async () => {
+    const outcome = await wakeStepWith(await import('../src/demo/demo.js'), 'wake-step')
+    expect(outcome.failure).toBeNull()
+    expect(outcome.notes.at(-1)).toMatch(
+      /^reopened run reviewer-fix under its new lease \(token 2, attempt 2\): review-1 not repeated, filed T-\d+; run completed, worker done$/,
+    )
+  })
+
+  it('fails on a runtime whose resume leaves the timeout wake pending (no sibling cancel)', async () => {
+    vi.resetModules()
+    vi.doMock(WORKER_WAKES, async (importOriginal) => ({
+      ...(await importOriginal<Record<string, unknown>>()),
+      settleWorkerWakes: async () => [],
+    }))
+    const outcome = await wakeStepWith(await import('../src/demo/demo.js'), 'wake-step-mutant')
+    expect(outcome.failure).toBe('the timeout wake is cancelled, not fired')
+  })
+})

@@ -246,6 +246,7 @@ export {
   type WorkerEventListener,
   type WorkerEvents,
   type WorkerOwnerOptions,
+  type WorkerRunOptions,
   type WorkerStatus,
   type WorkerSuspendedEvent,
   type WorkerUpdate,

@@ -24,6 +24,7 @@ import {
 } from '@agent-state/runtime'
 import { backendLoading } from '../backend-importer.js'
 import { DEMO_EFFECT_ID } from './agent-process.js'
+import { providerTicketHandler } from './ticket-handler.js'
 
 /**
  * Leases of the demo's worker, run and deliveries: short, so a dead owner's run out within the demo.
@@ -62,41 +63,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const backend = await openBackend(url, { namespace, ...backendLoading(url) })
 const holder = `${role}:${process.pid}`
 
-/**
- * Files a ticket at the provider. Not retry-safe: the provider does not
- * deduplicate, so an effect it reports absent must not be sent again blindly.
- * `hold` asks the provider to keep the answer back (the demo kills this
- * process while it waits).
- */
-function ticketHandler(hold: boolean, onCall: () => void = () => undefined): EffectHandler {
-  return {
-    retrySafe: false,
-    timeoutMs: 30_000,
-    async dispatch({ idempotencyKey, request, signal }) {
-      onCall()
-      const headers: Record<string, string> = {
-        'content-type': 'application/json',
-        'idempotency-key': idempotencyKey,
-      }
-      if (hold) headers['x-hold'] = '1'
-      const response = await fetch(`${provider}/apply`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(request),
-        signal,
-      })
-      if (!response.ok) throw new Error(`the provider answered ${response.status}`)
-      return ((await response.json()) as { result: { ticket: string } }).result
-    },
-    async reconcile({ idempotencyKey }) {
-      const response = await fetch(`${provider}/status/${encodeURIComponent(idempotencyKey)}`)
-      const body = (await response.json()) as { status: string; result?: { ticket: string } }
-      return body.status === 'confirmed'
-        ? { status: 'confirmed', result: body.result ?? null }
-        : { status: 'absent' }
-    },
-  }
-}
+/** The provider's ticket handler of this process. */
+const ticketHandler = (hold: boolean, onCall?: () => void): EffectHandler =>
+  providerTicketHandler(provider, hold, onCall)
 
 const ticketRequest = (state: DemoState, title: string) => ({ title, findings: state.notes })
 

@@ -1,18 +1,26 @@
 import { randomBytes } from 'node:crypto'
 import { type Backend, redactUrl } from '@agent-state/core'
 import {
+  type EffectHandlers,
+  getWake,
   idempotencyKeyOf,
   inspectRun,
   inspectWorker,
   openDaemonQueue,
   openSession,
+  publishEvent,
   readEffect,
+  readWorkerWakes,
   resumeSession,
+  startWakeDispatcher,
+  startWorker,
+  type Worker,
 } from '@agent-state/runtime'
 import { runHeadKey, workerSnapshotKey } from '@agent-state/runtime/internal'
 import { connect } from '../connect.js'
 import { CliError, EXIT } from '../exit-codes.js'
 import { type AgentProcess, DEMO_EFFECT_ID, startAgent, startDemoProcess } from './agent-process.js'
+import { providerTicketHandler } from './ticket-handler.js'
 
 /** One line of the demo's timeline. */
 export interface TimelineEntry {
@@ -88,11 +96,15 @@ function agentArgs(ctx: DemoContext, role: string): string[] {
   return [ctx.url, ctx.namespace, role, ctx.workerId, ctx.runId, String(ctx.facts.get('provider'))]
 }
 
-/** How often the provider applied the demo's effect (its `/log`, read over HTTP). */
-async function providerApplied(ctx: DemoContext): Promise<number> {
+/** How often the provider applied an effect, by default the demo's ticket (its `/log`, read over HTTP). */
+async function providerApplied(
+  ctx: DemoContext,
+  runId: string = ctx.runId,
+  effectId: string = DEMO_EFFECT_ID,
+): Promise<number> {
   const response = await fetch(`${String(ctx.facts.get('provider'))}/log`)
   const log = (await response.json()) as { applied: Record<string, number> }
-  return log.applied[idempotencyKeyOf(ctx.runId, DEMO_EFFECT_ID)] ?? 0
+  return log.applied[idempotencyKeyOf(runId, effectId)] ?? 0
 }
 
 /** The daemon queue's events: findings, a ticket to file (the side effect), one more finding. */
@@ -296,6 +308,150 @@ const redeliveryStep: DemoStep = {
   },
 }
 
+/** The worker the wake step parks, the run it owns and the topic that wakes it. */
+export const DEMO_WAKE = {
+  workerId: 'reviewer',
+  runId: 'reviewer-fix',
+  topic: 'fix-chosen',
+  /**
+   * The timeout it also parks with. The event comes first, so the demo never waits for it: the
+   * dispatcher cancels it when the event wakes the worker (no short timeout, no injected clock).
+   */
+  timeoutMinutes: 5,
+} as const
+
+/** The run's effects: a review note before parking, the fix filed after the wake. */
+const REVIEW_EFFECTS = ['review-1', 'fix-1'] as const
+
+/** What the woken reviewer did. */
+interface Woken {
+  readonly wakeId: string
+  /** The fencing token of the lease it was resumed under. */
+  readonly token: number
+  /** The ticket it filed after the wake. */
+  readonly fix: string | null
+}
+
+/** The woken reviewer's loop: reopens its run under its new lease, files the chosen fix, finishes. */
+async function continueReview(
+  worker: Worker,
+  wakeId: string,
+  handlers: EffectHandlers,
+): Promise<Woken> {
+  const token = worker.lease?.token ?? 0
+  const run = await worker.reopenRun({ handlers })
+  const input = worker.resumeInput as { payload?: { fix?: string } }
+  const filed = (await run.effect('ticket', REVIEW_EFFECTS[1], {
+    title: `fix: ${input.payload?.fix}`,
+    findings: [],
+  })) as { ticket?: string }
+  await run.complete()
+  await worker.complete({ fix: filed.ticket ?? null })
+  return { wakeId, token, fix: filed.ticket ?? null }
+}
+
+const wakeStep: DemoStep = {
+  title:
+    'a worker parks on a timeout and an event; a wake dispatcher wakes it on the event and it continues its run',
+  async run(ctx) {
+    const { workerId, runId, topic, timeoutMinutes } = DEMO_WAKE
+    const handlers = { ticket: providerTicketHandler(String(ctx.facts.get('provider')), false) }
+    const reviewer = await startWorker(ctx.backend, { workerId, holder: `demo:${process.pid}` })
+    const run = await reviewer.openRun(runId, { handlers })
+    const note = (await run.effect('ticket', REVIEW_EFFECTS[0], {
+      title: 'review: SSO logout race',
+      findings: ['two fixes proposed'],
+    })) as { ticket?: string }
+    await reviewer.suspend(
+      {
+        reason: `waits for a fix to be chosen (event ${topic})`,
+        conditions: {
+          timeout: { durationMinutes: timeoutMinutes, onTimeout: 'resume_with_summary' },
+          onEvent: topic,
+        },
+      },
+      { state: { tickets: [note.ticket ?? null] } },
+    )
+    const registration = await readWorkerWakes(ctx.backend, workerId)
+    const timeoutWake = registration?.wakeIds[0] ?? ''
+    const parked = await getWake(ctx.backend, timeoutWake)
+    expectThat(
+      parked.cause === 'timeout' && parked.state === 'pending' && registration?.topic === topic,
+      'the parked worker has a pending timeout wake and waits on the topic',
+    )
+    ctx.note(
+      'demo',
+      `worker ${workerId} filed ${note.ticket} in run ${runId} and parked: woken by event ${topic}, or by its ${timeoutMinutes}-minute timeout (a pending wake)`,
+    )
+    let wake: (result: Woken) => void = () => undefined
+    let fail: (error: unknown) => void = () => undefined
+    const woken = new Promise<Woken>((resolve, reject) => {
+      wake = resolve
+      fail = reject
+    })
+    const dispatcher = startWakeDispatcher(ctx.backend, {
+      handlers: {},
+      dispatcherId: `demo-dispatcher-${process.pid}`,
+      intervalMs: 100,
+      workers: {
+        holder: `dispatcher:${process.pid}`,
+        async onResumed(worker, fired) {
+          try {
+            wake(await continueReview(worker, fired.id, handlers))
+          } catch (error) {
+            fail(error)
+            throw error
+          }
+        },
+      },
+    })
+    try {
+      ctx.note('demo', 'started a wake dispatcher in this process (it ticks every 100 ms)')
+      const published = await publishEvent(ctx.backend, topic, { fix: 'serialize token refresh' })
+      expectThat(published.wakeIds.length === 1, 'the publish registers one wake, for the reviewer')
+      ctx.note('demo', `published event ${topic}: a wake for ${workerId} registered`)
+      const deadline = setTimeout(
+        () => fail(new DemoFailure('the worker wakes within 30 s')),
+        30_000,
+      )
+      const { token, wakeId, fix } = await woken.finally(() => clearTimeout(deadline))
+      const fired = await getWake(ctx.backend, wakeId)
+      const cancelled = await getWake(ctx.backend, timeoutWake)
+      const body = await inspectWorker(ctx.backend, workerId)
+      const view = await inspectRun(ctx.backend, runId)
+      expectThat(
+        fired.state === 'fired' && fired.cause === 'event',
+        'the event wake is recorded fired',
+      )
+      expectThat(cancelled.state === 'cancelled', 'the timeout wake is cancelled, not fired')
+      expectThat(
+        body.status === 'done' && body.audit.some((e) => e.event === 'run_reopened'),
+        'the woken worker reopened its run and finished',
+      )
+      expectThat(
+        view.head.status === 'completed' && view.head.attemptCount === 2,
+        'the run was continued by a second attempt and completed',
+      )
+      for (const effectId of REVIEW_EFFECTS) {
+        expectThat(
+          (await providerApplied(ctx, runId, effectId)) === 1,
+          `the provider applied ${effectId} once`,
+        )
+      }
+      ctx.note(
+        `dispatcher`,
+        `fired the event wake ${fired.firing?.latenessMs ?? 0} ms after the publish: resumed ${workerId} with the event as input; its timeout wake cancelled, not fired`,
+      )
+      ctx.note(
+        workerId,
+        `reopened run ${runId} under its new lease (token ${token}, attempt ${view.head.attemptCount}): ${REVIEW_EFFECTS[0]} not repeated, filed ${String(fix)}; run ${view.head.status}, worker ${body.status}`,
+      )
+    } finally {
+      await dispatcher.stop()
+    }
+  },
+}
+
 /** The story, in order. */
 export const DEMO_STEPS: readonly DemoStep[] = [
   sessionStep,
@@ -303,6 +459,7 @@ export const DEMO_STEPS: readonly DemoStep[] = [
   expiryStep,
   resumeStep,
   redeliveryStep,
+  wakeStep,
 ]
 
 /**

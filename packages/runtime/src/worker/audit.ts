@@ -20,6 +20,12 @@ export const AUDIT_EVENTS = [
   'timed_out',
   /** One of the worker's wakes was given up after its handler kept failing (docs/runtime/wakes.md); the worker is unchanged. */
   'wake_failed',
+  /** The worker opened its run (`worker.openRun`: `runId`, `attemptId`). */
+  'run_opened',
+  /** The worker's run was reopened under the resumed owner's lease (`runId`, `attemptId`). */
+  'run_reopened',
+  /** The worker's run was not reopened on resume: it is completed (`runId`). */
+  'run_not_reopened',
 ] as const
 
 /** One audit entry; stored inside the worker snapshot, so it is as durable and verified as the state. */

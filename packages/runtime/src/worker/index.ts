@@ -86,3 +86,4 @@ export {
   DEFAULT_WORKER_LEASE_TTL_MS,
   type WorkerOwnerOptions,
 } from './worker-ownership.js'
+export type { WorkerRunOptions } from './worker-run.js'

@@ -1,10 +1,12 @@
 import type { AgentStateError, Backend, Clock, Lease } from '@agent-state/core'
 import type { z } from 'zod'
+import type { Run } from '../run/run.js'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { assertWorkerId } from '../shared/ids.js'
 import { workerSnapshotKey } from '../shared/layout.js'
 import { releaseQuietly } from '../shared/owned-lease.js'
+import type { AuditEntry } from './audit.js'
 import { type LifecycleHookEvent, runPostHook, runPreHook } from './hooks.js'
 import type { ResumeReminder, SnapshotBody } from './snapshot-codec.js'
 import { type LoadedSnapshot, loadSnapshot, storeSnapshot } from './snapshot-store.js'
@@ -17,6 +19,7 @@ import {
   takeLease,
   type WorkerOwnerOptions,
 } from './worker-ownership.js'
+import { openWorkerRun, type WorkerRunOptions } from './worker-run.js'
 import {
   settleQuietly,
   type WakeOfWorker,
@@ -46,6 +49,16 @@ export interface ResumeWorkerOptions extends WorkerOwnerOptions {
    * Default `false`: resuming a running worker is `WORKER_NOT_SUSPENDED`.
    */
   readonly recoverRunning?: boolean
+  /**
+   * Reopen the run this worker owns (`worker.openRun`) under the new lease,
+   * before the worker is recorded running: the ledger reconciles what the
+   * previous owner left `submitted` or `unknown`, and the handle's `run` is
+   * the open run. A failure to reopen fails the resume (the worker stays as
+   * it was). Ignored for a worker without a run; a completed run is not
+   * reopened (`run` stays `null`, audited `run_not_reopened`). Without this
+   * option, `worker.reopenRun(options)` does it later.
+   */
+  readonly run?: WorkerRunOptions
 }
 
 /**
@@ -158,6 +171,7 @@ async function resumeFor(
   }
   const { body } = loaded
   const suspension = body.suspension
+  let run: Run | null | undefined
   const event: LifecycleHookEvent = {
     workerId,
     phase: 'resume',
@@ -196,11 +210,14 @@ async function resumeFor(
     if (body.status === 'suspended') await clearSuspendRequest(backend, workerId)
     const reason = wake === null ? 'worker resumed' : `worker resumed by wake ${wake.wakeId}`
     const settle = await wakesToSettle(backend, body, wake?.wakeId ?? null, reason)
+    // Before the flip, under the new lease: a run that cannot be reopened leaves the worker parked.
+    run = await reopenRun(backend, body, lease, settings.clock, options.run)
     const resumed = resumedBody(body, lease, settings.clock, { input, continueTranscript, cause })
+    const withRun = { ...resumed, audit: runAudit(resumed.audit, body, run, lease, settings.clock) }
     const next =
       settle === null
-        ? resumed
-        : { ...resumed, audit: wakesCancelledAudit(resumed.audit, settle, lease, settings.clock) }
+        ? withRun
+        : { ...withRun, audit: wakesCancelledAudit(withRun.audit, settle, lease, settings.clock) }
     const meta = await storeSnapshot(backend, next, lease, { ifMatch: loaded.version })
     // After the flip: a crash before it leaves wakes that the handler finds stale and drops.
     if (settle !== null) await settleQuietly(backend, workerId, settle, settings.clock)
@@ -210,13 +227,49 @@ async function resumeFor(
       version: meta.version,
       owned,
       settings: settings.handle,
+      run: run ?? null,
     })
     await runPostHook(settings.hooks, settings.hooks.postResume, event)
     return worker
   } catch (error) {
+    await run?.close()
     await releaseQuietly(backend, lease)
     throw error
   }
+}
+
+/**
+ * The worker's run reopened under `lease` when it owns one and `options`
+ * asks for it; `null` for a completed run; `undefined` when not asked.
+ */
+async function reopenRun(
+  backend: Backend,
+  body: SnapshotBody,
+  lease: Lease,
+  clock: Clock,
+  options: WorkerRunOptions | undefined,
+): Promise<Run | null | undefined> {
+  if (body.run === undefined || options === undefined) return undefined
+  return openWorkerRun(backend, body.run.runId, lease, clock, options)
+}
+
+/** `trail` plus what the resume did with the worker's run, if it was asked to reopen it. */
+function runAudit(
+  trail: AuditEntry[],
+  body: SnapshotBody,
+  run: Run | null | undefined,
+  lease: Lease,
+  clock: Clock,
+): AuditEntry[] {
+  if (run === undefined || body.run === undefined) return trail
+  const { runId } = body.run
+  return run === null
+    ? auditBy(trail, 'run_not_reopened', lease, clock, { runId, status: 'completed' })
+    : auditBy(trail, 'run_reopened', lease, clock, {
+        runId,
+        attemptId: run.attempt.attemptId,
+        attemptCount: run.attemptCount,
+      })
 }
 
 /** The running body a resume persists: the snapshot, owned by `lease`, with the resume recorded. */

@@ -61,6 +61,12 @@ export const snapshotBodySchema = z.strictObject({
       reminder: resumeReminderSchema.nullable(),
     })
     .nullable(),
+  /**
+   * The run this worker owns (`worker.openRun`), reopened with it on resume
+   * (docs/runtime/workers.md, Worker and run). Absent when it owns none, so
+   * such snapshots are unchanged.
+   */
+  run: z.strictObject({ runId: z.string() }).optional(),
   /** The lease that owns the worker while it runs. */
   owner: z.strictObject({ holder: z.string(), token: z.int().positive() }).nullable(),
   createdAt: z.iso.datetime(),

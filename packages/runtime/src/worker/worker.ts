@@ -1,4 +1,5 @@
 import { AgentStateError, type Backend, type Clock, isAgentStateError } from '@agent-state/core'
+import type { Run } from '../run/run.js'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { workerSnapshotKey } from '../shared/layout.js'
@@ -31,6 +32,7 @@ import {
 } from './suspend-request.js'
 import { conditionFlags, type Suspension } from './suspension.js'
 import type { WorkerEvents } from './worker-events.js'
+import { openWorkerRun, type WorkerRunOptions } from './worker-run.js'
 
 /** What `checkpoint` and `complete` may change. */
 export interface WorkerUpdate {
@@ -61,6 +63,8 @@ export interface WorkerInternals {
   readonly version: string
   readonly owned: OwnedLease
   readonly settings: WorkerSettings
+  /** The worker's run, already reopened under `owned` (by `resumeWorker`'s `run`). */
+  readonly run?: Run | null
 }
 
 /**
@@ -75,6 +79,7 @@ export class Worker {
   #body: SnapshotBody
   #version: string
   #owned: OwnedLease | null
+  #run: Run | null
 
   /** Use `startWorker` or `resumeWorker`. */
   constructor(internals: WorkerInternals) {
@@ -83,6 +88,7 @@ export class Worker {
     this.#body = internals.body
     this.#version = internals.version
     this.#owned = internals.owned
+    this.#run = internals.run ?? null
   }
 
   /** The worker's id. */
@@ -137,6 +143,98 @@ export class Worker {
   get snapshotKey(): string {
     return workerSnapshotKey(this.#body.workerId)
   }
+  /** The id of the run this worker owns (recorded by `openRun`), or `null`. */
+  get runId(): string | null {
+    return this.#body.run?.runId ?? null
+  }
+  /**
+   * The worker's run as this handle holds it open (by `openRun`, `reopenRun`
+   * or `resumeWorker`'s `run`), or `null`: none, not reopened yet, completed
+   * before the resume, or released by a suspend or completion.
+   */
+  get run(): Run | null {
+    return this.#run
+  }
+
+  /**
+   * Opens run `runId` (created when new) owned by this worker: the run's
+   * leases are kept subordinate to the worker's lease, and the run id is
+   * recorded in the snapshot first (a fenced write), so every later
+   * `resumeWorker` with `run` reopens it under the resumed owner's lease.
+   * A worker owns one run; asking for another is `INVALID_ARGUMENT`.
+   *
+   * @throws `WORKER_NOT_RUNNING`, `INVALID_ARGUMENT`, `RUN_COMPLETED`, what
+   *   `openRun` throws (`RUN_OWNED`, `RUN_NEEDS_ATTENTION`, ...), `LEASE_LOST`.
+   */
+  async openRun(runId: string, options: WorkerRunOptions): Promise<Run> {
+    this.#requireRunning('open a run of')
+    const recorded = this.runId
+    if (recorded !== null && recorded !== runId) {
+      throw new AgentStateError(
+        'INVALID_ARGUMENT',
+        `Worker ${this.workerId} owns run ${recorded}; it cannot open run ${runId}`,
+        { context: { workerId: this.workerId, runId: recorded, requested: runId } },
+      )
+    }
+    if (this.#run !== null && this.#run.runId === runId) return this.#run
+    // Recorded before the open: a crash in between leaves a link to a run the resume creates.
+    if (recorded === null) await this.#persist({ ...this.#body, run: { runId } })
+    return this.#openOwnRun(options, 'run_opened')
+  }
+
+  /**
+   * Reopens the run this worker owns under its current lease (after a
+   * `resumeWorker` without `run`, such as a wake handler's): a new attempt,
+   * reconciling what the previous owner left `submitted` or `unknown` before
+   * anything is dispatched; audited `run_reopened`. Returns the open run when
+   * this handle already holds it.
+   *
+   * @throws `WORKER_NOT_RUNNING`, `INVALID_ARGUMENT` (the worker owns no run),
+   *   `RUN_COMPLETED`, what `openRun` throws, `LEASE_LOST`.
+   */
+  async reopenRun(options: WorkerRunOptions): Promise<Run> {
+    return this.#openOwnRun(options, 'run_reopened')
+  }
+
+  async #openOwnRun(options: WorkerRunOptions, event: 'run_opened' | 'run_reopened'): Promise<Run> {
+    const owned = this.#requireRunning('open the run of')
+    const runId = this.runId
+    if (runId === null) {
+      throw new AgentStateError('INVALID_ARGUMENT', `Worker ${this.workerId} owns no run`, {
+        context: { workerId: this.workerId },
+      })
+    }
+    if (this.#run !== null) return this.#run
+    const run = await openWorkerRun(
+      this.#backend,
+      runId,
+      owned.lease,
+      this.#settings.clock,
+      options,
+    )
+    if (run === null) {
+      throw runtimeError('RUN_COMPLETED', `Run ${runId} of worker ${this.workerId} is completed`, {
+        runId,
+        workerId: this.workerId,
+      })
+    }
+    try {
+      // Audited as a resume's reopen is, in the same fenced write that proves this lease still owns the worker.
+      await this.#persist({
+        ...this.#body,
+        audit: this.#audited(this.#body.audit, event, {
+          runId,
+          attemptId: run.attempt.attemptId,
+          attemptCount: run.attemptCount,
+        }),
+      })
+    } catch (error) {
+      await run.close()
+      throw error
+    }
+    this.#run = run
+    return run
+  }
 
   /**
    * The one-shot resume-continuity reminder after a `continueTranscript: true`
@@ -172,7 +270,9 @@ export class Worker {
    * lease, kept only if nobody wrote the worker since this handle's last
    * write. That check is the fenced compare-and-set of the snapshot that
    * records the new owner (audited `lease_retaken`), so a takeover (for
-   * example `resumeWorker` with `recoverRunning`) is never undone.
+   * example `resumeWorker` with `recoverRunning`) is never undone. A run this
+   * handle held open is released then (`run` is `null`): `reopenRun` reopens
+   * it under the retaken lease.
    *
    * @throws `LEASE_LOST` when another owner holds or took over the worker
    *   (nothing is written then), `WORKER_NOT_RUNNING`.
@@ -220,6 +320,11 @@ export class Worker {
       if (isAgentStateError(error, 'PRECONDITION_FAILED')) throw this.#takenOver(error)
       throw error
     }
+    // The run's leases hung from the lapsed lease, so its writes would be refused: release it,
+    // for `reopenRun` to reopen it under the retaken lease.
+    const run = this.#run
+    this.#run = null
+    await run?.close()
   }
 
   /** Persists progress while running (a fenced write). */
@@ -446,6 +551,10 @@ export class Worker {
   async #letGo(): Promise<void> {
     const owned = this.#owned
     this.#owned = null
+    // The run's record leases go first, so the next owner (whatever its holder name) opens it at once.
+    const run = this.#run
+    this.#run = null
+    await run?.close()
     if (owned !== null) await releaseQuietly(this.#backend, owned.lease)
   }
 }
