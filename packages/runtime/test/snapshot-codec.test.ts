@@ -1,7 +1,12 @@
 import { isAgentStateError } from '@agent-state/core'
 import { describe, expect, it } from 'vitest'
 import type { SnapshotBody } from '../src/index.js'
-import { checksumOf, decodeSnapshot, encodeSnapshot } from '../src/internal.js'
+import {
+  checksumOf,
+  decodeSnapshot,
+  encodeSnapshot,
+  SNAPSHOT_SCHEMA_VERSION,
+} from '../src/internal.js'
 
 const body: SnapshotBody = {
   workerId: 'w1',
@@ -44,6 +49,15 @@ describe('snapshot codec', () => {
     expect(decodeSnapshot(encoded, 'w1')).toEqual(body)
   })
 
+  it('writes a worker that owns a run at version 3 and every other at 2', () => {
+    const owning = { ...body, run: { runId: 'r1' } }
+    const envelope = JSON.parse(text(encodeSnapshot(owning)))
+    expect(envelope.schemaVersion).toBe(3)
+    expect(SNAPSHOT_SCHEMA_VERSION).toBe(3)
+    expect(decodeSnapshot(encodeSnapshot(owning), 'w1')).toEqual(owning)
+    expect(JSON.parse(text(encodeSnapshot(body))).schemaVersion).toBe(2)
+  })
+
   it('rejects corruption of every kind as SNAPSHOT_CORRUPT', () => {
     const envelope = JSON.parse(text(encodeSnapshot(body)))
     const cases: unknown[] = [
@@ -72,9 +86,9 @@ describe('snapshot codec', () => {
     }
   })
 
-  it('rejects another schema version as SNAPSHOT_INCOMPATIBLE', () => {
+  it('rejects a newer schema version as SNAPSHOT_INCOMPATIBLE', () => {
     const envelope = JSON.parse(text(encodeSnapshot(body)))
-    for (const schemaVersion of [3, 99]) {
+    for (const schemaVersion of [SNAPSHOT_SCHEMA_VERSION + 1, 99]) {
       expect(codeOf(() => decodeSnapshot(bytes({ ...envelope, schemaVersion }), 'w1'))).toBe(
         'SNAPSHOT_INCOMPATIBLE',
       )

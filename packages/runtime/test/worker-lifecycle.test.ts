@@ -9,7 +9,7 @@ import {
   startWorker,
   suspensionSchema,
 } from '../src/index.js'
-import { workerSnapshotKey } from '../src/internal.js'
+import { SNAPSHOT_SCHEMA_VERSION, workerSnapshotKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { withFailingPuts } from './failing-backend.js'
@@ -423,7 +423,7 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
     expect((corrupt as { context: { key: string } }).context.key).toBe(key)
     await put(text.slice(0, text.length / 2))
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_CORRUPT')
-    await put(text.replace('"schemaVersion":2', '"schemaVersion":3'))
+    await put(text.replace('"schemaVersion":2', `"schemaVersion":${SNAPSHOT_SCHEMA_VERSION + 1}`))
     expect(await codeOf(resumeWorker(backend, 'w1'))).toBe('SNAPSHOT_INCOMPATIBLE')
     expect(await codeOf(inspectWorker(backend, 'w1'))).toBe('SNAPSHOT_INCOMPATIBLE')
     await backend.put(key, original)

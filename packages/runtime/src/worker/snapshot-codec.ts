@@ -9,10 +9,19 @@ import { conditionFlags, suspensionSchema } from './suspension.js'
 /** The format name every worker snapshot carries. */
 export const SNAPSHOT_FORMAT = 'agent-state/worker-snapshot'
 /**
- * The snapshot schema version this runtime writes. It also reads version 1
- * (which kept condition payloads in the Suspension) and migrates it on load.
+ * The newest snapshot schema version this runtime writes: 3 for a worker that
+ * owns a run (the body's `run`), 2 for every other snapshot, so those stay
+ * readable by the runtimes before worker-owned runs, and a snapshot an older
+ * runtime cannot read is refused by it as `SNAPSHOT_INCOMPATIBLE`, not
+ * mistaken for `SNAPSHOT_CORRUPT`. It also reads version 1 (which kept
+ * condition payloads in the Suspension) and migrates it on load.
  */
-export const SNAPSHOT_SCHEMA_VERSION = 2
+export const SNAPSHOT_SCHEMA_VERSION = 3
+
+/** The version a body is written at: the oldest that can hold it (see SNAPSHOT_SCHEMA_VERSION). */
+function schemaVersionOf(body: SnapshotBody): number {
+  return body.run === undefined ? 2 : 3
+}
 
 /** The lifecycle states (docs/runtime/workers.md). */
 export const WORKER_STATUSES = ['running', 'suspended', 'done', 'closed'] as const
@@ -92,7 +101,7 @@ export function encodeSnapshot(body: SnapshotBody): Uint8Array {
   return encoder.encode(
     canonicalJson({
       format: SNAPSHOT_FORMAT,
-      schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+      schemaVersion: schemaVersionOf(checked),
       checksum: checksumOf(checked),
       body: checked,
     }),
@@ -133,7 +142,7 @@ export function decodeSnapshot(bytes: Uint8Array, workerId: string): SnapshotBod
   }
   const { schemaVersion, checksum } = envelope.data
   let { body } = envelope.data
-  if (schemaVersion !== SNAPSHOT_SCHEMA_VERSION && schemaVersion !== 1) {
+  if (schemaVersion > SNAPSHOT_SCHEMA_VERSION) {
     throw runtimeError(
       'SNAPSHOT_INCOMPATIBLE',
       `The snapshot of worker ${workerId} has schema version ${schemaVersion}; this runtime reads 1 to ${SNAPSHOT_SCHEMA_VERSION}`,
