@@ -72,6 +72,24 @@ export {
   sweepWakeRegistrationsOptionsSchema,
 } from './wake-sweep.js'
 export {
+  WEBHOOK_ANSWER_CODES,
+  WEBHOOK_PATH_PREFIX,
+  type WebhookAnswerCode,
+  type WebhookEndpointOptions,
+  webhookEndpointOptionsSchema,
+  webhookTriggerUrl,
+} from './webhook-endpoint.js'
+export {
+  createWebhookTrigger,
+  hashWebhookSecret,
+  type NewWebhookTrigger,
+  readWebhookTrigger,
+  type WebhookTriggerConfig,
+  type WebhookTriggerRecord,
+  webhookTriggerConfigSchema,
+  webhookTriggerRecordSchema,
+} from './webhook-trigger.js'
+export {
   handleWorkerWake,
   type WorkerResumedHandler,
   type WorkerWakeOptions,

@@ -70,7 +70,8 @@ function payloadOf<T>(schema: z.ZodType<T>, wake: FiredWake): T {
  * `resume_with_input` with the input declared at suspend. An `event` resumes
  * it with `{ kind: 'event', topic, eventId, publishedAt, payload, wakeId }`;
  * a `schedule` (a `cron` trigger's occurrence) with `{ kind: 'schedule',
- * provider, schedule, timeZone, occurrence, wakeId }`.
+ * provider, schedule, timeZone, occurrence, wakeId }`; a `webhook` call with
+ * `{ kind: 'webhook', body, receivedAt, wakeId }` (`body` the posted JSON).
  * The resume's `cause` is `wake:<id>`, and the suspension's other wakes are
  * cancelled.
  *
@@ -136,6 +137,12 @@ export async function handleWorkerWake(
       occurrence: new Date(wake.dueAt).toISOString(),
       wakeId: wake.id,
     }
+  } else if (wake.cause === 'webhook') {
+    const payload = payloadOf(eventPayloadSchema, wake)
+    triggerId = payload.triggerId
+    // The call's body is stored as an event on the trigger's own topic (webhook-calls.ts).
+    const call = await getEvent(backend, payload.topic, payload.eventId)
+    input = { kind: 'webhook', body: call.payload, receivedAt: call.publishedAt, wakeId: wake.id }
   } else {
     return 'stale'
   }

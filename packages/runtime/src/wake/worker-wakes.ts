@@ -8,6 +8,7 @@ import type { ResumeConditions } from '../worker/resume-conditions.js'
 import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
 import { WAKE_ID_PATTERN, type WakeCause } from './wake-records.js'
 import { cancelWake, getWake, registerWake } from './wake-registry.js'
+import { parseWebhookTriggerConfig, registerWebhookTrigger } from './webhook-trigger.js'
 
 /**
  * A suspended worker's resume conditions as wakes (docs/runtime/wakes.md,
@@ -49,18 +50,42 @@ export const topicWaiterSchema = z.strictObject({
   triggerId: z.string().regex(RESUME_TRIGGER_PATTERN),
 })
 
-/** The built-in trigger providers: each turns a config into the next occurrence after `now`. */
-const TRIGGER_PROVIDERS: Readonly<
-  Record<string, (config: unknown, now: number) => TriggerOccurrence>
-> = {
-  cron: nextCronOccurrence,
+/**
+ * What a trigger provider makes of a validated config at suspend: the wake
+ * of its next occurrence (`cron`), and what else to store under the trigger
+ * id (`webhook`: the trigger a call is checked against), written before the
+ * registration.
+ */
+interface TriggerPlan {
+  readonly occurrence: TriggerOccurrence | null
+  readonly store?: (
+    backend: Backend,
+    ids: { workerId: string; triggerId: string; clock: Clock },
+  ) => Promise<void>
+}
+
+/**
+ * The built-in trigger providers: each validates its config (throwing
+ * before anything is written) and returns its plan.
+ */
+const TRIGGER_PROVIDERS: Readonly<Record<string, (config: unknown, now: number) => TriggerPlan>> = {
+  cron: (config, now) => ({ occurrence: nextCronOccurrence(config, now) }),
+  webhook: (config) => {
+    const parsed = parseWebhookTriggerConfig(config)
+    return {
+      occurrence: null,
+      store: (backend, ids) => registerWebhookTrigger(backend, { ...ids, config: parsed }),
+    }
+  },
 }
 
 /**
  * Registers the wakes of a suspension's conditions and returns its trigger
  * id. A timeout is a `timeout` wake due `durationMinutes` after `clock()`
  * (its payload: the trigger id, the action, the declared input); a `cron`
- * trigger a `schedule` wake at its next occurrence; an `onEvent` topic is a
+ * trigger a `schedule` wake at its next occurrence; a `webhook` trigger its
+ * stored trigger (`wakes/webhooks/<trigger id>`, which a call to a
+ * dispatcher's endpoint turns into a `webhook` wake); an `onEvent` topic is a
  * waiter marker that `publishEvent` turns into an `event` wake. An unknown
  * provider or an invalid trigger config throws before anything is written
  * (the caller reports `TRIGGER_REGISTRATION_FAILED`).
@@ -75,7 +100,7 @@ export async function registerWorkerWakes(
   clock: Clock,
 ): Promise<string> {
   const trigger = conditions.trigger
-  let occurrence: TriggerOccurrence | null = null
+  let plan: TriggerPlan | null = null
   if (trigger !== undefined) {
     const provider = Object.hasOwn(TRIGGER_PROVIDERS, trigger.provider)
       ? TRIGGER_PROVIDERS[trigger.provider]
@@ -86,8 +111,9 @@ export async function registerWorkerWakes(
         provider: trigger.provider,
       })
     }
-    occurrence = provider(trigger.config, clock())
+    plan = provider(trigger.config, clock())
   }
+  const occurrence = plan?.occurrence ?? null
   const triggerId = `resume-${randomBytes(16).toString('hex')}`
   const wakeIds: string[] = []
   if (occurrence !== null) {
@@ -124,6 +150,8 @@ export async function registerWorkerWakes(
       { writer: WRITER },
     )
   }
+  // Before the registration: a registration naming the trigger implies its stored part exists.
+  await plan?.store?.(backend, { workerId, triggerId, clock })
   const record: WorkerWakes = {
     format: 'agent-state/worker-wakes',
     schemaVersion: 1,
