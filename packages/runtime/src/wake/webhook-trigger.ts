@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { wakeError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import { webhookTriggerKey } from '../shared/layout.js'
+import { readStoredJson } from './stored-json.js'
 
 /**
  * The `webhook` trigger provider (docs/runtime/wakes.md, Webhooks): a resume
@@ -18,7 +19,6 @@ import { webhookTriggerKey } from '../shared/layout.js'
  */
 
 const encoder = new TextEncoder()
-const decoder = new TextDecoder('utf-8', { fatal: true })
 const WRITER = { writerId: 'agent-state/webhooks' }
 
 /** A webhook trigger's configuration: the hex SHA-256 of its secret, never the secret. */
@@ -128,18 +128,11 @@ export async function readWebhookTrigger(
   backend: Backend,
   triggerId: string,
 ): Promise<WebhookTriggerRecord | null> {
-  const key = webhookTriggerKey(triggerId)
-  const stored = await backend.get(key)
-  if (stored === null) return null
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(decoder.decode(stored.value))
-  } catch (cause) {
-    throw wakeError('EVENT_CORRUPT', `Webhook trigger ${key} is not JSON`, { key }, cause)
-  }
-  const result = webhookTriggerRecordSchema.safeParse(parsed)
-  if (!result.success || result.data.triggerId !== triggerId) {
-    throw wakeError('EVENT_CORRUPT', `Webhook trigger ${key} fails its schema`, { key })
-  }
-  return result.data
+  return readStoredJson(
+    backend,
+    webhookTriggerKey(triggerId),
+    webhookTriggerRecordSchema,
+    'Webhook trigger',
+    (value) => value.triggerId === triggerId,
+  )
 }

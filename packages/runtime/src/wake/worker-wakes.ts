@@ -6,6 +6,7 @@ import { isValidId } from '../shared/ids.js'
 import { topicWaiterKey, workerWakesKey } from '../shared/layout.js'
 import type { ResumeConditions } from '../worker/resume-conditions.js'
 import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
+import { readStoredJson } from './stored-json.js'
 import { WAKE_ID_PATTERN, type WakeCause } from './wake-records.js'
 import { cancelWake, getWake, registerWake } from './wake-registry.js'
 import { parseWebhookTriggerConfig, registerWebhookTrigger } from './webhook-trigger.js'
@@ -18,7 +19,6 @@ import { parseWebhookTriggerConfig, registerWebhookTrigger } from './webhook-tri
 
 const WRITER = { writerId: 'agent-state/worker-wakes' }
 const encoder = new TextEncoder()
-const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** A resume trigger id: `resume-` and 128 random bits; the Suspension's `autoResumeTrigger`. */
 export const RESUME_TRIGGER_PATTERN = /^resume-[0-9a-f]{32}$/
@@ -172,20 +172,13 @@ export async function readWorkerWakes(
   backend: Backend,
   workerId: string,
 ): Promise<WorkerWakes | null> {
-  const key = workerWakesKey(workerId)
-  const stored = await backend.get(key)
-  if (stored === null) return null
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(decoder.decode(stored.value))
-  } catch (cause) {
-    throw wakeError('EVENT_CORRUPT', `Resume registration ${key} is not JSON`, { key }, cause)
-  }
-  const result = workerWakesSchema.safeParse(parsed)
-  if (!result.success || result.data.workerId !== workerId) {
-    throw wakeError('EVENT_CORRUPT', `Resume registration ${key} fails its schema`, { key })
-  }
-  return result.data
+  return readStoredJson(
+    backend,
+    workerWakesKey(workerId),
+    workerWakesSchema,
+    'Resume registration',
+    (value) => value.workerId === workerId,
+  )
 }
 
 /** A parked worker's next wake: what `agent-state workers` and the UI's worker view show. */
