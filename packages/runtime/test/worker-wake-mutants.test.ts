@@ -80,6 +80,47 @@ const noStaleCheck = (original: Record<string, unknown>) => ({
   ) => (original.resumeWorker as typeof ResumeWorker.resumeWorker)(backend, workerId, options),
 })
 
+/** Which of a registration's wakes a broken `nextWorkerWake` names, with its record. */
+type WakePick = (
+  backend: Backend,
+  wakeIds: readonly string[],
+) => Promise<{ wakeId: string; record: Awaited<ReturnType<typeof getWake>> } | null>
+
+/** Mutant: `nextWorkerWake` naming the wake `pick` chooses (the registration read as the real one does). */
+const nextWakeFrom = (pick: WakePick) => (original: Record<string, unknown>) => ({
+  ...original,
+  nextWorkerWake: async (backend: Backend, workerId: string) => {
+    const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
+      backend,
+      workerId,
+    )
+    if (registration === null) return null
+    const picked = await pick(backend, registration.wakeIds)
+    return {
+      wake:
+        picked === null
+          ? null
+          : { wakeId: picked.wakeId, cause: picked.record.cause, dueAt: picked.record.dueAt },
+      topic: registration.topic,
+    }
+  },
+})
+
+/** The first pending wake in registration order, not due order. */
+const firstPendingInRegistrationOrder: WakePick = async (backend, wakeIds) => {
+  for (const wakeId of wakeIds) {
+    const record = await getWake(backend, wakeId)
+    if (record.state === 'pending') return { wakeId, record }
+  }
+  return null
+}
+
+/** The earliest wake by due time, pending or not. */
+const earliestWhateverItsState: WakePick = async (backend, wakeIds) => {
+  const [wakeId] = [...wakeIds].sort()
+  return wakeId === undefined ? null : { wakeId, record: await getWake(backend, wakeId) }
+}
+
 describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
   it('a handler that fires without cancelling the sibling wakes: the event check sees the timeout wake not cancelled', async () => {
     const outcome = await eventBeforeDispatcher(await mutated(WORKER_WAKES, noSiblingCancel), kind)
@@ -185,48 +226,13 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
   })
 
   it('a next wake that takes the first registered wake: the next-wake check sees the schedule before the earlier timeout', async () => {
-    const rt = await mutated(WORKER_WAKES, (original) => ({
-      ...original,
-      nextWorkerWake: async (backend: Backend, workerId: string) => {
-        const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
-          backend,
-          workerId,
-        )
-        if (registration === null) return null
-        for (const wakeId of registration.wakeIds) {
-          const record = await getWake(backend, wakeId)
-          if (record.state === 'pending') {
-            return {
-              wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
-              topic: registration.topic,
-            }
-          }
-        }
-        return { wake: null, topic: registration.topic }
-      },
-    }))
+    const rt = await mutated(WORKER_WAKES, nextWakeFrom(firstPendingInRegistrationOrder))
     // worker-wakes.test.ts expects the timeout first.
     expect((await nextWake(rt, kind)).parked?.[0]).toBe('schedule')
   })
 
   it('a next wake that ignores the state: the next-wake check sees the cancelled timeout still named', async () => {
-    const rt = await mutated(WORKER_WAKES, (original) => ({
-      ...original,
-      nextWorkerWake: async (backend: Backend, workerId: string) => {
-        const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
-          backend,
-          workerId,
-        )
-        if (registration === null) return null
-        const [wakeId] = [...registration.wakeIds].sort()
-        if (wakeId === undefined) return { wake: null, topic: registration.topic }
-        const record = await getWake(backend, wakeId)
-        return {
-          wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
-          topic: registration.topic,
-        }
-      },
-    }))
+    const rt = await mutated(WORKER_WAKES, nextWakeFrom(earliestWhateverItsState))
     // worker-wakes.test.ts expects the schedule once the timeout is cancelled.
     expect((await nextWake(rt, kind)).afterCancel?.[0]).toBe('timeout')
   })
