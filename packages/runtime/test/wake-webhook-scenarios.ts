@@ -73,6 +73,7 @@ export const REFUSED = [
   [413, 'WEBHOOK_BODY_TOO_LARGE'],
   [400, 'WEBHOOK_INVALID_JSON'],
   [404, 'WEBHOOK_NOT_FOUND'],
+  [404, 'WEBHOOK_NOT_FOUND'],
   [405, 'WEBHOOK_METHOD_NOT_ALLOWED'],
   [415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE'],
 ] as const
@@ -84,7 +85,7 @@ export const CALL_BODY = { fix: 2, note: 'chosen by the reviewer' }
  * A worker parks on a webhook trigger; two dispatchers serve endpoints (a's
  * body limit 4 KiB, b's the default 64 KiB). A child process makes the
  * refused calls ({@link REFUSED}: wrong secret, none, 5000 bytes to a, 64 KiB
- * and 1 byte to b, malformed JSON, an unknown trigger, GET, text/plain);
+ * and 1 byte to b, malformed JSON, an unknown trigger, a malformed escape in the path, GET, text/plain);
  * both dispatchers tick. Then the right call to a, the wake read at once
  * after the child got its answer, b ticks alone, and a late call to b.
  * Also a suspend with the secret itself in the config.
@@ -133,6 +134,7 @@ export async function webhookCalls(rt: Runtime, fixture: BackendFixture) {
         headers: good,
         body: '{}',
       },
+      { url: `${a.webhookEndpoint}/wakes/webhook/%E0%A4%A`, headers: good, body: '{}' },
       { url: urlA, method: 'GET', headers: good },
       { url: urlA, headers: { ...good, 'content-type': 'text/plain' }, body: 'fix 2' },
     ])

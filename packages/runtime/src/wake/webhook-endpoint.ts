@@ -105,7 +105,8 @@ export function startWebhookEndpoint(
         allow: 'POST',
       })
     }
-    const triggerId = decodeURIComponent(path.slice(WEBHOOK_PATH_PREFIX.length))
+    // Not decoded: a trigger id is letters, digits and `-`, so an escaped one is no trigger (and a bad escape no 503).
+    const triggerId = path.slice(WEBHOOK_PATH_PREFIX.length)
     const trigger = TRIGGER_ID.test(triggerId) ? await readWebhookTrigger(backend, triggerId) : null
     if (trigger === null) return failure(404, 'WEBHOOK_NOT_FOUND', 'No webhook trigger has this id')
     const authorization = request.headers.authorization ?? ''
