@@ -116,9 +116,10 @@ export {
   type WakeErrorCode,
 } from './shared/index.js'
 // Wakes: timeouts, events, schedules, webhooks and intervals fired once by a durable dispatcher.
-// Webhook triggers: a POST to a dispatcher's endpoint wakes a parked worker (docs/runtime/wakes.md).
+// Webhook triggers (a POST to a dispatcher's endpoint) and third-party trigger providers too.
 export {
   assertEventTopic,
+  BUILT_IN_TRIGGER_PROVIDERS,
   type CancelWakeOptions,
   type CronTriggerConfig,
   cancelWake,
@@ -151,6 +152,7 @@ export {
   readDaemonWakes,
   readWebhookTrigger,
   readWorkerWakes,
+  registerTriggerProvider,
   registerWake,
   registerWakeOptionsSchema,
   type SweepRound,
@@ -160,6 +162,8 @@ export {
   sweepWakeRegistrations,
   sweepWakeRegistrationsOptionsSchema,
   type TickReport,
+  TRIGGER_PROVIDER_NAME,
+  type TriggerProvider,
   WAKE_CAUSES,
   WAKE_ID_PATTERN,
   WAKE_STATES,

@@ -9,6 +9,7 @@ import type { Backend } from '@agent-state/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import type * as EventTopics from '../src/wake/event-topics.js'
+import type { FiredWake as FiredWakeOf } from '../src/wake/wake-records.js'
 import type * as WakeRegistry from '../src/wake/wake-registry.js'
 import { getWake } from '../src/wake/wake-registry.js'
 import type * as WorkerWakes from '../src/wake/worker-wakes.js'
@@ -25,6 +26,7 @@ import {
   sameWorkerOneTick,
   staleWake,
   suspendValidation,
+  thirdPartyTrigger,
   timeoutActions,
   timeoutRacesEvent,
 } from './worker-wake-scenarios.js'
@@ -38,6 +40,7 @@ const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
 const IDS = '../src/shared/ids.ts'
 const CANONICAL_JSON = '../src/shared/canonical-json.ts'
 const SAME_TARGET = '../src/wake/same-target.ts'
+const TRIGGER_PROVIDERS = '../src/wake/trigger-providers.ts'
 
 afterEach(unmockAll)
 
@@ -122,6 +125,37 @@ const earliestWhateverItsState: WakePick = async (backend, wakeIds) => {
 }
 
 describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
+  it('a provider table that never finds a registered provider: the third-party check sees the suspend refused', async () => {
+    const rt = await mutated(TRIGGER_PROVIDERS, (original) => ({
+      ...original,
+      registeredTriggerProvider: () => undefined,
+    }))
+    // worker-wakes.test.ts expects the worker parked and resumed at its occurrence.
+    await expect(thirdPartyTrigger(rt, kind)).rejects.toMatchObject({
+      code: 'TRIGGER_REGISTRATION_FAILED',
+    })
+  })
+
+  it("a handler that reads a third party's occurrence as cron's: the third-party check sees the wake fail, the worker never resumed", async () => {
+    const rt = await mutated('../src/wake/worker-wake-handler.ts', (original) => ({
+      ...original,
+      handleWorkerWake: async (backend: Backend, wake: FiredWakeOf, ...rest: unknown[]) => {
+        const payload = wake.payload as Record<string, unknown>
+        if (wake.cause === 'schedule' && payload.schedule === undefined) {
+          throw Object.assign(new Error('not a cron payload'), { code: 'WAKE_CORRUPT' })
+        }
+        return (original.handleWorkerWake as (...args: unknown[]) => Promise<unknown>)(
+          backend,
+          wake,
+          ...rest,
+        )
+      },
+    }))
+    const outcome = await thirdPartyTrigger(rt, kind)
+    expect(outcome.atOccurrence).toEqual(['handler-failed'])
+    expect(outcome.input).toBeNull()
+  })
+
   it('a handler that fires without cancelling the sibling wakes: the event check sees the timeout wake not cancelled', async () => {
     const outcome = await eventBeforeDispatcher(await mutated(WORKER_WAKES, noSiblingCancel), kind)
     // worker-wakes.test.ts expects { state: 'cancelled', reason: 'worker resumed by wake ...' }.

@@ -29,6 +29,12 @@ export {
   topicEventSchema,
 } from './event-topics.js'
 export {
+  BUILT_IN_TRIGGER_PROVIDERS,
+  registerTriggerProvider,
+  TRIGGER_PROVIDER_NAME,
+  type TriggerProvider,
+} from './trigger-providers.js'
+export {
   type FiredWake,
   type SweepRound,
   startWakeDispatcher,

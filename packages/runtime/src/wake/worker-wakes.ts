@@ -7,6 +7,7 @@ import { topicWaiterKey, workerWakesKey } from '../shared/layout.js'
 import type { ResumeConditions } from '../worker/resume-conditions.js'
 import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
 import { readStoredJson } from './stored-json.js'
+import { registeredTriggerProvider } from './trigger-providers.js'
 import { WAKE_ID_PATTERN, type WakeCause } from './wake-records.js'
 import { cancelWake, getWake, registerWake } from './wake-registry.js'
 import { parseWebhookTriggerConfig, registerWebhookTrigger } from './webhook-trigger.js'
@@ -79,11 +80,21 @@ const TRIGGER_PROVIDERS: Readonly<Record<string, (config: unknown, now: number) 
   },
 }
 
+/** A registered third-party provider as a plan: its occurrence, with its name and details. */
+function thirdPartyPlan(name: string): ((config: unknown, now: number) => TriggerPlan) | undefined {
+  const provider = registeredTriggerProvider(name)
+  if (provider === undefined) return undefined
+  return (config, now) => {
+    const { dueAt, details } = provider.next(config, now)
+    return { occurrence: { dueAt, payload: { provider: name, details: details ?? null } } }
+  }
+}
+
 /**
  * Registers the wakes of a suspension's conditions and returns its trigger
  * id. A timeout is a `timeout` wake due `durationMinutes` after `clock()`
  * (its payload: the trigger id, the action, the declared input); a `cron`
- * trigger a `schedule` wake at its next occurrence; a `webhook` trigger its
+ * trigger (or a registered third-party provider's) a `schedule` wake at its next occurrence; a `webhook` trigger its
  * stored trigger (`wakes/webhooks/<trigger id>`, which a call to a
  * dispatcher's endpoint turns into a `webhook` wake); an `onEvent` topic is a
  * waiter marker that `publishEvent` turns into an `event` wake. An unknown
@@ -104,12 +115,16 @@ export async function registerWorkerWakes(
   if (trigger !== undefined) {
     const provider = Object.hasOwn(TRIGGER_PROVIDERS, trigger.provider)
       ? TRIGGER_PROVIDERS[trigger.provider]
-      : undefined
+      : thirdPartyPlan(trigger.provider)
     if (provider === undefined) {
-      throw wakeError('INVALID_WAKE', `No trigger provider named ${trigger.provider} is built in`, {
-        path: 'trigger.provider',
-        provider: trigger.provider,
-      })
+      throw wakeError(
+        'INVALID_WAKE',
+        `No trigger provider named ${trigger.provider} is registered`,
+        {
+          path: 'trigger.provider',
+          provider: trigger.provider,
+        },
+      )
     }
     plan = provider(trigger.config, clock())
   }
