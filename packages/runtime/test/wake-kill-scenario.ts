@@ -126,7 +126,8 @@ export async function killCycles(
     for (let slot = 0; slot < DISPATCHERS; slot++) start(slot)
     await Promise.all(ready)
     const sixth = Math.floor(count / 6)
-    const timed = count - 3 * sixth
+    // Timeouts and schedules: all but the event and webhook sixths.
+    const timed = count - 2 * sixth
     // Workers parked on a topic and on webhook triggers: the children's own handlers count their wakes.
     const parked = await Promise.all(
       Array.from({ length: 2 * sixth }, async (_, i) => {
