@@ -14,74 +14,20 @@
  * calls on one wake's keys do not depend on load; the listings grow with the
  * number of ticks, so with the time the run takes).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
-import { createFsBackend } from '@agent-state/fs'
-import { createRedisBackend } from '@agent-state/redis'
 import { getWake, registerWake, startWakeDispatcher } from '@agent-state/runtime'
-import { createS3Backend } from '@agent-state/s3'
-import { createSqliteBackend } from '@agent-state/sqlite'
-import { startRedisServer, startRgw } from '@agent-state/test-services'
+import { loadAverage, quantile, wakeBenchStorages, writeWakeResults } from './wake-bench-setup.js'
 
 const BACKENDS = (process.env.WAKE_BACKENDS ?? 'fs,sqlite,redis,s3').split(',')
 const COUNT = Number(process.env.WAKE_COUNT ?? 200)
 const COUNT_S3 = Number(process.env.WAKE_COUNT_S3 ?? 50)
 const TICK_MS = Number(process.env.WAKE_TICK_MS ?? 100)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-let redis: ReturnType<typeof startRedisServer> | undefined
-let rgw: ReturnType<typeof startRgw> | undefined
-const root = mkdtempSync(join(tmpdir(), 'agent-state-wake-bench-'))
+const storages = wakeBenchStorages('wake-bench')
 
 /** Opens `n` instances over one fresh storage of `name`. */
 async function open(name: string, cell: string, n: number): Promise<Backend[]> {
-  const namespace = `wb-${cell}`
-  const make = async (): Promise<() => Backend> => {
-    switch (name) {
-      case 'fs': {
-        const dir = join(root, cell)
-        mkdirSync(dir, { recursive: true, mode: 0o700 })
-        return () => createFsBackend({ root: dir, namespace })
-      }
-      case 'sqlite': {
-        const path = join(root, `${cell}.db`)
-        return () => createSqliteBackend({ path, namespace })
-      }
-      case 'redis': {
-        redis ??= startRedisServer()
-        const { host, port } = await redis
-        return () => createRedisBackend({ host, port, namespace })
-      }
-      case 's3': {
-        rgw ??= startRgw({ memstoreBytes: 2 * 1024 ** 3 })
-        const target = await rgw
-        return () =>
-          createS3Backend({
-            bucket: 'wake-bench',
-            namespace,
-            endpoint: target.endpoint,
-            region: target.region,
-            forcePathStyle: true,
-            createBucket: true,
-            credentials: {
-              accessKeyId: target.accessKeyId,
-              secretAccessKey: target.secretAccessKey,
-            },
-          })
-      }
-      default:
-        throw new Error(`unknown backend ${name}`)
-    }
-  }
-  const factory = await make()
-  return Array.from({ length: n }, factory)
-}
-
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN
+  return Array.from({ length: n }, await storages.open(name, cell))
 }
 
 /** `backend` with `count(method)` called on every method call (the dispatchers' round trips). */
@@ -189,10 +135,9 @@ try {
     }
   }
 } finally {
-  await Promise.all([redis?.then((server) => server.stop()), rgw?.then((server) => server.stop())])
-  rmSync(root, { recursive: true, force: true })
+  await storages.stop()
 }
-const load = loadavg()[0]?.toFixed(1) ?? '?'
+const load = loadAverage()
 const table = [
   `Wake lateness after the due time (tick every ${TICK_MS} ms, no-op handler), ${new Date().toISOString()}, load average ${load}:`,
   '',
@@ -204,10 +149,4 @@ const table = [
   ),
   '',
 ].join('\n')
-mkdirSync(new URL('../results/', import.meta.url), { recursive: true })
-writeFileSync(
-  new URL('../results/wake-latency.json', import.meta.url),
-  `${JSON.stringify({ tickMs: TICK_MS, load, rows }, null, 2)}\n`,
-)
-writeFileSync(new URL('../results/wake-latency.md', import.meta.url), table)
-console.info(table)
+writeWakeResults('wake-latency', { tickMs: TICK_MS, load, rows }, table)

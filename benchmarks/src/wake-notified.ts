@@ -10,51 +10,16 @@
  * WAKE_NOTIFIED_COUNT (20), WAKE_INTERVAL_MS (1000). Writes
  * results/wake-notified.json and .md.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
-import { createFsBackend } from '@agent-state/fs'
-import { createRedisBackend } from '@agent-state/redis'
 import { registerWake, startWakeDispatcher } from '@agent-state/runtime'
-import { createSqliteBackend } from '@agent-state/sqlite'
-import { startRedisServer } from '@agent-state/test-services'
+import { loadAverage, quantile, wakeBenchStorages, writeWakeResults } from './wake-bench-setup.js'
 
 const BACKENDS = (process.env.WAKE_BACKENDS ?? 'fs,sqlite,redis').split(',')
 const COUNT = Number(process.env.WAKE_NOTIFIED_COUNT ?? 20)
 const INTERVAL_MS = Number(process.env.WAKE_INTERVAL_MS ?? 1000)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-let redis: ReturnType<typeof startRedisServer> | undefined
-const root = mkdtempSync(join(tmpdir(), 'agent-state-wake-notified-'))
-
-/** A fresh backend of `name` (a second instance over it is the registrant: another process). */
-async function open(name: string, cell: string): Promise<() => Backend> {
-  const namespace = `wn-${cell}`
-  switch (name) {
-    case 'fs': {
-      const dir = join(root, cell)
-      mkdirSync(dir, { recursive: true, mode: 0o700 })
-      return () => createFsBackend({ root: dir, namespace })
-    }
-    case 'sqlite': {
-      const path = join(root, `${cell}.db`)
-      return () => createSqliteBackend({ path, namespace })
-    }
-    case 'redis': {
-      redis ??= startRedisServer()
-      const { host, port } = await redis
-      return () => createRedisBackend({ host, port, namespace })
-    }
-    default:
-      throw new Error(`unknown backend ${name}`)
-  }
-}
-
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN
-}
+// A second instance over a cell's storage is the registrant: another process.
+const storages = wakeBenchStorages('wake-notified')
 
 interface Row {
   backend: string
@@ -68,7 +33,7 @@ interface Row {
 }
 
 async function cell(name: string, tickOnChange: boolean): Promise<Row> {
-  const make = await open(name, `${name}-${tickOnChange}`)
+  const make: () => Backend = await storages.open(name, `${name}-${tickOnChange}`)
   const backend = make()
   const registrant = make()
   const waiting = new Map<string, () => void>()
@@ -131,10 +96,9 @@ try {
   }
 } finally {
   clearInterval(keepAlive)
-  await redis?.then((server) => server.stop())
-  rmSync(root, { recursive: true, force: true })
+  await storages.stop()
 }
-const load = loadavg()[0]?.toFixed(1) ?? '?'
+const load = loadAverage()
 const table = [
   `Latency of a wake registered due now, registration to handler (one dispatcher, interval ${INTERVAL_MS} ms), ${new Date().toISOString()}, load average ${load}:`,
   '',
@@ -146,10 +110,4 @@ const table = [
   ),
   '',
 ].join('\n')
-mkdirSync(new URL('../results/', import.meta.url), { recursive: true })
-writeFileSync(
-  new URL('../results/wake-notified.json', import.meta.url),
-  `${JSON.stringify({ intervalMs: INTERVAL_MS, load, rows }, null, 2)}\n`,
-)
-writeFileSync(new URL('../results/wake-notified.md', import.meta.url), table)
-console.info(table)
+writeWakeResults('wake-notified', { intervalMs: INTERVAL_MS, load, rows }, table)

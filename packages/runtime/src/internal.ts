@@ -58,6 +58,7 @@ export {
   wakeBucketPrefix,
   wakeDueKey,
   wakeRecordKey,
+  webhookTriggerKey,
   workerSnapshotKey,
   workerSuspendRequestKey,
 } from './shared/layout.js'

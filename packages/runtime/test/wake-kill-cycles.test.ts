@@ -1,6 +1,7 @@
 /**
  * Three wake dispatcher processes per backend (fs, SQLite, Redis, S3 on the
- * servers of the global setup) under SIGKILL, SIGSTOP and self-kills after a
+ * servers of the global setup), firing a mix of timeouts, schedules, events
+ * and webhook calls posted to their endpoints, under SIGKILL, SIGSTOP and self-kills after a
  * firing decision (wake-kill-scenario.ts): every wake must be fired exactly
  * once (one firing recorded, one firing seen by the handlers whatever the
  * redeliveries), the index left empty. Kill cycles per backend:
@@ -21,6 +22,10 @@ describe.concurrent.each(BACKENDS)('three dispatcher processes on $name', (backe
     console.info(outcome.summary)
     expect(outcome.failures).toEqual([])
     expect(outcome.registered).toBeGreaterThan(0)
+    // Every cause of the mix is there, and every webhook call was answered 202 in the end.
+    expect(Object.keys(outcome.causes).sort()).toEqual(['event', 'schedule', 'timeout', 'webhook'])
+    expect(outcome.calls.accepted).toBe(outcome.calls.made)
+    expect(outcome.calls.made).toBeGreaterThan(0)
     expect(outcome).toMatchObject({
       fired: outcome.registered,
       exactlyOnce: outcome.registered,

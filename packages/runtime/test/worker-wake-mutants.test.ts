@@ -9,6 +9,7 @@ import type { Backend } from '@agent-state/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import type * as EventTopics from '../src/wake/event-topics.js'
+import type { FiredWake as FiredWakeOf } from '../src/wake/wake-records.js'
 import type * as WakeRegistry from '../src/wake/wake-registry.js'
 import { getWake } from '../src/wake/wake-registry.js'
 import type * as WorkerWakes from '../src/wake/worker-wakes.js'
@@ -25,6 +26,7 @@ import {
   sameWorkerOneTick,
   staleWake,
   suspendValidation,
+  thirdPartyTrigger,
   timeoutActions,
   timeoutRacesEvent,
 } from './worker-wake-scenarios.js'
@@ -38,6 +40,7 @@ const CRON_TRIGGER = '../src/wake/cron-trigger.ts'
 const IDS = '../src/shared/ids.ts'
 const CANONICAL_JSON = '../src/shared/canonical-json.ts'
 const SAME_TARGET = '../src/wake/same-target.ts'
+const TRIGGER_PROVIDERS = '../src/wake/trigger-providers.ts'
 
 afterEach(unmockAll)
 
@@ -80,7 +83,79 @@ const noStaleCheck = (original: Record<string, unknown>) => ({
   ) => (original.resumeWorker as typeof ResumeWorker.resumeWorker)(backend, workerId, options),
 })
 
+/** Which of a registration's wakes a broken `nextWorkerWake` names, with its record. */
+type WakePick = (
+  backend: Backend,
+  wakeIds: readonly string[],
+) => Promise<{ wakeId: string; record: Awaited<ReturnType<typeof getWake>> } | null>
+
+/** Mutant: `nextWorkerWake` naming the wake `pick` chooses (the registration read as the real one does). */
+const nextWakeFrom = (pick: WakePick) => (original: Record<string, unknown>) => ({
+  ...original,
+  nextWorkerWake: async (backend: Backend, workerId: string) => {
+    const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
+      backend,
+      workerId,
+    )
+    if (registration === null) return null
+    const picked = await pick(backend, registration.wakeIds)
+    return {
+      wake:
+        picked === null
+          ? null
+          : { wakeId: picked.wakeId, cause: picked.record.cause, dueAt: picked.record.dueAt },
+      topic: registration.topic,
+    }
+  },
+})
+
+/** The first pending wake in registration order, not due order. */
+const firstPendingInRegistrationOrder: WakePick = async (backend, wakeIds) => {
+  for (const wakeId of wakeIds) {
+    const record = await getWake(backend, wakeId)
+    if (record.state === 'pending') return { wakeId, record }
+  }
+  return null
+}
+
+/** The earliest wake by due time, pending or not. */
+const earliestWhateverItsState: WakePick = async (backend, wakeIds) => {
+  const [wakeId] = [...wakeIds].sort()
+  return wakeId === undefined ? null : { wakeId, record: await getWake(backend, wakeId) }
+}
+
 describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
+  it('a provider table that never finds a registered provider: the third-party check sees the suspend refused', async () => {
+    const rt = await mutated(TRIGGER_PROVIDERS, (original) => ({
+      ...original,
+      registeredTriggerProvider: () => undefined,
+    }))
+    // worker-wakes.test.ts expects the worker parked and resumed at its occurrence.
+    await expect(thirdPartyTrigger(rt, kind)).rejects.toMatchObject({
+      code: 'TRIGGER_REGISTRATION_FAILED',
+    })
+  })
+
+  it("a handler that reads a third party's occurrence as cron's: the third-party check sees the wake fail, the worker never resumed", async () => {
+    const rt = await mutated('../src/wake/worker-wake-handler.ts', (original) => ({
+      ...original,
+      handleWorkerWake: async (backend: Backend, wake: FiredWakeOf, ...rest: unknown[]) => {
+        const payload = wake.payload as Record<string, unknown>
+        if (wake.cause === 'schedule' && payload.schedule === undefined) {
+          throw Object.assign(new Error('not a cron payload'), { code: 'WAKE_CORRUPT' })
+        }
+        return (original.handleWorkerWake as (...args: unknown[]) => Promise<unknown>)(
+          backend,
+          wake,
+          ...rest,
+        )
+      },
+    }))
+    const outcome = await thirdPartyTrigger(rt, kind)
+    expect(outcome.atOccurrence).toEqual(['handler-failed'])
+    expect(outcome.input).toBeNull()
+  })
+
   it('a handler that fires without cancelling the sibling wakes: the event check sees the timeout wake not cancelled', async () => {
     const outcome = await eventBeforeDispatcher(await mutated(WORKER_WAKES, noSiblingCancel), kind)
     // worker-wakes.test.ts expects { state: 'cancelled', reason: 'worker resumed by wake ...' }.
@@ -185,48 +260,13 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
   })
 
   it('a next wake that takes the first registered wake: the next-wake check sees the schedule before the earlier timeout', async () => {
-    const rt = await mutated(WORKER_WAKES, (original) => ({
-      ...original,
-      nextWorkerWake: async (backend: Backend, workerId: string) => {
-        const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
-          backend,
-          workerId,
-        )
-        if (registration === null) return null
-        for (const wakeId of registration.wakeIds) {
-          const record = await getWake(backend, wakeId)
-          if (record.state === 'pending') {
-            return {
-              wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
-              topic: registration.topic,
-            }
-          }
-        }
-        return { wake: null, topic: registration.topic }
-      },
-    }))
+    const rt = await mutated(WORKER_WAKES, nextWakeFrom(firstPendingInRegistrationOrder))
     // worker-wakes.test.ts expects the timeout first.
     expect((await nextWake(rt, kind)).parked?.[0]).toBe('schedule')
   })
 
   it('a next wake that ignores the state: the next-wake check sees the cancelled timeout still named', async () => {
-    const rt = await mutated(WORKER_WAKES, (original) => ({
-      ...original,
-      nextWorkerWake: async (backend: Backend, workerId: string) => {
-        const registration = await (original.readWorkerWakes as typeof WorkerWakes.readWorkerWakes)(
-          backend,
-          workerId,
-        )
-        if (registration === null) return null
-        const [wakeId] = [...registration.wakeIds].sort()
-        if (wakeId === undefined) return { wake: null, topic: registration.topic }
-        const record = await getWake(backend, wakeId)
-        return {
-          wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
-          topic: registration.topic,
-        }
-      },
-    }))
+    const rt = await mutated(WORKER_WAKES, nextWakeFrom(earliestWhateverItsState))
     // worker-wakes.test.ts expects the schedule once the timeout is cancelled.
     expect((await nextWake(rt, kind)).afterCancel?.[0]).toBe('timeout')
   })

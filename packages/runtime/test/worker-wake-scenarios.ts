@@ -10,7 +10,7 @@
 import type { Backend, ManualClock } from '@agent-state/core'
 import type { FiredWake, Worker } from '../src/index.js'
 import type { Runtime } from './wake-scenarios.js'
-import { WAKE_BACKENDS, type WakeBackendKind, withStorage } from './wake-scenarios.js'
+import { T0, WAKE_BACKENDS, type WakeBackendKind, withStorage } from './wake-scenarios.js'
 
 const MINUTE = 60_000
 /** Validation does not depend on the backend: it runs on memory only. */
@@ -617,5 +617,72 @@ export async function nextWake(rt: Runtime, kind: WakeBackendKind): Promise<Next
       }
     }
     return { parked, afterCancel: await read('w1'), running: await read('w2') }
+  })
+}
+
+/** What the third-party provider scenario saw. */
+export interface ThirdPartyOutcome {
+  /** Codes of registering the provider under a built-in's name and under an invalid name. */
+  readonly refusedNames: readonly string[]
+  /** `code:path` of suspending with a config the provider refuses (nothing registered: `running`). */
+  readonly refusedConfig: string
+  readonly statusAfterRefusal: string
+  readonly early: readonly string[]
+  readonly atOccurrence: readonly string[]
+  readonly input: unknown
+}
+
+/**
+ * A third party registers `every-hour` (next: the next full hour, details
+ * `{ hour }`; a config without `label` refused). Registering it as `cron`
+ * or as `Every Hour` is refused; a worker suspended with a refused config
+ * stays running; one parked at T0 + 10 minutes is not woken at T0 + 59
+ * minutes and is resumed at T0 + 60 with the provider's details.
+ */
+export async function thirdPartyTrigger(
+  rt: Runtime,
+  kind: WakeBackendKind,
+): Promise<ThirdPartyOutcome> {
+  return withStorage(kind, async (storage, clock) => {
+    const provider = {
+      next(config: unknown, now: number) {
+        if (typeof (config as { label?: unknown } | undefined)?.label !== 'string') {
+          throw new Error('every-hour needs a label')
+        }
+        const dueAt = Math.floor(now / (60 * MINUTE)) * 60 * MINUTE + 60 * MINUTE
+        return { dueAt, details: { hour: new Date(dueAt).getUTCHours() } }
+      },
+    }
+    const refusedNames = [
+      await codeOf(async () => rt.registerTriggerProvider('cron', provider)),
+      await codeOf(async () => rt.registerTriggerProvider('Every Hour', provider)),
+    ]
+    rt.registerTriggerProvider('every-hour', provider)
+    const backend = storage.open()
+    clock.advance(10 * MINUTE)
+    const refusedConfig = await failureOf(() =>
+      park(rt, backend, clock, 'refused', { trigger: { provider: 'every-hour', config: {} } }),
+    )
+    await park(rt, backend, clock, 'hourly', {
+      trigger: { provider: 'every-hour', config: { label: 'report' } },
+    })
+    let input: unknown = null
+    const running = dispatcher(rt, storage.open(), clock, async (worker) => {
+      input = worker.resumeInput
+      await worker.complete()
+    })
+    clock.set(T0 + 59 * MINUTE)
+    const early = (await running.tick()).outcomes.map((o) => o.outcome)
+    clock.set(T0 + 60 * MINUTE)
+    const atOccurrence = (await running.tick()).outcomes.map((o) => o.outcome)
+    await running.stop()
+    return {
+      refusedNames,
+      refusedConfig,
+      statusAfterRefusal: (await rt.inspectWorker(backend, 'refused')).status,
+      early,
+      atOccurrence,
+      input,
+    }
   })
 }

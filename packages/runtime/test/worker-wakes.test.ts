@@ -19,11 +19,30 @@ import {
   sameWorkerOneTick,
   staleWake,
   suspendValidation,
+  thirdPartyTrigger,
   timeoutActions,
   timeoutRacesEvent,
 } from './worker-wake-scenarios.js'
 
 describe.each(WAKE_BACKENDS)('resume conditions on $name', (kind) => {
+  it("a third party's trigger provider: built-in and invalid names refused, a refused config registers nothing, the worker resumed at its occurrence with its details", async () => {
+    const outcome = await thirdPartyTrigger(runtime, kind)
+    expect(outcome).toEqual({
+      refusedNames: ['INVALID_WAKE', 'INVALID_WAKE'],
+      refusedConfig: 'TRIGGER_REGISTRATION_FAILED:',
+      statusAfterRefusal: 'running',
+      early: [],
+      atOccurrence: ['fired'],
+      input: {
+        kind: 'schedule',
+        provider: 'every-hour',
+        details: { hour: new Date(T0 + 3_600_000).getUTCHours() },
+        occurrence: new Date(T0 + 3_600_000).toISOString(),
+        wakeId: expect.stringMatching(runtime.WAKE_ID_PATTERN),
+      },
+    })
+  })
+
   it("a parked worker's next wake is its earliest pending wake by due time, with its topic", async () => {
     // T0 is 2027-01-15T08:00Z: the schedule is due at 03:00 the next day.
     expect(await nextWake(runtime, kind)).toEqual({

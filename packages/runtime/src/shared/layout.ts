@@ -169,3 +169,12 @@ export function topicWaiterKey(topic: string, workerId: string): string {
 export function eventKey(topic: string, eventId: string): string {
   return `events/${topic}/${eventId}`
 }
+
+/**
+ * A `webhook` trigger of a suspension (docs/runtime/wakes.md, Webhooks): the worker it wakes and
+ * the SHA-256 of its secret (never the secret). Kept after the suspension ends, so a late call is
+ * told `410 Gone` rather than `404`.
+ */
+export function webhookTriggerKey(triggerId: string): string {
+  return `wakes/webhooks/${triggerId}`
+}

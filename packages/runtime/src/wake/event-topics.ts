@@ -80,37 +80,8 @@ export async function publishEvent(
   payload: unknown,
   options: PublishEventOptions = {},
 ): Promise<PublishedEvent> {
-  assertEventTopic(topic)
-  const checked = jsonValueSchema.safeParse(payload)
-  if (!checked.success || payload === undefined) {
-    throw wakeError('INVALID_EVENT_PAYLOAD', 'An event payload must be a plain JSON value', {
-      topic,
-      path: checked.error?.issues[0]?.path.join('.') ?? '',
-    })
-  }
-  const size = jsonByteLength(checked.data)
-  if (size > MAX_EVENT_PAYLOAD_BYTES) {
-    throw wakeError(
-      'EVENT_PAYLOAD_TOO_LARGE',
-      `An event payload of ${size} bytes exceeds ${MAX_EVENT_PAYLOAD_BYTES}`,
-      { topic, size, limit: MAX_EVENT_PAYLOAD_BYTES },
-    )
-  }
   const clock = options.clock ?? systemClock
-  const publishedAt = clock()
-  const eventId = `${String(publishedAt).padStart(13, '0')}-${randomBytes(16).toString('hex')}`
-  const record: TopicEvent = {
-    format: 'agent-state/event',
-    schemaVersion: 1,
-    topic,
-    eventId,
-    publishedAt,
-    payload: checked.data as JsonValue,
-  }
-  await backend.put(eventKey(topic, eventId), encoder.encode(JSON.stringify(record)), {
-    ifNoneMatch: '*',
-    writer: WRITER,
-  })
+  const { eventId, publishedAt } = await storeEvent(backend, topic, payload, clock)
   const wakeIds: string[] = []
   const prefix = topicWaitersPrefix(topic)
   let cursor: string | undefined
@@ -133,6 +104,52 @@ export async function publishEvent(
     cursor = page.cursor
   } while (cursor !== undefined)
   return { topic, eventId, publishedAt, wakeIds }
+}
+
+/**
+ * Validates and stores an event create-only under a fresh time-ordered id,
+ * waking nobody: the first step of {@link publishEvent}, and how a webhook
+ * call's body is kept (on its trigger's own topic, which no worker waits on).
+ *
+ * @throws `INVALID_EVENT_TOPIC`, `INVALID_EVENT_PAYLOAD`, `EVENT_PAYLOAD_TOO_LARGE`, or the backend's error.
+ */
+export async function storeEvent(
+  backend: Backend,
+  topic: string,
+  payload: unknown,
+  clock: Clock,
+): Promise<TopicEvent> {
+  assertEventTopic(topic)
+  const checked = jsonValueSchema.safeParse(payload)
+  if (!checked.success || payload === undefined) {
+    throw wakeError('INVALID_EVENT_PAYLOAD', 'An event payload must be a plain JSON value', {
+      topic,
+      path: checked.error?.issues[0]?.path.join('.') ?? '',
+    })
+  }
+  const size = jsonByteLength(checked.data)
+  if (size > MAX_EVENT_PAYLOAD_BYTES) {
+    throw wakeError(
+      'EVENT_PAYLOAD_TOO_LARGE',
+      `An event payload of ${size} bytes exceeds ${MAX_EVENT_PAYLOAD_BYTES}`,
+      { topic, size, limit: MAX_EVENT_PAYLOAD_BYTES },
+    )
+  }
+  const publishedAt = clock()
+  const eventId = `${String(publishedAt).padStart(13, '0')}-${randomBytes(16).toString('hex')}`
+  const record: TopicEvent = {
+    format: 'agent-state/event',
+    schemaVersion: 1,
+    topic,
+    eventId,
+    publishedAt,
+    payload: checked.data as JsonValue,
+  }
+  await backend.put(eventKey(topic, eventId), encoder.encode(JSON.stringify(record)), {
+    ifNoneMatch: '*',
+    writer: WRITER,
+  })
+  return record
 }
 
 function decodeWaiter(bytes: Uint8Array, key: string): z.infer<typeof topicWaiterSchema> {

@@ -29,6 +29,12 @@ export {
   topicEventSchema,
 } from './event-topics.js'
 export {
+  BUILT_IN_TRIGGER_PROVIDERS,
+  registerTriggerProvider,
+  TRIGGER_PROVIDER_NAME,
+  type TriggerProvider,
+} from './trigger-providers.js'
+export {
   type FiredWake,
   type SweepRound,
   startWakeDispatcher,
@@ -71,6 +77,24 @@ export {
   sweepWakeRegistrations,
   sweepWakeRegistrationsOptionsSchema,
 } from './wake-sweep.js'
+export {
+  WEBHOOK_ANSWER_CODES,
+  WEBHOOK_PATH_PREFIX,
+  type WebhookAnswerCode,
+  type WebhookEndpointOptions,
+  webhookEndpointOptionsSchema,
+  webhookTriggerUrl,
+} from './webhook-endpoint.js'
+export {
+  createWebhookTrigger,
+  hashWebhookSecret,
+  type NewWebhookTrigger,
+  readWebhookTrigger,
+  type WebhookTriggerConfig,
+  type WebhookTriggerRecord,
+  webhookTriggerConfigSchema,
+  webhookTriggerRecordSchema,
+} from './webhook-trigger.js'
 export {
   handleWorkerWake,
   type WorkerResumedHandler,

@@ -31,6 +31,7 @@ import {
   type WakeRecord,
 } from './wake-records.js'
 import { unindexWake } from './wake-registry.js'
+import { startWebhookEndpoint, webhookEndpointOptionsSchema } from './webhook-endpoint.js'
 import { handleWorkerWake, workerWakeOptionsSchema } from './worker-wake-handler.js'
 
 export type { SweepRound } from './registration-sweeper.js'
@@ -47,7 +48,7 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
     z.custom<WakeHandler>((value) => typeof value === 'function', 'a handler must be a function'),
   ),
   /**
-   * The built-in handler of workers' `timeout`, `event` and `schedule` wakes (resume
+   * The built-in handler of workers' `timeout`, `event`, `schedule` and `webhook` wakes (resume
    * conditions, docs/runtime/wakes.md): resumes the worker and passes it to
    * `onResumed`, or fails it. Used for a worker's wake whose cause has no
    * entry in `handlers`. Without it, worker wakes are left to a dispatcher
@@ -62,6 +63,14 @@ export const wakeDispatcherOptionsSchema = z.strictObject({
    * to a dispatcher that has it.
    */
   daemons: z.boolean().default(false),
+  /**
+   * Serve a webhook endpoint (docs/runtime/wakes.md, Webhooks): `{ host?,
+   * port?, maxBodyBytes? }`, default 127.0.0.1, a free port, 64 KiB. A call
+   * of a `webhook` trigger is recorded as a wake before it is answered, so
+   * any dispatcher over the backend fires it. Off unless given: a library
+   * does not open a listening socket nobody asked for.
+   */
+  webhook: webhookEndpointOptionsSchema.optional(),
   /** The clock due times are compared with (and `firedAt` read from). Default `Date.now`. */
   clock: z
     .custom<Clock>((value) => typeof value === 'function', 'clock must be a function')
@@ -171,8 +180,14 @@ export interface WakeDispatcher {
   readonly dispatcherId: string
   /** Whether change notification of the due-time index wakes its ticks (`tickOnChange` on a backend that claims it, and the watch has not ended). */
   readonly notified: boolean
-  /** Resolves once the due-time index is watched (at once when not notified): wakes registered from then on start a tick. */
+  /**
+   * Resolves once the due-time index is watched (at once when not notified):
+   * wakes registered from then on start a tick; and once the webhook
+   * endpoint listens (rejects when its address cannot be bound).
+   */
   readonly ready: Promise<void>
+  /** The webhook endpoint's `http://<host>:<port>` once it listens; `null` without the `webhook` option. */
+  readonly webhookEndpoint: string | null
   /** Ticks run so far (by the timer, by a change, by `tick()`): a diagnostic, and how tests count them. */
   readonly ticks: number
   /** Registration sweep rounds run so far (the `sweep` option), and the last one's result or error. */
@@ -242,6 +257,13 @@ export function startWakeDispatcher(
         })
   const sweeper =
     config.intervalMs === null ? null : startRegistrationSweeper(backend, config.sweep)
+  const endpoint =
+    config.webhook === undefined
+      ? null
+      : startWebhookEndpoint(backend, config.webhook, config.clock)
+  const ready = Promise.all([timer?.ready, endpoint?.ready]).then(() => undefined)
+  // A caller that never awaits `ready` must not get an unhandled rejection; `ready` still rejects.
+  ready.catch(() => undefined)
   return {
     dispatcherId: config.dispatcherId,
     get sweeps() {
@@ -250,14 +272,17 @@ export function startWakeDispatcher(
     get notified() {
       return timer?.notified ?? false
     },
-    ready: timer?.ready ?? Promise.resolve(),
+    ready,
+    get webhookEndpoint() {
+      return endpoint?.url ?? null
+    },
     get ticks() {
       return ticks
     },
     tick,
     async stop() {
       timer?.stop()
-      await Promise.all([chain, sweeper?.stop()])
+      await Promise.all([chain, sweeper?.stop(), endpoint?.close()])
     },
   }
 }
@@ -336,7 +361,10 @@ function handlerOf(backend: Backend, config: Parsed, record: WakeRecord): WakeHa
   if (
     workers === undefined ||
     record.target.kind !== 'worker' ||
-    (record.cause !== 'timeout' && record.cause !== 'event' && record.cause !== 'schedule')
+    (record.cause !== 'timeout' &&
+      record.cause !== 'event' &&
+      record.cause !== 'schedule' &&
+      record.cause !== 'webhook')
   ) {
     return undefined
   }

@@ -1,6 +1,6 @@
 import { type Backend, type Clock, isAgentStateError } from '@agent-state/core'
 import { z } from 'zod'
-import type { JsonValue } from '../shared/canonical-json.js'
+import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { wakeError } from '../shared/errors.js'
 import { TIMEOUT_ACTIONS } from '../worker/resume-conditions.js'
 import { resumeWorkerOnWake } from '../worker/resume-worker.js'
@@ -40,11 +40,12 @@ const timeoutPayloadSchema = workerWakePayloadSchema.extend({
   onTimeout: z.enum(TIMEOUT_ACTIONS),
   durationMinutes: z.int().positive(),
 })
-const schedulePayloadSchema = workerWakePayloadSchema.extend({
-  provider: z.string(),
+const schedulePayloadSchema = workerWakePayloadSchema.extend({ provider: z.string() })
+const cronPayloadSchema = schedulePayloadSchema.extend({
   schedule: z.string(),
   timeZone: z.string(),
 })
+const thirdPartyPayloadSchema = schedulePayloadSchema.extend({ details: jsonValueSchema })
 const eventPayloadSchema = workerWakePayloadSchema.extend({
   topic: z.string(),
   eventId: z.string(),
@@ -70,7 +71,9 @@ function payloadOf<T>(schema: z.ZodType<T>, wake: FiredWake): T {
  * `resume_with_input` with the input declared at suspend. An `event` resumes
  * it with `{ kind: 'event', topic, eventId, publishedAt, payload, wakeId }`;
  * a `schedule` (a `cron` trigger's occurrence) with `{ kind: 'schedule',
- * provider, schedule, timeZone, occurrence, wakeId }`.
+ * provider, schedule, timeZone, occurrence, wakeId }` (a third-party
+ * provider's: `{ kind: 'schedule', provider, details, occurrence, wakeId }`); a `webhook` call with
+ * `{ kind: 'webhook', body, receivedAt, wakeId }` (`body` the posted JSON).
  * The resume's `cause` is `wake:<id>`, and the suspension's other wakes are
  * cancelled.
  *
@@ -125,8 +128,11 @@ export async function handleWorkerWake(
       payload: event.payload,
       wakeId: wake.id,
     }
-  } else if (wake.cause === 'schedule') {
-    const payload = payloadOf(schedulePayloadSchema, wake)
+  } else if (
+    wake.cause === 'schedule' &&
+    payloadOf(schedulePayloadSchema, wake).provider === 'cron'
+  ) {
+    const payload = payloadOf(cronPayloadSchema, wake)
     triggerId = payload.triggerId
     input = {
       kind: 'schedule',
@@ -136,6 +142,23 @@ export async function handleWorkerWake(
       occurrence: new Date(wake.dueAt).toISOString(),
       wakeId: wake.id,
     }
+  } else if (wake.cause === 'schedule') {
+    // A third-party provider's occurrence (trigger-providers.ts): its details as it computed them.
+    const payload = payloadOf(thirdPartyPayloadSchema, wake)
+    triggerId = payload.triggerId
+    input = {
+      kind: 'schedule',
+      provider: payload.provider,
+      details: payload.details as JsonValue,
+      occurrence: new Date(wake.dueAt).toISOString(),
+      wakeId: wake.id,
+    }
+  } else if (wake.cause === 'webhook') {
+    const payload = payloadOf(eventPayloadSchema, wake)
+    triggerId = payload.triggerId
+    // The call's body is stored as an event on the trigger's own topic (webhook-calls.ts).
+    const call = await getEvent(backend, payload.topic, payload.eventId)
+    input = { kind: 'webhook', body: call.payload, receivedAt: call.publishedAt, wakeId: wake.id }
   } else {
     return 'stale'
   }

@@ -6,8 +6,11 @@ import { isValidId } from '../shared/ids.js'
 import { topicWaiterKey, workerWakesKey } from '../shared/layout.js'
 import type { ResumeConditions } from '../worker/resume-conditions.js'
 import { nextCronOccurrence, type TriggerOccurrence } from './cron-trigger.js'
+import { readStoredJson } from './stored-json.js'
+import { registeredTriggerProvider } from './trigger-providers.js'
 import { WAKE_ID_PATTERN, type WakeCause } from './wake-records.js'
 import { cancelWake, getWake, registerWake } from './wake-registry.js'
+import { parseWebhookTriggerConfig, registerWebhookTrigger } from './webhook-trigger.js'
 
 /**
  * A suspended worker's resume conditions as wakes (docs/runtime/wakes.md,
@@ -17,7 +20,6 @@ import { cancelWake, getWake, registerWake } from './wake-registry.js'
 
 const WRITER = { writerId: 'agent-state/worker-wakes' }
 const encoder = new TextEncoder()
-const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** A resume trigger id: `resume-` and 128 random bits; the Suspension's `autoResumeTrigger`. */
 export const RESUME_TRIGGER_PATTERN = /^resume-[0-9a-f]{32}$/
@@ -49,18 +51,52 @@ export const topicWaiterSchema = z.strictObject({
   triggerId: z.string().regex(RESUME_TRIGGER_PATTERN),
 })
 
-/** The built-in trigger providers: each turns a config into the next occurrence after `now`. */
-const TRIGGER_PROVIDERS: Readonly<
-  Record<string, (config: unknown, now: number) => TriggerOccurrence>
-> = {
-  cron: nextCronOccurrence,
+/**
+ * What a trigger provider makes of a validated config at suspend: the wake
+ * of its next occurrence (`cron`), and what else to store under the trigger
+ * id (`webhook`: the trigger a call is checked against), written before the
+ * registration.
+ */
+interface TriggerPlan {
+  readonly occurrence: TriggerOccurrence | null
+  readonly store?: (
+    backend: Backend,
+    ids: { workerId: string; triggerId: string; clock: Clock },
+  ) => Promise<void>
+}
+
+/**
+ * The built-in trigger providers: each validates its config (throwing
+ * before anything is written) and returns its plan.
+ */
+const TRIGGER_PROVIDERS: Readonly<Record<string, (config: unknown, now: number) => TriggerPlan>> = {
+  cron: (config, now) => ({ occurrence: nextCronOccurrence(config, now) }),
+  webhook: (config) => {
+    const parsed = parseWebhookTriggerConfig(config)
+    return {
+      occurrence: null,
+      store: (backend, ids) => registerWebhookTrigger(backend, { ...ids, config: parsed }),
+    }
+  },
+}
+
+/** A registered third-party provider as a plan: its occurrence, with its name and details. */
+function thirdPartyPlan(name: string): ((config: unknown, now: number) => TriggerPlan) | undefined {
+  const provider = registeredTriggerProvider(name)
+  if (provider === undefined) return undefined
+  return (config, now) => {
+    const { dueAt, details } = provider.next(config, now)
+    return { occurrence: { dueAt, payload: { provider: name, details: details ?? null } } }
+  }
 }
 
 /**
  * Registers the wakes of a suspension's conditions and returns its trigger
  * id. A timeout is a `timeout` wake due `durationMinutes` after `clock()`
  * (its payload: the trigger id, the action, the declared input); a `cron`
- * trigger a `schedule` wake at its next occurrence; an `onEvent` topic is a
+ * trigger (or a registered third-party provider's) a `schedule` wake at its next occurrence; a `webhook` trigger its
+ * stored trigger (`wakes/webhooks/<trigger id>`, which a call to a
+ * dispatcher's endpoint turns into a `webhook` wake); an `onEvent` topic is a
  * waiter marker that `publishEvent` turns into an `event` wake. An unknown
  * provider or an invalid trigger config throws before anything is written
  * (the caller reports `TRIGGER_REGISTRATION_FAILED`).
@@ -75,19 +111,24 @@ export async function registerWorkerWakes(
   clock: Clock,
 ): Promise<string> {
   const trigger = conditions.trigger
-  let occurrence: TriggerOccurrence | null = null
+  let plan: TriggerPlan | null = null
   if (trigger !== undefined) {
     const provider = Object.hasOwn(TRIGGER_PROVIDERS, trigger.provider)
       ? TRIGGER_PROVIDERS[trigger.provider]
-      : undefined
+      : thirdPartyPlan(trigger.provider)
     if (provider === undefined) {
-      throw wakeError('INVALID_WAKE', `No trigger provider named ${trigger.provider} is built in`, {
-        path: 'trigger.provider',
-        provider: trigger.provider,
-      })
+      throw wakeError(
+        'INVALID_WAKE',
+        `No trigger provider named ${trigger.provider} is registered`,
+        {
+          path: 'trigger.provider',
+          provider: trigger.provider,
+        },
+      )
     }
-    occurrence = provider(trigger.config, clock())
+    plan = provider(trigger.config, clock())
   }
+  const occurrence = plan?.occurrence ?? null
   const triggerId = `resume-${randomBytes(16).toString('hex')}`
   const wakeIds: string[] = []
   if (occurrence !== null) {
@@ -124,6 +165,8 @@ export async function registerWorkerWakes(
       { writer: WRITER },
     )
   }
+  // Before the registration: a registration naming the trigger implies its stored part exists.
+  await plan?.store?.(backend, { workerId, triggerId, clock })
   const record: WorkerWakes = {
     format: 'agent-state/worker-wakes',
     schemaVersion: 1,
@@ -144,20 +187,13 @@ export async function readWorkerWakes(
   backend: Backend,
   workerId: string,
 ): Promise<WorkerWakes | null> {
-  const key = workerWakesKey(workerId)
-  const stored = await backend.get(key)
-  if (stored === null) return null
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(decoder.decode(stored.value))
-  } catch (cause) {
-    throw wakeError('EVENT_CORRUPT', `Resume registration ${key} is not JSON`, { key }, cause)
-  }
-  const result = workerWakesSchema.safeParse(parsed)
-  if (!result.success || result.data.workerId !== workerId) {
-    throw wakeError('EVENT_CORRUPT', `Resume registration ${key} fails its schema`, { key })
-  }
-  return result.data
+  return readStoredJson(
+    backend,
+    workerWakesKey(workerId),
+    workerWakesSchema,
+    'Resume registration',
+    (value) => value.workerId === workerId,
+  )
 }
 
 /** A parked worker's next wake: what `agent-state workers` and the UI's worker view show. */
