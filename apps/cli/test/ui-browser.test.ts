@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importBackendPackage } from '../src/backend-importer.js'
 import { removeTemps, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl } from './services.js'
+import { accessibilityFailures } from './ui-accessibility.js'
 import { HOSTILE } from './ui-hostile.js'
 import { http, tokenCookie } from './ui-http.js'
 import { startUi, type UiProcess } from './ui-process.js'
@@ -232,6 +233,117 @@ async function expectNextWake(page: Page): Promise<void> {
   const rows = Object.fromEntries(await tableRows(page))
   expect(rows.state, 'napper: state').toBe('suspended')
   expect(rows['next wake'], 'napper: next wake').toMatch(/^timeout in (5\dm \d{1,2}s|1h 0m)$/)
+}
+
+/**
+ * Every view (each list, a page of each kind of record, with the operator's action panels and
+ * the resolve confirmation open, and the error view) checked by axe-core; lists each serious
+ * or critical violation, empty when there is none. `page` is of a `bypassCSP` context (see
+ * {@link accessibilityFailures}).
+ */
+async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
+  const views: [string, string][] = [
+    ['#/overview', 'overview'],
+    ['#/keys', 'keys'],
+    [`#/keys?prefix=${ref('many/')}`, 'keys'],
+    [`#/key/${ref('plain/a b ✓')}`, 'key'],
+    [`#/key/${ref('bin/all-bytes')}`, 'key'],
+    [`#/key/${ref(HOSTILE.bigValue.key)}`, 'key'],
+    ['#/runs', 'runs'],
+    [`#/run/${ref('ledger')}`, 'run'],
+    ['#/workers', 'workers'],
+    [`#/worker/${ref('w2')}`, 'worker'],
+    ['#/daemons', 'daemons'],
+    ['#/sessions', 'sessions'],
+    ['#/no-such-view', 'error'],
+  ]
+  const failures: string[] = []
+  for (const [hash, view] of views) {
+    await show(page, hash, view)
+    failures.push(...(await accessibilityFailures(page, hash)))
+  }
+  // The run page with its confirmation step open.
+  await show(page, `#/run/${ref('ledger')}`, 'run')
+  await page.fill('#resolve-reason', 'checking the page')
+  await page.selectOption('#resolve-action', 'retry')
+  await page.click('#resolve-ask')
+  expect(await page.isVisible('#resolve-confirmation')).toBe(true)
+  failures.push(...(await accessibilityFailures(page, 'resolve confirmation')))
+  return failures
+}
+
+/** The href of the focused element, or null. */
+function focusedHref(page: Page): Promise<string | null> {
+  return page.evaluate('document.activeElement?.getAttribute("href") ?? null') as Promise<
+    string | null
+  >
+}
+
+/**
+ * Presses `key` until the focus is on a link whose href `wanted` accepts (at most `presses`
+ * times); resolves to that href, or null when none was reached.
+ */
+async function tabTo(
+  page: Page,
+  key: 'Tab' | 'Shift+Tab',
+  wanted: (href: string) => boolean,
+  presses = 40,
+): Promise<string | null> {
+  for (let n = 0; n < presses; n++) {
+    await page.keyboard.press(key)
+    const href = await focusedHref(page)
+    if (href !== null && wanted(href)) return href
+  }
+  return null
+}
+
+/** The navigation's views, in an order where each Enter changes the view (the overview last). */
+const NAV_VIEWS = ['keys', 'runs', 'workers', 'daemons', 'sessions', 'overview'] as const
+
+/** From each list, the links to a record's page the keyboard must reach (the keys: two deep). */
+const RECORD_LINKS: Readonly<Record<string, readonly [string, string][]>> = {
+  keys: [
+    ['#/keys?prefix=', 'keys'],
+    ['#/key/', 'key'],
+  ],
+  runs: [['#/run/', 'run']],
+  workers: [['#/worker/', 'worker']],
+}
+
+/**
+ * With the keyboard alone, from the overview freshly loaded: for each view of the navigation,
+ * Shift+Tab back from the view (which takes the focus after each render) to its link, Enter,
+ * and the address and the view must be that link's; from the keys, runs and workers lists,
+ * Tab on to the first link to a record's page and Enter it, the same way. Lists each view not
+ * reached, or reached at another address; empty when every view is.
+ */
+async function keyboardFailures(page: Page, origin: string): Promise<string[]> {
+  const failures: string[] = []
+  await page.goto('about:blank')
+  await page.goto(`${origin}/#/overview`)
+  await page.waitForSelector('#view[data-ready="overview"]')
+  const enter = async (href: string, view: string) => {
+    const before = await page.getAttribute('#view', 'data-render')
+    await page.keyboard.press('Enter')
+    await nextRender(page, before, href)
+    const [url, shown] = [page.url(), await page.getAttribute('#view', 'data-ready')]
+    if (url !== `${origin}/${href}` || shown !== view)
+      failures.push(`${view}: Enter on ${href} showed ${shown} at ${url}`)
+  }
+  for (const view of NAV_VIEWS) {
+    const href = await tabTo(page, 'Shift+Tab', (h) => h === `#/${view}`, 12)
+    if (href === null) {
+      failures.push(`${view}: its navigation link is not reached by the keyboard`)
+      continue
+    }
+    await enter(href, view)
+    for (const [prefix, record] of RECORD_LINKS[view] ?? []) {
+      const link = await tabTo(page, 'Tab', (h) => h.startsWith(prefix))
+      if (link === null) failures.push(`${record}: no link ${prefix}… reached from ${view}`)
+      else await enter(link, record)
+    }
+  }
+  return failures
 }
 
 const BACKENDS = [
@@ -533,24 +645,8 @@ for (const target of BACKENDS) {
       await shot(page, `${target.name}-sessions`)
     })
 
-    it('the keyboard reaches every view: Tab through the navigation, Enter opens each', async () => {
-      const views = ['overview', 'keys', 'runs', 'workers', 'daemons', 'sessions']
-      // From a page no link of the navigation names, so that each Enter changes the view.
-      await show(page, `#/key/${ref('plain/a b ✓')}`, 'key')
-      for (const [i, view] of views.entries()) {
-        // From the header's title (a click there sets where sequential focus starts), Tab moves
-        // through the navigation's links in order.
-        await page.click('header strong')
-        for (let n = 0; n <= i; n++) await page.keyboard.press('Tab')
-        expect(await page.evaluate('document.activeElement?.getAttribute("href")')).toBe(
-          `#/${view}`,
-        )
-        const before = await page.getAttribute('#view', 'data-render')
-        await page.keyboard.press('Enter')
-        await nextRender(page, before, `#/${view}`)
-        expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
-        expect(await page.getAttribute(`nav a[href="#/${view}"]`, 'aria-current')).toBe('page')
-      }
+    it('the keyboard reaches every view: from the overview, Tab to each link and Enter', async () => {
+      expect(await keyboardFailures(page, ui.origin)).toEqual([])
     })
 
     it('live: an open view shows a write made elsewhere, without being reloaded', async () => {
@@ -566,6 +662,19 @@ for (const target of BACKENDS) {
       expect(await hostileFailures(page)).toEqual([])
       await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
       await shot(page, `${target.name}-hostile`)
+    })
+
+    it('accessibility: axe-core finds no serious or critical violation on any view', async () => {
+      // The checker is injected as an inline script, which the page's CSP refuses (rightly).
+      const checked = await browser.newContext({
+        bypassCSP: true,
+        viewport: { width: 1280, height: 800 },
+      })
+      try {
+        expect(await everyViewAccessibilityFailures(await openUi(checked, ui))).toEqual([])
+      } finally {
+        await checked.close()
+      }
     })
 
     it('operator actions: a reason is required, Cancel sends nothing, each action is confirmed, runs through the runtime and is audited with the operator', async () => {
@@ -752,6 +861,49 @@ for (const target of BACKENDS) {
           const failures = await timelineFailures(other, backend, 'ledger')
           expect(failures.length).toBeGreaterThan(0)
           expect(failures.every((f) => /^effect e-|^run \(audit\)|^step #/.test(f))).toBe(true)
+        } finally {
+          await mutated.close()
+        }
+      })
+
+      it('the keyboard check fails on a page with a navigation link out of the tab order (mutant)', async () => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const html = (await http(ui.origin, '/', { headers: cookie })).body
+        const LINK = '<a href="#/daemons">'
+        expect(html.split(LINK)).toHaveLength(2)
+        const mutant = html.replace(LINK, '<a href="#/daemons" tabindex="-1">')
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/`, (route) =>
+            route.fulfill({ status: 200, contentType: 'text/html', body: mutant }),
+          )
+          expect(await keyboardFailures(await openUi(mutated, ui), ui.origin)).toEqual([
+            'daemons: its navigation link is not reached by the keyboard',
+          ])
+        } finally {
+          await mutated.close()
+        }
+      })
+
+      it('the accessibility check fails on a page whose form controls have no label (mutant)', async () => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
+        const LABEL = "el('label', { for: id }, label)"
+        expect(script.split(LABEL)).toHaveLength(2)
+        const mutant = script.replace(LABEL, "el('span', {}, label)")
+        const mutated = await browser.newContext({ bypassCSP: true })
+        try {
+          await mutated.route(`${ui.origin}/app.js`, (route) =>
+            route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
+          )
+          const failures = await everyViewAccessibilityFailures(await openUi(mutated, ui))
+          const where = `#/key/${ref('plain/a b ✓')}`
+          expect(failures).toContain(
+            `${where}: label (critical): Form elements must have labels, at #quarantine-reason`,
+          )
+          expect(
+            failures.some((f) => f.startsWith(`#/run/${ref('ledger')}: select-name (critical)`)),
+          ).toBe(true)
         } finally {
           await mutated.close()
         }

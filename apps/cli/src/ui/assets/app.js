@@ -308,9 +308,7 @@ async function keyView(ref) {
     ),
     el('h2', {}, 'Value'),
     el('p', { id: 'preview-kind' }, described),
-    p === null || p.kind === 'not-read'
-      ? null
-      : setText(el('pre', { id: 'preview' }), p.lines.join('\n')),
+    p === null || p.kind === 'not-read' ? null : lines('preview', p.lines),
     actions === null || m === null
       ? null
       : actionPanel(
@@ -328,8 +326,17 @@ async function keyView(ref) {
   ]
 }
 
+/**
+ * A block that may scroll (a `pre`, the timeline): a tab stop, so a keyboard user can
+ * scroll it too (axe-core's `scrollable-region-focusable`).
+ */
+function scrollable(node) {
+  node.setAttribute('tabindex', '0')
+  return node
+}
+
 function lines(id, values) {
-  return setText(el('pre', { id }), values.join('\n'))
+  return scrollable(setText(el('pre', { id }), values.join('\n')))
 }
 
 /** The run page's panel to resolve a submitted or unknown effect (`resolveEffect`). */
@@ -566,7 +573,7 @@ async function runView(ref, params) {
       ],
     ),
     el('h2', {}, 'Timeline'),
-    el('div', { class: 'timeline' }, timeline(r)),
+    scrollable(el('div', { class: 'timeline' }, timeline(r))),
     el('h2', {}, 'Effects not settled (unknown first)'),
     ...effectPaging(ref, r),
     r.effects.length > 0
