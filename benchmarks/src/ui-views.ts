@@ -20,9 +20,10 @@ import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend } from '@agent-state/memory'
-import { openRun } from '@agent-state/runtime'
 import { createSqliteBackend } from '@agent-state/sqlite'
 import { keyDetail, keyPage, listView, overview, runDetail } from '../../apps/cli/src/ui/ui-data.js'
+import { countingBackend } from '../../apps/cli/test/ui-backend-tally.js'
+import { scaleKey, seedUiScale } from '../../apps/cli/test/ui-scale-seed.js'
 import { median } from './stats.js'
 
 const BACKENDS = (process.env.UI_BENCH_BACKENDS ?? 'memory,sqlite').split(',')
@@ -44,58 +45,6 @@ function open(name: string, cell: string): Backend {
   }
 }
 
-const pad = (i: number, width: number) => String(i).padStart(width, '0')
-
-async function seed(backend: Backend, keys: number): Promise<void> {
-  const value = new TextEncoder().encode('v'.repeat(64))
-  let next = 0
-  const putter = async () => {
-    while (next < keys) await backend.put(`big/k-${pad(next++, 6)}`, value)
-  }
-  await Promise.all(Array.from({ length: 16 }, putter))
-  const run = await openRun(backend, 'big', {
-    handlers: {
-      pay: {
-        retrySafe: false,
-        reconcile: async () => ({ status: 'unknown' as const }),
-        dispatch: async (call) => {
-          if ((call.request as { i: number }).i % 2 === 0) throw new Error('connection reset')
-          return { ok: true }
-        },
-      },
-    },
-  })
-  for (let i = 0; i < keys / 10; i++) {
-    await run.effect('pay', `e-${pad(i, 5)}`, { i }).catch((error: { code?: string }) => {
-      if (error.code !== 'EFFECT_UNKNOWN') throw error
-    })
-  }
-  await run.close()
-}
-
-/** `backend` counting its calls by method. */
-function counting(backend: Backend): { backend: Backend; take: () => Record<string, number> } {
-  let calls: Record<string, number> = {}
-  const wrapped = new Proxy(backend, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (typeof value !== 'function') return value
-      return (...args: unknown[]) => {
-        calls[String(property)] = (calls[String(property)] ?? 0) + 1
-        return value.apply(target, args)
-      }
-    },
-  })
-  return {
-    backend: wrapped,
-    take: () => {
-      const taken = calls
-      calls = {}
-      return taken
-    },
-  }
-}
-
 interface Cell {
   backend: string
   keys: number
@@ -113,9 +62,9 @@ for (const name of BACKENDS) {
     const cell = `${name}-${keys}`
     const raw = open(name, cell)
     const started = performance.now()
-    await seed(raw, keys)
+    await seedUiScale(raw, { keys, effects: keys / 10 })
     const seedS = (performance.now() - started) / 1000
-    const { backend, take } = counting(raw)
+    const { backend, tally, reset } = countingBackend(raw)
     const info = {
       url: `${name}:`,
       namespace: 'ui',
@@ -134,12 +83,12 @@ for (const name of BACKENDS) {
       ['keys root', () => keyPage(backend, '', undefined)],
       ['keys big/ page 1', () => keyPage(backend, 'big/', undefined)],
       ['keys big/ page 6', () => keyPage(backend, 'big/', cursor)],
-      ['key', () => keyDetail(backend, `big/k-${pad(keys - 1, 6)}`)],
+      ['key', () => keyDetail(backend, scaleKey(keys - 1))],
       ['run (first page)', () => runDetail(backend, 'big')],
     ]
     for (const [view, build] of views) {
       await build()
-      take()
+      reset()
       const times: number[] = []
       let bytes = 0
       for (let rep = 0; rep < REPS; rep++) {
@@ -148,7 +97,7 @@ for (const name of BACKENDS) {
         times.push(performance.now() - t0)
       }
       const calls = Object.fromEntries(
-        Object.entries(take()).map(([method, n]) => [method, n / REPS]),
+        Object.entries(tally().calls).map(([method, n]) => [method, n / REPS]),
       )
       cells.push({
         backend: name,
