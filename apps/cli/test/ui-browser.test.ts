@@ -11,7 +11,13 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Backend, escapeForDisplay, openBackend } from '@agent-state/core'
-import { inspectRun, inspectWorker, listQuarantined, startWorker } from '@agent-state/runtime'
+import {
+  daemonSnapshot,
+  inspectRun,
+  inspectWorker,
+  listQuarantined,
+  startWorker,
+} from '@agent-state/runtime'
 import { workerSnapshotKey } from '@agent-state/runtime/internal'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -254,6 +260,7 @@ async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
     ['#/workers', 'workers'],
     [`#/worker/${ref('w2')}`, 'worker'],
     ['#/daemons', 'daemons'],
+    [`#/daemon/${ref('inbox')}`, 'daemon'],
     ['#/sessions', 'sessions'],
     ['#/no-such-view', 'error'],
   ]
@@ -269,6 +276,56 @@ async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
   await page.click('#resolve-ask')
   expect(await page.isVisible('#resolve-confirmation')).toBe(true)
   failures.push(...(await accessibilityFailures(page, 'resolve confirmation')))
+  return failures
+}
+
+/**
+ * Opens daemon `daemonId`'s page from its link in the daemons table and lists every way it
+ * differs from the runtime's `daemonSnapshot`: the queue's depth against its capacity (marked
+ * when full), pending and acknowledged counts, the in-flight delivery (event, attempt,
+ * holder, visibility deadline) and the head event. Empty: it matches.
+ */
+async function daemonFailures(page: Page, backend: Backend, daemonId: string): Promise<string[]> {
+  const hash = `#/daemon/${ref(daemonId)}`
+  if ((await page.evaluate('location.hash')) !== '#/daemons')
+    await show(page, '#/daemons', 'daemons')
+  if ((await page.$(`#view a[href="${hash}"]`)) === null) return [`no link to ${hash}`]
+  await show(page, hash, 'daemon')
+  const failures: string[] = []
+  const snap = await daemonSnapshot(backend, daemonId, { pageSize: 1 })
+  const full = snap.queuedEventCount >= snap.eventQueueCapacity
+  const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+  const expected = {
+    state: snap.daemonState,
+    queue: `${snap.queuedEventCount} of ${snap.eventQueueCapacity}${full ? ': full, triggers are refused' : ''}`,
+    pending: String(snap.pendingEventCount),
+    acknowledged: String(snap.totalIterations),
+  }
+  for (const [name, value] of Object.entries(expected))
+    if (fields[name] !== value) failures.push(`${name}: shown ${fields[name]}, recorded ${value}`)
+  const queueRow = await page.getAttribute('#view table:nth-of-type(1) tr:nth-child(2)', 'class')
+  if ((queueRow === 'attention') !== full) failures.push(`queue row marked ${queueRow}`)
+  const f = snap.inflightEvent
+  const head = f?.event ?? snap.pendingEvents[0]
+  if (f === null) {
+    if ((await page.$('#inflight-none')) === null) failures.push('an in-flight delivery shown')
+  } else {
+    const shown = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(2)'))
+    const want = {
+      event: `#${f.seq} (${f.eventId})`,
+      attempt: String(f.attempt),
+      holder: f.holder,
+      'visibility deadline': new Date(f.expiresAt).toISOString(),
+    }
+    for (const [name, value] of Object.entries(want))
+      if (shown[name] !== value)
+        failures.push(`in flight ${name}: shown ${shown[name]}, recorded ${value}`)
+  }
+  const headShown =
+    (await page.$('#head-event')) === null ? null : await page.textContent('#head-event')
+  const headWanted = head === undefined ? null : JSON.stringify(head, null, 2)
+  if (headShown !== headWanted)
+    failures.push(`head event: shown ${headShown}, recorded ${headWanted}`)
   return failures
 }
 
@@ -308,6 +365,7 @@ const RECORD_LINKS: Readonly<Record<string, readonly [string, string][]>> = {
   ],
   runs: [['#/run/', 'run']],
   workers: [['#/worker/', 'worker']],
+  daemons: [['#/daemon/', 'daemon']],
 }
 
 /**
@@ -636,6 +694,9 @@ for (const target of BACKENDS) {
         ['inbox', 'active', '3', '8'],
       ])
       await shot(page, `${target.name}-daemons`)
+      expect(await daemonFailures(page, backend, 'inbox')).toEqual([])
+      await shot(page, `${target.name}-daemon`)
+      expect(await daemonFailures(page, backend, 'full')).toEqual([])
 
       await show(page, '#/sessions', 'sessions')
       expect((await tableRows(page)).map((row) => [row[0], row[3]])).toEqual([
@@ -840,6 +901,25 @@ for (const target of BACKENDS) {
           await expect(expectNextWake(await openUi(mutated, ui))).rejects.toThrow(
             /napper: next wake/,
           )
+        } finally {
+          await mutated.close()
+        }
+      })
+
+      it('the daemon check fails on a server that counts the queue without its in-flight event (mutant)', async () => {
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/api/daemon?*`, async (route) => {
+            const real = await route.fetch()
+            const body = await real.json()
+            await route.fulfill({
+              response: real,
+              body: JSON.stringify({ ...body, queued: body.pending }),
+            })
+          })
+          expect(await daemonFailures(await openUi(mutated, ui), backend, 'inbox')).toEqual([
+            'queue: shown 2 of 8, recorded 3 of 8',
+          ])
         } finally {
           await mutated.close()
         }

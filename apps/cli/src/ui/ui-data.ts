@@ -6,7 +6,13 @@ import {
   type Lease,
   redactUrl,
 } from '@agent-state/core'
-import { type EffectRecord, inspectRun, inspectWorker, readEffect } from '@agent-state/runtime'
+import {
+  daemonSnapshot,
+  type EffectRecord,
+  inspectRun,
+  inspectWorker,
+  readEffect,
+} from '@agent-state/runtime'
 import { RUNS_PREFIX, runOpenPrefix, workerSnapshotKey } from '@agent-state/runtime/internal'
 import {
   AGENT_VIEWS,
@@ -503,5 +509,59 @@ export async function workerDetail(backend: Backend, workerId: string) {
     conditions: body.conditions === null ? null : jsonLines(body.conditions),
     result: jsonLines(body.result),
     audit: body.audit.map((entry) => JSON.stringify(entry)),
+  })
+}
+
+/**
+ * One daemon (runtime `daemonSnapshot`, with one pending event read): its queue's depth
+ * against its capacity, the head event (the next one to deliver: the in-flight one when a
+ * delivery holds it, else the oldest pending), the in-flight delivery with its attempt,
+ * holder and visibility deadline (when its lease expires and the event is delivered again),
+ * and the acknowledged count. A constant number of reads, whatever the queue's length.
+ * `null` when there is no such daemon.
+ */
+export async function daemonDetail(backend: Backend, daemonId: string, now = Date.now()) {
+  let snapshot: Awaited<ReturnType<typeof daemonSnapshot>>
+  try {
+    snapshot = await daemonSnapshot(backend, daemonId, { pageSize: 1 })
+  } catch (error) {
+    if (
+      isAgentStateError(error, 'DAEMON_NOT_FOUND') ||
+      isAgentStateError(error, 'INVALID_DAEMON_ID')
+    )
+      return null
+    throw error
+  }
+  const inflight = snapshot.inflightEvent
+  const pendingHead = snapshot.pendingEvents[0]
+  return forDisplay({
+    daemonId,
+    state: snapshot.daemonState,
+    queued: snapshot.queuedEventCount,
+    capacity: snapshot.eventQueueCapacity,
+    full: snapshot.queuedEventCount >= snapshot.eventQueueCapacity,
+    pending: snapshot.pendingEventCount,
+    acknowledged: snapshot.totalIterations,
+    head:
+      inflight !== null
+        ? { delivery: 'in flight', event: jsonLines(inflight.event) }
+        : pendingHead === undefined
+          ? null
+          : { delivery: 'pending', event: jsonLines(pendingHead) },
+    inflight:
+      inflight === null
+        ? null
+        : {
+            seq: inflight.seq,
+            eventId: inflight.eventId,
+            attempt: inflight.attempt,
+            holder: inflight.holder,
+            triggeredAt: inflight.triggeredAt,
+            visibleAgainAt: isoTime(inflight.expiresAt),
+            expired: inflight.expiresAt <= now,
+          },
+    wakeIntervalMs: snapshot.wakeIntervalMs,
+    watchPaths: snapshot.watchPaths,
+    savedAt: snapshot.savedAt,
   })
 }

@@ -10,6 +10,7 @@ import { createChangeFeed, MAX_STREAMS } from './change-feed.js'
 import { ACTION_NAMES, runAction } from './ui-actions.js'
 import {
   type BackendInfo,
+  daemonDetail,
   forDisplay,
   keyDetail,
   keyPage,
@@ -338,6 +339,10 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     if (url.pathname === '/api/key') {
       const ref = param('ref')
       return ref === null ? null : keyDetail(backend, textOfRef(ref))
+    }
+    if (url.pathname === '/api/daemon') {
+      const ref = param('ref')
+      return ref === null ? null : daemonDetail(backend, textOfRef(ref))
     }
     if (url.pathname === '/api/run' || url.pathname === '/api/worker') {
       const ref = param('ref')

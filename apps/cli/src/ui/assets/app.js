@@ -203,8 +203,8 @@ async function overviewView() {
 async function listView(name) {
   const v = await api(`/api/view/${name}`)
   const unknownColumn = v.headers.indexOf('UNKNOWN')
-  // Runs and workers have a page of their own: their first cell links to it.
-  const detail = { runs: 'run', workers: 'worker' }[name]
+  // Runs, workers and daemons have a page of their own: their first cell links to it.
+  const detail = { runs: 'run', workers: 'worker', daemons: 'daemon' }[name]
   const body = table(
     v.headers,
     v.rows.map((r) =>
@@ -649,12 +649,60 @@ async function workerView(ref) {
   ]
 }
 
+async function daemonView(ref) {
+  const d = await api(`/api/daemon?ref=${encodeURIComponent(ref)}`)
+  const f = d.inflight
+  return [
+    el('h1', {}, 'Daemon ', el('code', { id: 'daemon-id' }, d.daemonId)),
+    table(
+      ['field', 'value'],
+      [
+        ['state', d.state],
+        ['queue', `${d.queued} of ${d.capacity}${d.full ? ': full, triggers are refused' : ''}`],
+        ['pending', String(d.pending)],
+        ['acknowledged', String(d.acknowledged)],
+        ['wake interval', d.wakeIntervalMs === null ? '-' : `${d.wakeIntervalMs} ms`],
+        ['watch paths', d.watchPaths.length === 0 ? '-' : d.watchPaths.join('\n')],
+        ['saved', d.savedAt ?? '-'],
+      ],
+      (i) => (i === 1 && d.full ? 'attention' : ''),
+    ),
+    el('h2', {}, 'In-flight delivery'),
+    f === null
+      ? el('p', { class: 'note', id: 'inflight-none' }, 'None: no delivery holds an event.')
+      : table(
+          ['field', 'value'],
+          [
+            ['event', `#${f.seq} (${f.eventId})`],
+            ['attempt', String(f.attempt)],
+            ['holder', f.holder],
+            ['triggered', f.triggeredAt],
+            [
+              'visibility deadline',
+              `${f.visibleAgainAt}${f.expired ? ': passed, delivered again on the next claim' : ''}`,
+            ],
+          ],
+          (i) => (i === 4 && f.expired ? 'attention' : ''),
+        ),
+    el('h2', {}, 'Head event'),
+    d.head === null
+      ? el('p', { class: 'note', id: 'head-none' }, 'The queue is empty.')
+      : el(
+          'div',
+          {},
+          el('p', { id: 'head-delivery' }, d.head.delivery),
+          lines('head-event', d.head.event),
+        ),
+  ]
+}
+
 const ROUTES = [
   [/^overview$/, () => overviewView(), 'overview'],
   [/^keys$/, (_m, params) => keysView(params), 'keys'],
   [/^key\/([A-Za-z0-9_-]*)$/, (m) => keyView(m[1]), 'key'],
   [/^run\/([A-Za-z0-9_-]+)$/, (m, params) => runView(m[1], params), 'run'],
   [/^worker\/([A-Za-z0-9_-]+)$/, (m) => workerView(m[1]), 'worker'],
+  [/^daemon\/([A-Za-z0-9_-]+)$/, (m) => daemonView(m[1]), 'daemon'],
   [/^(runs|workers|daemons|sessions)$/, (m) => listView(m[1]), null],
 ]
 
