@@ -16,12 +16,21 @@ import {
   inspectRun,
   inspectWorker,
   listQuarantined,
+  openSession,
+  resumeSession,
   startWorker,
 } from '@agent-state/runtime'
-import { workerSnapshotKey } from '@agent-state/runtime/internal'
+import {
+  decodeHandoffEnvelope,
+  handoffKey,
+  readMarker,
+  sessionDataPrefix,
+  workerSnapshotKey,
+} from '@agent-state/runtime/internal'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importBackendPackage } from '../src/backend-importer.js'
+import { writerText } from '../src/commands/keys.js'
 import { removeTemps, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl } from './services.js'
 import { accessibilityFailures } from './ui-accessibility.js'
@@ -262,6 +271,7 @@ async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
     ['#/daemons', 'daemons'],
     [`#/daemon/${ref('inbox')}`, 'daemon'],
     ['#/sessions', 'sessions'],
+    [`#/session/${ref('policy-7')}`, 'session'],
     ['#/no-such-view', 'error'],
   ]
   const failures: string[] = []
@@ -329,6 +339,57 @@ async function daemonFailures(page: Page, backend: Backend, daemonId: string): P
   return failures
 }
 
+/**
+ * Opens session `sessionId`'s page from its link in the sessions table and lists every way it
+ * differs from what the runtime stored: the conflict policy and its recorded overrides (who,
+ * which policy, when), the handoff envelope, and the session's keys with each one's writer.
+ * Empty: it matches.
+ */
+async function sessionFailures(page: Page, backend: Backend, sessionId: string): Promise<string[]> {
+  const hash = `#/session/${ref(sessionId)}`
+  if ((await page.evaluate('location.hash')) !== '#/sessions')
+    await show(page, '#/sessions', 'sessions')
+  if ((await page.$(`#view a[href="${hash}"]`)) === null) return [`no link to ${hash}`]
+  await show(page, hash, 'session')
+  const failures: string[] = []
+  const differs = (what: string, shown: unknown, stored: unknown) => {
+    if (JSON.stringify(shown) !== JSON.stringify(stored))
+      failures.push(`${what}: shown ${JSON.stringify(shown)}, stored ${JSON.stringify(stored)}`)
+  }
+  const marker = await readMarker(backend, sessionId)
+  const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+  differs('conflict policy', fields['conflict policy'], marker.conflictPolicy)
+  differs(
+    'overrides',
+    (await page.$('#overrides')) === null ? [] : await tableRows(page, '#overrides table'),
+    marker.overrides.map((o) => [o.writerId, o.policy, o.at]),
+  )
+  const stored = await backend.get(handoffKey(sessionId))
+  differs(
+    'handoff',
+    (await page.$('#handoff')) === null ? null : await page.textContent('#handoff'),
+    stored === null
+      ? null
+      : JSON.stringify(decodeHandoffEnvelope(stored.value, sessionId), null, 2),
+  )
+  const prefix = sessionDataPrefix(sessionId)
+  const { entries } = await backend.list({ prefix })
+  const keys = await Promise.all(
+    entries.map(async (e) => [
+      e.key.slice(prefix.length),
+      writerText((await backend.head(e.key))?.writer),
+    ]),
+  )
+  differs(
+    'keys and writers',
+    (await page.$('#session-keys')) === null
+      ? []
+      : (await tableRows(page, '#session-keys table')).map((row) => row.slice(0, 2)),
+    keys,
+  )
+  return failures
+}
+
 /** The href of the focused element, or null. */
 function focusedHref(page: Page): Promise<string | null> {
   return page.evaluate('document.activeElement?.getAttribute("href") ?? null') as Promise<
@@ -366,6 +427,7 @@ const RECORD_LINKS: Readonly<Record<string, readonly [string, string][]>> = {
   runs: [['#/run/', 'run']],
   workers: [['#/worker/', 'worker']],
   daemons: [['#/daemon/', 'daemon']],
+  sessions: [['#/session/', 'session']],
 }
 
 /**
@@ -704,6 +766,25 @@ for (const target of BACKENDS) {
         ['review-42', 'needs_review'],
       ])
       await shot(page, `${target.name}-sessions`)
+      expect(await sessionFailures(page, backend, 'review-42')).toEqual([])
+      // Session policy-7: stored policy `error`, then a handle of another writer chose
+      // `ignore` (an override the marker records) and wrote a key of its own.
+      const strict = await openSession(backend, {
+        sessionId: 'policy-7',
+        writer: 'planner',
+        conflictPolicy: 'error',
+      })
+      await strict.write('notes/a.md', 'a')
+      const hasty = await resumeSession(backend, 'policy-7', {
+        writer: 'hasty',
+        conflictPolicy: 'ignore',
+      })
+      await hasty.write('notes/b.md', 'b')
+      await hasty.handoff({ status: 'rushed' })
+      await show(page, '#/sessions', 'sessions')
+      expect(await sessionFailures(page, backend, 'policy-7')).toEqual([])
+      expect(await page.$$eval('#overrides tbody tr', (trs) => trs.length)).toBe(1)
+      await shot(page, `${target.name}-session`)
     })
 
     it('the keyboard reaches every view: from the overview, Tab to each link and Enter', async () => {
@@ -920,6 +1001,22 @@ for (const target of BACKENDS) {
           expect(await daemonFailures(await openUi(mutated, ui), backend, 'inbox')).toEqual([
             'queue: shown 2 of 8, recorded 3 of 8',
           ])
+        } finally {
+          await mutated.close()
+        }
+      })
+
+      it('the session check fails on a server that hides the conflict-policy overrides (mutant)', async () => {
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/api/session?*`, async (route) => {
+            const real = await route.fetch()
+            const body = { ...(await real.json()), overrides: [] }
+            await route.fulfill({ response: real, body: JSON.stringify(body) })
+          })
+          const failures = await sessionFailures(await openUi(mutated, ui), backend, 'policy-7')
+          expect(failures).toHaveLength(1)
+          expect(failures[0]).toMatch(/^overrides: shown \[\], stored \[\["hasty","ignore","/)
         } finally {
           await mutated.close()
         }

@@ -18,6 +18,7 @@ import {
   listView,
   overview,
   runDetail,
+  sessionDetail,
   textOfRef,
   workerDetail,
 } from './ui-data.js'
@@ -339,6 +340,13 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     if (url.pathname === '/api/key') {
       const ref = param('ref')
       return ref === null ? null : keyDetail(backend, textOfRef(ref))
+    }
+    if (url.pathname === '/api/session') {
+      const ref = param('ref')
+      const cursor = param('cursor')
+      return ref === null
+        ? null
+        : sessionDetail(backend, textOfRef(ref), cursor === null ? undefined : textOfRef(cursor))
     }
     if (url.pathname === '/api/daemon') {
       const ref = param('ref')

@@ -203,8 +203,8 @@ async function overviewView() {
 async function listView(name) {
   const v = await api(`/api/view/${name}`)
   const unknownColumn = v.headers.indexOf('UNKNOWN')
-  // Runs, workers and daemons have a page of their own: their first cell links to it.
-  const detail = { runs: 'run', workers: 'worker', daemons: 'daemon' }[name]
+  // Each run, worker, daemon and session has a page of its own: the first cell links to it.
+  const detail = { runs: 'run', workers: 'worker', daemons: 'daemon', sessions: 'session' }[name]
   const body = table(
     v.headers,
     v.rows.map((r) =>
@@ -696,6 +696,79 @@ async function daemonView(ref) {
   ]
 }
 
+async function sessionView(ref, params) {
+  const cursor = params.get('cursor')
+  const query = new URLSearchParams({ ref })
+  if (cursor !== null) query.set('cursor', cursor)
+  const s = await api(`/api/session?${query}`)
+  const h = s.handoff
+  return [
+    el('h1', {}, 'Session ', el('code', { id: 'session-id' }, s.sessionId)),
+    table(
+      ['field', 'value'],
+      [
+        ['conflict policy', s.conflictPolicy],
+        ['writers', s.writers.length === 0 ? '-' : s.writers.join('\n')],
+        ['marker version', s.version],
+      ],
+    ),
+    el('h2', {}, 'Conflict-policy overrides'),
+    s.overrides.length === 0
+      ? el('p', { class: 'note', id: 'overrides-none' }, 'None: every handle kept the policy.')
+      : el(
+          'div',
+          { id: 'overrides' },
+          table(
+            ['writer', 'policy', 'at'],
+            s.overrides.map((o) => [o.writer, o.policy, o.at]),
+            () => 'attention',
+          ),
+        ),
+    el('h2', {}, 'Handoff'),
+    h === null
+      ? el('p', { class: 'note', id: 'handoff-none' }, 'No handoff written.')
+      : 'error' in h
+        ? el('p', { class: 'error', id: 'handoff-error' }, h.error)
+        : el(
+            'div',
+            {},
+            el('p', { id: 'handoff-by' }, `by ${h.writer} at ${h.writtenAt}`),
+            lines('handoff', h.envelope),
+          ),
+    el('h2', {}, 'Keys'),
+    s.keys.length === 0
+      ? el('p', { class: 'note', id: 'session-keys-none' }, 'No keys.')
+      : el(
+          'div',
+          { id: 'session-keys' },
+          table(
+            ['key', 'writer', 'size', 'updated', 'version'],
+            s.keys.map((k) => [
+              el('a', { href: `#/key/${k.ref}` }, k.name),
+              k.writer ?? '-',
+              bytes(k.size),
+              k.updatedAt ?? '-',
+              k.version,
+            ]),
+          ),
+        ),
+    s.next === null
+      ? null
+      : el(
+          'p',
+          {},
+          el(
+            'a',
+            {
+              id: 'session-next',
+              href: `#/session/${ref}?${new URLSearchParams({ cursor: s.next })}`,
+            },
+            'Next page of keys',
+          ),
+        ),
+  ]
+}
+
 const ROUTES = [
   [/^overview$/, () => overviewView(), 'overview'],
   [/^keys$/, (_m, params) => keysView(params), 'keys'],
@@ -703,6 +776,7 @@ const ROUTES = [
   [/^run\/([A-Za-z0-9_-]+)$/, (m, params) => runView(m[1], params), 'run'],
   [/^worker\/([A-Za-z0-9_-]+)$/, (m) => workerView(m[1]), 'worker'],
   [/^daemon\/([A-Za-z0-9_-]+)$/, (m) => daemonView(m[1]), 'daemon'],
+  [/^session\/([A-Za-z0-9_-]+)$/, (m, params) => sessionView(m[1], params), 'session'],
   [/^(runs|workers|daemons|sessions)$/, (m) => listView(m[1]), null],
 ]
 
