@@ -11,39 +11,23 @@
  * of unsettled effects. The backend calls of a view do not depend on load; the times do: the
  * machine's load average is printed with them.
  *
- * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs also works, its 100,000-key seeding is slow),
+ * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs and redis also work, see ui-backends.ts),
  * UI_BENCH_SIZES (1000,10000,100000), UI_BENCH_REPS (15). Writes results/ui-views.json and .md.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Backend } from '@agent-state/core'
-import { createFsBackend } from '@agent-state/fs'
-import { createMemoryBackend } from '@agent-state/memory'
-import { createSqliteBackend } from '@agent-state/sqlite'
 import { keyDetail, keyPage, listView, overview, runDetail } from '../../apps/cli/src/ui/ui-data.js'
 import { countingBackend } from '../../apps/cli/test/ui-backend-tally.js'
 import { scaleKey, seedUiScale } from '../../apps/cli/test/ui-scale-seed.js'
 import { median } from './stats.js'
+import { UiBenchBackends } from './ui-backends.js'
 
 const BACKENDS = (process.env.UI_BENCH_BACKENDS ?? 'memory,sqlite').split(',')
 const SIZES = (process.env.UI_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
 const REPS = Number(process.env.UI_BENCH_REPS ?? 15)
 const root = mkdtempSync(join(tmpdir(), 'agent-state-ui-bench-'))
-
-function open(name: string, cell: string): Backend {
-  switch (name) {
-    case 'memory':
-      return createMemoryBackend({ namespace: cell })
-    case 'fs':
-      return createFsBackend({ root: join(root, cell), namespace: 'ui' })
-    case 'sqlite':
-      // NORMAL: the seeding's 100,000 commits without an fsync each; reads are the same.
-      return createSqliteBackend({ path: join(root, `${cell}.db`), synchronous: 'NORMAL' })
-    default:
-      throw new Error(`unknown backend ${name}`)
-  }
-}
+const backends = new UiBenchBackends(root)
 
 interface Cell {
   backend: string
@@ -60,7 +44,7 @@ const cells: Cell[] = []
 for (const name of BACKENDS) {
   for (const keys of SIZES) {
     const cell = `${name}-${keys}`
-    const raw = open(name, cell)
+    const raw = await backends.open(name, cell)
     const started = performance.now()
     await seedUiScale(raw, { keys, effects: keys / 10 })
     const seedS = (performance.now() - started) / 1000
@@ -117,6 +101,7 @@ for (const name of BACKENDS) {
     await raw.close()
   }
 }
+await backends.stop()
 rmSync(root, { recursive: true, force: true })
 
 const load = loadavg().map((l) => l.toFixed(2))
