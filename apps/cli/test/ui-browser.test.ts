@@ -293,18 +293,27 @@ async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
 }
 
 /**
+ * Opens the page of record `id` of `kind` (`daemon`, `session`) from its link in the table of
+ * its kind, as a reader would; resolves to the failure when the table has no such link.
+ */
+async function openFromList(page: Page, kind: string, id: string): Promise<string[]> {
+  const hash = `#/${kind}/${ref(id)}`
+  if ((await page.evaluate('location.hash')) !== `#/${kind}s`)
+    await show(page, `#/${kind}s`, `${kind}s`)
+  if ((await page.$(`#view a[href="${hash}"]`)) === null) return [`no link to ${hash}`]
+  await show(page, hash, kind)
+  return []
+}
+
+/**
  * Opens daemon `daemonId`'s page from its link in the daemons table and lists every way it
  * differs from the runtime's `daemonSnapshot`: the queue's depth against its capacity (marked
  * when full), pending and acknowledged counts, the in-flight delivery (event, attempt,
  * holder, visibility deadline) and the head event. Empty: it matches.
  */
 async function daemonFailures(page: Page, backend: Backend, daemonId: string): Promise<string[]> {
-  const hash = `#/daemon/${ref(daemonId)}`
-  if ((await page.evaluate('location.hash')) !== '#/daemons')
-    await show(page, '#/daemons', 'daemons')
-  if ((await page.$(`#view a[href="${hash}"]`)) === null) return [`no link to ${hash}`]
-  await show(page, hash, 'daemon')
-  const failures: string[] = []
+  const failures = await openFromList(page, 'daemon', daemonId)
+  if (failures.length > 0) return failures
   const snap = await daemonSnapshot(backend, daemonId, { pageSize: 1 })
   const full = snap.queuedEventCount >= snap.eventQueueCapacity
   const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
@@ -349,12 +358,8 @@ async function daemonFailures(page: Page, backend: Backend, daemonId: string): P
  * Empty: it matches.
  */
 async function sessionFailures(page: Page, backend: Backend, sessionId: string): Promise<string[]> {
-  const hash = `#/session/${ref(sessionId)}`
-  if ((await page.evaluate('location.hash')) !== '#/sessions')
-    await show(page, '#/sessions', 'sessions')
-  if ((await page.$(`#view a[href="${hash}"]`)) === null) return [`no link to ${hash}`]
-  await show(page, hash, 'session')
-  const failures: string[] = []
+  const failures = await openFromList(page, 'session', sessionId)
+  if (failures.length > 0) return failures
   const differs = (what: string, shown: unknown, stored: unknown) => {
     if (JSON.stringify(shown) !== JSON.stringify(stored))
       failures.push(`${what}: shown ${JSON.stringify(shown)}, stored ${JSON.stringify(stored)}`)
@@ -966,6 +971,57 @@ for (const target of BACKENDS) {
     })
 
     if (target.mutants) {
+      /**
+       * Runs `check` on a page whose server answers `/api/<endpoint>` changed by `change`
+       * (a mutant of the server's reader, as the page would see it), in a context of its own.
+       */
+      const withMutatedAnswer = async (
+        endpoint: string,
+        change: (body: Record<string, unknown>) => Record<string, unknown>,
+        check: (page: Page) => Promise<void>,
+      ): Promise<void> => {
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/api/${endpoint}?*`, async (route) => {
+            const real = await route.fetch()
+            const body = change(await real.json())
+            await route.fulfill({ response: real, body: JSON.stringify(body) })
+          })
+          await check(await openUi(mutated, ui))
+        } finally {
+          await mutated.close()
+        }
+      }
+
+      /**
+       * Runs `check` on a page whose file at `path` (`/` or `/app.js`) has its one `from`
+       * replaced by `to` (a mutant of the page), in a context of its own made with `options`.
+       */
+      const withMutatedAsset = async (
+        path: '/' | '/app.js',
+        from: string,
+        to: string,
+        options: { bypassCSP?: boolean },
+        check: (page: Page) => Promise<void>,
+      ): Promise<void> => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const real = (await http(ui.origin, path, { headers: cookie })).body
+        expect(real.split(from), `${from} once in ${path}`).toHaveLength(2)
+        const mutated = await browser.newContext(options)
+        try {
+          await mutated.route(`${ui.origin}${path}`, (route) =>
+            route.fulfill({
+              status: 200,
+              contentType: path === '/' ? 'text/html' : 'text/javascript',
+              body: real.replace(from, to),
+            }),
+          )
+          await check(await openUi(mutated, ui))
+        } finally {
+          await mutated.close()
+        }
+      }
+
       it('the live check fails on a page whose event stream is cut (mutant)', async () => {
         const cut = await browser.newContext()
         try {
@@ -987,110 +1043,64 @@ for (const target of BACKENDS) {
       })
 
       it('the next-wake check fails on a server that shows no wake (mutant)', async () => {
-        const mutated = await browser.newContext()
-        try {
-          // The mutant: the server's worker answer as it would be if it ignored the wakes.
-          await mutated.route(`${ui.origin}/api/worker?*`, async (route) => {
-            const real = await route.fetch()
-            const body = { ...(await real.json()), nextWake: '-' }
-            await route.fulfill({ response: real, body: JSON.stringify(body) })
-          })
-          await expect(expectNextWake(await openUi(mutated, ui))).rejects.toThrow(
-            /napper: next wake/,
-          )
-        } finally {
-          await mutated.close()
-        }
+        // The mutant: the server's worker answer as it would be if it ignored the wakes.
+        await withMutatedAnswer(
+          'worker',
+          (body) => ({ ...body, nextWake: '-' }),
+          async (other) => {
+            await expect(expectNextWake(other)).rejects.toThrow(/napper: next wake/)
+          },
+        )
       })
 
       it('the daemon check fails on a server that counts the queue without its in-flight event (mutant)', async () => {
-        const mutated = await browser.newContext()
-        try {
-          await mutated.route(`${ui.origin}/api/daemon?*`, async (route) => {
-            const real = await route.fetch()
-            const body = await real.json()
-            await route.fulfill({
-              response: real,
-              body: JSON.stringify({ ...body, queued: body.pending }),
-            })
-          })
-          expect(await daemonFailures(await openUi(mutated, ui), backend, 'inbox')).toEqual([
+        const counted = (body: Record<string, unknown>) => ({ ...body, queued: body.pending })
+        await withMutatedAnswer('daemon', counted, async (other) => {
+          expect(await daemonFailures(other, backend, 'inbox')).toEqual([
             'queue: shown 2 of 8, recorded 3 of 8',
           ])
-        } finally {
-          await mutated.close()
-        }
+        })
       })
 
       it('the session check fails on a server that hides the conflict-policy overrides (mutant)', async () => {
-        const mutated = await browser.newContext()
-        try {
-          await mutated.route(`${ui.origin}/api/session?*`, async (route) => {
-            const real = await route.fetch()
-            const body = { ...(await real.json()), overrides: [] }
-            await route.fulfill({ response: real, body: JSON.stringify(body) })
-          })
-          const failures = await sessionFailures(await openUi(mutated, ui), backend, 'policy-7')
-          expect(failures).toHaveLength(1)
-          expect(failures[0]).toMatch(/^overrides: shown \[\], stored \[\["hasty","ignore","/)
-        } finally {
-          await mutated.close()
-        }
+        await withMutatedAnswer(
+          'session',
+          (body) => ({ ...body, overrides: [] }),
+          async (other) => {
+            const failures = await sessionFailures(other, backend, 'policy-7')
+            expect(failures).toHaveLength(1)
+            expect(failures[0]).toMatch(/^overrides: shown \[\], stored \[\["hasty","ignore","/)
+          },
+        )
       })
 
       it('the timeline check fails on a page whose time axis is not linear (mutant)', async () => {
-        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
-        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
         const SCALE = '((Date.parse(at) - t0) / span) * TL.width'
-        expect(script.split(SCALE)).toHaveLength(2)
-        const mutant = script.replace(SCALE, 'Math.sqrt((Date.parse(at) - t0) / span) * TL.width')
-        const mutated = await browser.newContext()
-        try {
-          await mutated.route(`${ui.origin}/app.js`, (route) =>
-            route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
-          )
-          const other = await openUi(mutated, ui)
+        const bent = 'Math.sqrt((Date.parse(at) - t0) / span) * TL.width'
+        await withMutatedAsset('/app.js', SCALE, bent, {}, async (other) => {
           await show(other, `#/run/${ref('ledger')}`, 'run')
           const failures = await timelineFailures(other, backend, 'ledger')
           expect(failures.length).toBeGreaterThan(0)
           expect(failures.every((f) => /^effect e-|^run \(audit\)|^step #/.test(f))).toBe(true)
-        } finally {
-          await mutated.close()
-        }
+        })
       })
 
       it('the keyboard check fails on a page with a navigation link out of the tab order (mutant)', async () => {
-        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
-        const html = (await http(ui.origin, '/', { headers: cookie })).body
         const LINK = '<a href="#/daemons">'
-        expect(html.split(LINK)).toHaveLength(2)
-        const mutant = html.replace(LINK, '<a href="#/daemons" tabindex="-1">')
-        const mutated = await browser.newContext()
-        try {
-          await mutated.route(`${ui.origin}/`, (route) =>
-            route.fulfill({ status: 200, contentType: 'text/html', body: mutant }),
-          )
-          expect(await keyboardFailures(await openUi(mutated, ui), ui.origin)).toEqual([
+        const skipped = '<a href="#/daemons" tabindex="-1">'
+        await withMutatedAsset('/', LINK, skipped, {}, async (other) => {
+          expect(await keyboardFailures(other, ui.origin)).toEqual([
             'daemons: its navigation link is not reached by the keyboard',
           ])
-        } finally {
-          await mutated.close()
-        }
+        })
       })
 
       it('the accessibility check fails on a page whose form controls have no label (mutant)', async () => {
-        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
-        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
         const LABEL = "el('label', { for: id }, label)"
-        expect(script.split(LABEL)).toHaveLength(2)
-        const mutant = script.replace(LABEL, "el('span', {}, label)")
-        const mutated = await browser.newContext({ bypassCSP: true })
-        try {
-          await mutated.route(`${ui.origin}/app.js`, (route) =>
-            route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
-          )
+        const unlabeled = "el('span', {}, label)"
+        // The checker needs the CSP off (see accessibilityFailures).
+        await withMutatedAsset('/app.js', LABEL, unlabeled, { bypassCSP: true }, async (other) => {
           // The two pages with form controls (the whole walk is the real check's).
-          const other = await openUi(mutated, ui)
           const where = `#/key/${ref('plain/a b ✓')}`
           await show(other, where, 'key')
           const failures = await accessibilityFailures(other, where)
@@ -1102,31 +1112,25 @@ for (const target of BACKENDS) {
           expect(
             failures.some((f) => f.startsWith(`#/run/${ref('ledger')}: select-name (critical)`)),
           ).toBe(true)
-        } finally {
-          await mutated.close()
-        }
+        })
       })
 
       it('the hostile check fails on a page that renders data as markup (mutant), and catches the script once the CSP is off too', async () => {
-        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
-        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
         const RENDER = 'node.textContent = value'
-        expect(script.split(RENDER)).toHaveLength(2)
-        const mutant = script.replace(RENDER, 'node.innerHTML = value')
         for (const bypassCSP of [false, true]) {
-          const mutated = await browser.newContext({ bypassCSP })
-          try {
-            await mutated.route(`${ui.origin}/app.js`, (route) =>
-              route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
-            )
-            const failures = await hostileFailures(await openUi(mutated, ui))
-            expect(failures.some((f) => f.startsWith('listing:'))).toBe(true)
-            expect(failures.some((f) => /element\(s\) made from data/.test(f))).toBe(true)
-            // With the CSP on, the markup gets in but no handler runs: the second layer.
-            expect(failures.some((f) => f.startsWith('a script ran'))).toBe(bypassCSP)
-          } finally {
-            await mutated.close()
-          }
+          await withMutatedAsset(
+            '/app.js',
+            RENDER,
+            'node.innerHTML = value',
+            { bypassCSP },
+            async (other) => {
+              const failures = await hostileFailures(other)
+              expect(failures.some((f) => f.startsWith('listing:'))).toBe(true)
+              expect(failures.some((f) => /element\(s\) made from data/.test(f))).toBe(true)
+              // With the CSP on, the markup gets in but no handler runs: the second layer.
+              expect(failures.some((f) => f.startsWith('a script ran'))).toBe(bypassCSP)
+            },
+          )
         }
       })
     }
