@@ -398,6 +398,47 @@ async function sessionFailures(page: Page, backend: Backend, sessionId: string):
   return failures
 }
 
+/**
+ * Worker `workerId`'s page (a running worker holding a 10-minute lease): its lease row names
+ * the holder, the fencing token and the expiry the backend holds, and its countdown moves on
+ * by itself (within one render) and agrees with that expiry within 3 s. Lists what differs.
+ */
+async function countdownFailures(
+  page: Page,
+  backend: Backend,
+  workerId: string,
+): Promise<string[]> {
+  await show(page, `#/worker/${ref(workerId)}`, 'worker')
+  const failures: string[] = []
+  const lease = await backend.getLease(workerSnapshotKey(workerId))
+  if (lease === null) return [`${workerId} holds no lease`]
+  const expiry = new Date(lease.expiresAt).toISOString()
+  const shown = Object.fromEntries(await tableRows(page)).lease ?? ''
+  const wanted = `held by ${lease.holder}, fencing token ${lease.token}, until ${expiry}, in `
+  if (!shown.startsWith(wanted)) failures.push(`lease shown ${shown}, held ${wanted}…`)
+  // The text must change within one render: a live refresh (the worker's own writes
+  // announce one) redraws it too, so a change across renders proves nothing.
+  const reading = async () => ({
+    render: await page.getAttribute('#view', 'data-render'),
+    text: await page.textContent('#lease-countdown'),
+  })
+  let base = await reading()
+  let later = base
+  for (let n = 0; n < 40; n++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    later = await reading()
+    if (later.render !== base.render) base = later
+    else if (later.text !== base.text) break
+  }
+  if (later.text === base.text) failures.push(`the countdown stayed at ${base.text} for 4 s`)
+  const match = /^in (\d+)m (\d+)s$/.exec(later.text ?? '')
+  const left = match === null ? Number.NaN : Number(match[1]) * 60 + Number(match[2])
+  const expected = (lease.expiresAt - Date.now()) / 1000
+  if (!(Math.abs(left - expected) <= 3))
+    failures.push(`countdown ${later.text}, ${expected.toFixed(1)} s left of the lease`)
+  return failures
+}
+
 /** The href of the focused element, or null. */
 function focusedHref(page: Page): Promise<string | null> {
   return page.evaluate('document.activeElement?.getAttribute("href") ?? null') as Promise<
@@ -805,6 +846,11 @@ for (const target of BACKENDS) {
       await shot(page, `${target.name}-session`)
     })
 
+    it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
+      await startWorker(backend, { workerId: 'ticker', holder: 'test', leaseTtlMs: 600_000 })
+      expect(await countdownFailures(page, backend, 'ticker')).toEqual([])
+    })
+
     it('the keyboard reaches every view: from the overview, Tab to each link and Enter', async () => {
       expect(await keyboardFailures(page, ui.origin)).toEqual([])
     })
@@ -1112,6 +1158,16 @@ for (const target of BACKENDS) {
           expect(
             failures.some((f) => f.startsWith(`#/run/${ref('ledger')}: select-name (critical)`)),
           ).toBe(true)
+        })
+      })
+
+      it('the countdown check fails on a page whose countdown does not tick (mutant)', async () => {
+        const TICK = 'setInterval(tickCountdowns, 1000)'
+        await withMutatedAsset('/app.js', TICK, 'void tickCountdowns', {}, async (other) => {
+          const failures = await countdownFailures(other, backend, 'ticker')
+          expect(failures[0]).toMatch(/^the countdown stayed at in 9m \d+s for 4 s$/)
+          // And, 4 s stale by then, it may no longer agree with the lease.
+          expect(failures.slice(1).every((f) => /^countdown in 9m \d+s, /.test(f))).toBe(true)
         })
       })
 

@@ -603,6 +603,24 @@ async function runView(ref, params) {
   ]
 }
 
+/**
+ * `in 9m 58s` until the time `iso`, or `expired 3s ago`: the page's clock against a lease's
+ * recorded expiry (the backend's clock when its leases use it; the same machine's here).
+ */
+function countdown(iso) {
+  const ms = Date.parse(iso) - Date.now()
+  const s = Math.floor(Math.abs(ms) / 1000)
+  const h = Math.floor(s / 3600)
+  const text = `${h > 0 ? `${h}h ` : ''}${Math.floor((s % 3600) / 60)}m ${s % 60}s`
+  return ms > 0 ? `in ${text}` : `expired ${text} ago`
+}
+
+/** Moves every countdown on the page on (once a second, from {@link start}). */
+function tickCountdowns() {
+  for (const node of document.querySelectorAll('[data-countdown]'))
+    setText(node, countdown(node.getAttribute('data-countdown')))
+}
+
 async function workerView(ref) {
   const w = await api(`/api/worker?ref=${encodeURIComponent(ref)}`)
   return [
@@ -616,7 +634,16 @@ async function workerView(ref) {
           'lease',
           w.lease === null
             ? 'none'
-            : `held by ${w.lease.holder}, token ${w.lease.token}, until ${w.lease.expiresAt}`,
+            : el(
+                'span',
+                {},
+                `held by ${w.lease.holder}, fencing token ${w.lease.token}, until ${w.lease.expiresAt}, `,
+                el(
+                  'span',
+                  { id: 'lease-countdown', 'data-countdown': w.lease.expiresAt },
+                  countdown(w.lease.expiresAt),
+                ),
+              ),
         ],
         ['lease expired', w.leaseExpired ? 'yes: running, and nobody holds it' : 'no'],
         ['summary', w.summary ?? '-'],
@@ -881,6 +908,7 @@ async function start() {
     // The view itself shows the error.
   }
   window.addEventListener('hashchange', () => render())
+  setInterval(tickCountdowns, 1000)
   listen()
   await render()
 }
