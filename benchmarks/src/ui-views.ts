@@ -11,90 +11,23 @@
  * of unsettled effects. The backend calls of a view do not depend on load; the times do: the
  * machine's load average is printed with them.
  *
- * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs also works, its 100,000-key seeding is slow),
+ * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs and redis also work, see ui-backends.ts),
  * UI_BENCH_SIZES (1000,10000,100000), UI_BENCH_REPS (15). Writes results/ui-views.json and .md.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Backend } from '@agent-state/core'
-import { createFsBackend } from '@agent-state/fs'
-import { createMemoryBackend } from '@agent-state/memory'
-import { openRun } from '@agent-state/runtime'
-import { createSqliteBackend } from '@agent-state/sqlite'
 import { keyDetail, keyPage, listView, overview, runDetail } from '../../apps/cli/src/ui/ui-data.js'
+import { countingBackend } from '../../apps/cli/test/ui-backend-tally.js'
+import { scaleKey, seedUiScale } from '../../apps/cli/test/ui-scale-seed.js'
 import { median } from './stats.js'
+import { UiBenchBackends } from './ui-backends.js'
 
 const BACKENDS = (process.env.UI_BENCH_BACKENDS ?? 'memory,sqlite').split(',')
 const SIZES = (process.env.UI_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
 const REPS = Number(process.env.UI_BENCH_REPS ?? 15)
 const root = mkdtempSync(join(tmpdir(), 'agent-state-ui-bench-'))
-
-function open(name: string, cell: string): Backend {
-  switch (name) {
-    case 'memory':
-      return createMemoryBackend({ namespace: cell })
-    case 'fs':
-      return createFsBackend({ root: join(root, cell), namespace: 'ui' })
-    case 'sqlite':
-      // NORMAL: the seeding's 100,000 commits without an fsync each; reads are the same.
-      return createSqliteBackend({ path: join(root, `${cell}.db`), synchronous: 'NORMAL' })
-    default:
-      throw new Error(`unknown backend ${name}`)
-  }
-}
-
-const pad = (i: number, width: number) => String(i).padStart(width, '0')
-
-async function seed(backend: Backend, keys: number): Promise<void> {
-  const value = new TextEncoder().encode('v'.repeat(64))
-  let next = 0
-  const putter = async () => {
-    while (next < keys) await backend.put(`big/k-${pad(next++, 6)}`, value)
-  }
-  await Promise.all(Array.from({ length: 16 }, putter))
-  const run = await openRun(backend, 'big', {
-    handlers: {
-      pay: {
-        retrySafe: false,
-        reconcile: async () => ({ status: 'unknown' as const }),
-        dispatch: async (call) => {
-          if ((call.request as { i: number }).i % 2 === 0) throw new Error('connection reset')
-          return { ok: true }
-        },
-      },
-    },
-  })
-  for (let i = 0; i < keys / 10; i++) {
-    await run.effect('pay', `e-${pad(i, 5)}`, { i }).catch((error: { code?: string }) => {
-      if (error.code !== 'EFFECT_UNKNOWN') throw error
-    })
-  }
-  await run.close()
-}
-
-/** `backend` counting its calls by method. */
-function counting(backend: Backend): { backend: Backend; take: () => Record<string, number> } {
-  let calls: Record<string, number> = {}
-  const wrapped = new Proxy(backend, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (typeof value !== 'function') return value
-      return (...args: unknown[]) => {
-        calls[String(property)] = (calls[String(property)] ?? 0) + 1
-        return value.apply(target, args)
-      }
-    },
-  })
-  return {
-    backend: wrapped,
-    take: () => {
-      const taken = calls
-      calls = {}
-      return taken
-    },
-  }
-}
+const backends = new UiBenchBackends(root)
 
 interface Cell {
   backend: string
@@ -111,11 +44,11 @@ const cells: Cell[] = []
 for (const name of BACKENDS) {
   for (const keys of SIZES) {
     const cell = `${name}-${keys}`
-    const raw = open(name, cell)
+    const raw = await backends.open(name, cell)
     const started = performance.now()
-    await seed(raw, keys)
+    await seedUiScale(raw, { keys, effects: keys / 10 })
     const seedS = (performance.now() - started) / 1000
-    const { backend, take } = counting(raw)
+    const { backend, tally, reset } = countingBackend(raw)
     const info = {
       url: `${name}:`,
       namespace: 'ui',
@@ -134,12 +67,12 @@ for (const name of BACKENDS) {
       ['keys root', () => keyPage(backend, '', undefined)],
       ['keys big/ page 1', () => keyPage(backend, 'big/', undefined)],
       ['keys big/ page 6', () => keyPage(backend, 'big/', cursor)],
-      ['key', () => keyDetail(backend, `big/k-${pad(keys - 1, 6)}`)],
+      ['key', () => keyDetail(backend, scaleKey(keys - 1))],
       ['run (first page)', () => runDetail(backend, 'big')],
     ]
     for (const [view, build] of views) {
       await build()
-      take()
+      reset()
       const times: number[] = []
       let bytes = 0
       for (let rep = 0; rep < REPS; rep++) {
@@ -148,7 +81,7 @@ for (const name of BACKENDS) {
         times.push(performance.now() - t0)
       }
       const calls = Object.fromEntries(
-        Object.entries(take()).map(([method, n]) => [method, n / REPS]),
+        Object.entries(tally().calls).map(([method, n]) => [method, n / REPS]),
       )
       cells.push({
         backend: name,
@@ -168,6 +101,7 @@ for (const name of BACKENDS) {
     await raw.close()
   }
 }
+await backends.stop()
 rmSync(root, { recursive: true, force: true })
 
 const load = loadavg().map((l) => l.toFixed(2))

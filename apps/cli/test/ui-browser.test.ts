@@ -5,19 +5,38 @@
  * and on Redis; each view is opened, checked against that state, and saved as a screenshot
  * under `apps/cli/reports/ui/` (gitignored). Hostile keys and values must show as text with
  * no script run, and two committed mutants of the page (markup rendering; and with the CSP
- * off as well) prove those checks fail when the page is broken. One browser for the file.
+ * off as well) prove those checks fail when the page is broken. The keyboard alone reaches
+ * every view, and axe-core finds no serious or critical violation on any (each check with its
+ * mutant: a navigation link out of the tab order, form controls without labels). One browser
+ * for the file.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Backend, escapeForDisplay, openBackend } from '@agent-state/core'
-import { inspectRun, inspectWorker, listQuarantined, startWorker } from '@agent-state/runtime'
-import { workerSnapshotKey } from '@agent-state/runtime/internal'
+import {
+  daemonSnapshot,
+  inspectRun,
+  inspectWorker,
+  listQuarantined,
+  openSession,
+  resumeSession,
+  startWorker,
+} from '@agent-state/runtime'
+import {
+  decodeHandoffEnvelope,
+  handoffKey,
+  readMarker,
+  sessionDataPrefix,
+  workerSnapshotKey,
+} from '@agent-state/runtime/internal'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importBackendPackage } from '../src/backend-importer.js'
+import { writerText } from '../src/commands/keys.js'
 import { removeTemps, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl } from './services.js'
+import { accessibilityFailures } from './ui-accessibility.js'
 import { HOSTILE } from './ui-hostile.js'
 import { http, tokenCookie } from './ui-http.js'
 import { startUi, type UiProcess } from './ui-process.js'
@@ -234,9 +253,281 @@ async function expectNextWake(page: Page): Promise<void> {
   expect(rows['next wake'], 'napper: next wake').toMatch(/^timeout in (5\dm \d{1,2}s|1h 0m)$/)
 }
 
+/**
+ * Every view (each list, a page of each kind of record, with the operator's action panels and
+ * the resolve confirmation open, and the error view) checked by axe-core; lists each serious
+ * or critical violation, empty when there is none. `page` is of a `bypassCSP` context (see
+ * {@link accessibilityFailures}).
+ */
+async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
+  const views: [string, string][] = [
+    ['#/overview', 'overview'],
+    ['#/keys', 'keys'],
+    [`#/keys?prefix=${ref('many/')}`, 'keys'],
+    [`#/key/${ref('plain/a b ✓')}`, 'key'],
+    [`#/key/${ref('bin/all-bytes')}`, 'key'],
+    [`#/key/${ref(HOSTILE.bigValue.key)}`, 'key'],
+    ['#/runs', 'runs'],
+    [`#/run/${ref('ledger')}`, 'run'],
+    ['#/workers', 'workers'],
+    [`#/worker/${ref('w2')}`, 'worker'],
+    ['#/daemons', 'daemons'],
+    [`#/daemon/${ref('inbox')}`, 'daemon'],
+    ['#/sessions', 'sessions'],
+    [`#/session/${ref('policy-7')}`, 'session'],
+    ['#/no-such-view', 'error'],
+  ]
+  const failures: string[] = []
+  for (const [hash, view] of views) {
+    await show(page, hash, view)
+    failures.push(...(await accessibilityFailures(page, hash)))
+  }
+  // The run page with its confirmation step open.
+  await show(page, `#/run/${ref('ledger')}`, 'run')
+  await page.fill('#resolve-reason', 'checking the page')
+  await page.selectOption('#resolve-action', 'retry')
+  await page.click('#resolve-ask')
+  expect(await page.isVisible('#resolve-confirmation')).toBe(true)
+  failures.push(...(await accessibilityFailures(page, 'resolve confirmation')))
+  return failures
+}
+
+/**
+ * Opens the page of record `id` of `kind` (`daemon`, `session`) from its link in the table of
+ * its kind, as a reader would; resolves to the failure when the table has no such link.
+ */
+async function openFromList(page: Page, kind: string, id: string): Promise<string[]> {
+  const hash = `#/${kind}/${ref(id)}`
+  if ((await page.evaluate('location.hash')) !== `#/${kind}s`)
+    await show(page, `#/${kind}s`, `${kind}s`)
+  if ((await page.$(`#view a[href="${hash}"]`)) === null) return [`no link to ${hash}`]
+  await show(page, hash, kind)
+  return []
+}
+
+/**
+ * Opens daemon `daemonId`'s page from its link in the daemons table and lists every way it
+ * differs from the runtime's `daemonSnapshot`: the queue's depth against its capacity (marked
+ * when full), pending and acknowledged counts, the in-flight delivery (event, attempt,
+ * holder, visibility deadline) and the head event. Empty: it matches.
+ */
+async function daemonFailures(page: Page, backend: Backend, daemonId: string): Promise<string[]> {
+  const failures = await openFromList(page, 'daemon', daemonId)
+  if (failures.length > 0) return failures
+  const snap = await daemonSnapshot(backend, daemonId, { pageSize: 1 })
+  const full = snap.queuedEventCount >= snap.eventQueueCapacity
+  const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+  const expected = {
+    state: snap.daemonState,
+    queue: `${snap.queuedEventCount} of ${snap.eventQueueCapacity}${full ? ': full, triggers are refused' : ''}`,
+    pending: String(snap.pendingEventCount),
+    acknowledged: String(snap.totalIterations),
+  }
+  for (const [name, value] of Object.entries(expected))
+    if (fields[name] !== value) failures.push(`${name}: shown ${fields[name]}, recorded ${value}`)
+  const queueRow = await page.getAttribute('#view table:nth-of-type(1) tr:nth-child(2)', 'class')
+  if ((queueRow === 'attention') !== full) failures.push(`queue row marked ${queueRow}`)
+  const f = snap.inflightEvent
+  const head = f?.event ?? snap.pendingEvents[0]
+  if (f === null) {
+    if ((await page.$('#inflight-none')) === null) failures.push('an in-flight delivery shown')
+  } else {
+    const shown = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(2)'))
+    const want = {
+      event: `#${f.seq} (${f.eventId})`,
+      attempt: String(f.attempt),
+      holder: f.holder,
+      'visibility deadline': new Date(f.expiresAt).toISOString(),
+    }
+    for (const [name, value] of Object.entries(want))
+      if (shown[name] !== value)
+        failures.push(`in flight ${name}: shown ${shown[name]}, recorded ${value}`)
+  }
+  const headShown =
+    (await page.$('#head-event')) === null ? null : await page.textContent('#head-event')
+  const headWanted = head === undefined ? null : JSON.stringify(head, null, 2)
+  if (headShown !== headWanted)
+    failures.push(`head event: shown ${headShown}, recorded ${headWanted}`)
+  return failures
+}
+
+/**
+ * Opens session `sessionId`'s page from its link in the sessions table and lists every way it
+ * differs from what the runtime stored: the conflict policy and its recorded overrides (who,
+ * which policy, when), the handoff envelope, and the session's keys with each one's writer.
+ * Empty: it matches.
+ */
+async function sessionFailures(page: Page, backend: Backend, sessionId: string): Promise<string[]> {
+  const failures = await openFromList(page, 'session', sessionId)
+  if (failures.length > 0) return failures
+  const differs = (what: string, shown: unknown, stored: unknown) => {
+    if (JSON.stringify(shown) !== JSON.stringify(stored))
+      failures.push(`${what}: shown ${JSON.stringify(shown)}, stored ${JSON.stringify(stored)}`)
+  }
+  const marker = await readMarker(backend, sessionId)
+  const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+  differs('conflict policy', fields['conflict policy'], marker.conflictPolicy)
+  differs(
+    'overrides',
+    (await page.$('#overrides')) === null ? [] : await tableRows(page, '#overrides table'),
+    marker.overrides.map((o) => [o.writerId, o.policy, o.at]),
+  )
+  const stored = await backend.get(handoffKey(sessionId))
+  differs(
+    'handoff',
+    (await page.$('#handoff')) === null ? null : await page.textContent('#handoff'),
+    stored === null
+      ? null
+      : JSON.stringify(decodeHandoffEnvelope(stored.value, sessionId), null, 2),
+  )
+  const prefix = sessionDataPrefix(sessionId)
+  const { entries } = await backend.list({ prefix })
+  const keys = await Promise.all(
+    entries.map(async (e) => [
+      e.key.slice(prefix.length),
+      writerText((await backend.head(e.key))?.writer),
+    ]),
+  )
+  differs(
+    'keys and writers',
+    (await page.$('#session-keys')) === null
+      ? []
+      : (await tableRows(page, '#session-keys table')).map((row) => row.slice(0, 2)),
+    keys,
+  )
+  return failures
+}
+
+/**
+ * Worker `workerId`'s page (a running worker holding a 10-minute lease): its lease row names
+ * the holder, the fencing token and the expiry the backend holds, and its countdown moves on
+ * by itself (within one render) and agrees with that expiry within 3 s. Lists what differs.
+ */
+async function countdownFailures(
+  page: Page,
+  backend: Backend,
+  workerId: string,
+): Promise<string[]> {
+  await show(page, `#/worker/${ref(workerId)}`, 'worker')
+  const failures: string[] = []
+  const lease = await backend.getLease(workerSnapshotKey(workerId))
+  if (lease === null) return [`${workerId} holds no lease`]
+  const expiry = new Date(lease.expiresAt).toISOString()
+  const shown = Object.fromEntries(await tableRows(page)).lease ?? ''
+  const wanted = `held by ${lease.holder}, fencing token ${lease.token}, until ${expiry}, in `
+  if (!shown.startsWith(wanted)) failures.push(`lease shown ${shown}, held ${wanted}…`)
+  // The text must change within one render: a live refresh (the worker's own writes
+  // announce one) redraws it too, so a change across renders proves nothing.
+  const reading = async () => ({
+    render: await page.getAttribute('#view', 'data-render'),
+    text: await page.textContent('#lease-countdown'),
+  })
+  let base = await reading()
+  let later = base
+  for (let n = 0; n < 40; n++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    later = await reading()
+    if (later.render !== base.render) base = later
+    else if (later.text !== base.text) break
+  }
+  if (later.text === base.text) failures.push(`the countdown stayed at ${base.text} for 4 s`)
+  const match = /^in (\d+)m (\d+)s$/.exec(later.text ?? '')
+  const left = match === null ? Number.NaN : Number(match[1]) * 60 + Number(match[2])
+  const expected = (lease.expiresAt - Date.now()) / 1000
+  if (!(Math.abs(left - expected) <= 3))
+    failures.push(`countdown ${later.text}, ${expected.toFixed(1)} s left of the lease`)
+  return failures
+}
+
+/** The href of the focused element, or null. */
+function focusedHref(page: Page): Promise<string | null> {
+  return page.evaluate('document.activeElement?.getAttribute("href") ?? null') as Promise<
+    string | null
+  >
+}
+
+/**
+ * Presses `key` until the focus is on a link whose href `wanted` accepts (at most `presses`
+ * times); resolves to that href, or null when none was reached.
+ */
+async function tabTo(
+  page: Page,
+  key: 'Tab' | 'Shift+Tab',
+  wanted: (href: string) => boolean,
+  presses = 40,
+): Promise<string | null> {
+  for (let n = 0; n < presses; n++) {
+    await page.keyboard.press(key)
+    const href = await focusedHref(page)
+    if (href !== null && wanted(href)) return href
+  }
+  return null
+}
+
+/** The navigation's views, in an order where each Enter changes the view (the overview last). */
+const NAV_VIEWS = ['keys', 'runs', 'workers', 'daemons', 'sessions', 'overview'] as const
+
+/** From each list, the links to a record's page the keyboard must reach (the keys: two deep). */
+const RECORD_LINKS: Readonly<Record<string, readonly [string, string][]>> = {
+  keys: [
+    ['#/keys?prefix=', 'keys'],
+    ['#/key/', 'key'],
+  ],
+  runs: [['#/run/', 'run']],
+  workers: [['#/worker/', 'worker']],
+  daemons: [['#/daemon/', 'daemon']],
+  sessions: [['#/session/', 'session']],
+}
+
+/**
+ * With the keyboard alone, from the overview freshly loaded: for each view of the navigation,
+ * Shift+Tab back from the view (which takes the focus after each render) to its link, Enter,
+ * and the address and the view must be that link's; from the keys, runs and workers lists,
+ * Tab on to the first link to a record's page and Enter it, the same way. Lists each view not
+ * reached, or reached at another address; empty when every view is.
+ */
+async function keyboardFailures(page: Page, origin: string): Promise<string[]> {
+  const failures: string[] = []
+  await page.goto('about:blank')
+  await page.goto(`${origin}/#/overview`)
+  await page.waitForSelector('#view[data-ready="overview"]')
+  const enter = async (href: string, view: string) => {
+    const before = await page.getAttribute('#view', 'data-render')
+    await page.keyboard.press('Enter')
+    await nextRender(page, before, href)
+    const [url, shown] = [page.url(), await page.getAttribute('#view', 'data-ready')]
+    if (url !== `${origin}/${href}` || shown !== view)
+      failures.push(`${view}: Enter on ${href} showed ${shown} at ${url}`)
+  }
+  for (const view of NAV_VIEWS) {
+    const href = await tabTo(page, 'Shift+Tab', (h) => h === `#/${view}`, 12)
+    if (href === null) {
+      failures.push(`${view}: its navigation link is not reached by the keyboard`)
+      continue
+    }
+    await enter(href, view)
+    for (const [prefix, record] of RECORD_LINKS[view] ?? []) {
+      const link = await tabTo(page, 'Tab', (h) => h.startsWith(prefix))
+      if (link === null) failures.push(`${record}: no link ${prefix}… reached from ${view}`)
+      else await enter(link, record)
+    }
+  }
+  return failures
+}
+
 const BACKENDS = [
-  { name: 'fs', url: () => `file:${join(tempDir('agent-state-ui-'), 'state')}`, mutants: true },
-  { name: 'redis', url: () => `${redisUrl()}?keyPrefix=${freshName('ui')}`, mutants: false },
+  {
+    name: 'fs',
+    url: () => `file:${join(tempDir('agent-state-ui-'), 'state')}`,
+    mutants: true,
+    accessibility: true,
+  },
+  {
+    name: 'redis',
+    url: () => `${redisUrl()}?keyPrefix=${freshName('ui')}`,
+    mutants: false,
+    accessibility: false,
+  },
 ]
 
 for (const target of BACKENDS) {
@@ -524,6 +815,9 @@ for (const target of BACKENDS) {
         ['inbox', 'active', '3', '8'],
       ])
       await shot(page, `${target.name}-daemons`)
+      expect(await daemonFailures(page, backend, 'inbox')).toEqual([])
+      await shot(page, `${target.name}-daemon`)
+      expect(await daemonFailures(page, backend, 'full')).toEqual([])
 
       await show(page, '#/sessions', 'sessions')
       expect((await tableRows(page)).map((row) => [row[0], row[3]])).toEqual([
@@ -531,26 +825,34 @@ for (const target of BACKENDS) {
         ['review-42', 'needs_review'],
       ])
       await shot(page, `${target.name}-sessions`)
+      expect(await sessionFailures(page, backend, 'review-42')).toEqual([])
+      // Session policy-7: stored policy `error`, then a handle of another writer chose
+      // `ignore` (an override the marker records) and wrote a key of its own.
+      const strict = await openSession(backend, {
+        sessionId: 'policy-7',
+        writer: 'planner',
+        conflictPolicy: 'error',
+      })
+      await strict.write('notes/a.md', 'a')
+      const hasty = await resumeSession(backend, 'policy-7', {
+        writer: 'hasty',
+        conflictPolicy: 'ignore',
+      })
+      await hasty.write('notes/b.md', 'b')
+      await hasty.handoff({ status: 'rushed' })
+      await show(page, '#/sessions', 'sessions')
+      expect(await sessionFailures(page, backend, 'policy-7')).toEqual([])
+      expect(await page.$$eval('#overrides tbody tr', (trs) => trs.length)).toBe(1)
+      await shot(page, `${target.name}-session`)
     })
 
-    it('the keyboard reaches every view: Tab through the navigation, Enter opens each', async () => {
-      const views = ['overview', 'keys', 'runs', 'workers', 'daemons', 'sessions']
-      // From a page no link of the navigation names, so that each Enter changes the view.
-      await show(page, `#/key/${ref('plain/a b ✓')}`, 'key')
-      for (const [i, view] of views.entries()) {
-        // From the header's title (a click there sets where sequential focus starts), Tab moves
-        // through the navigation's links in order.
-        await page.click('header strong')
-        for (let n = 0; n <= i; n++) await page.keyboard.press('Tab')
-        expect(await page.evaluate('document.activeElement?.getAttribute("href")')).toBe(
-          `#/${view}`,
-        )
-        const before = await page.getAttribute('#view', 'data-render')
-        await page.keyboard.press('Enter')
-        await nextRender(page, before, `#/${view}`)
-        expect(await page.getAttribute('#view', 'data-ready')).toBe(view)
-        expect(await page.getAttribute(`nav a[href="#/${view}"]`, 'aria-current')).toBe('page')
-      }
+    it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
+      await startWorker(backend, { workerId: 'ticker', holder: 'test', leaseTtlMs: 600_000 })
+      expect(await countdownFailures(page, backend, 'ticker')).toEqual([])
+    })
+
+    it('the keyboard reaches every view: from the overview, Tab to each link and Enter', async () => {
+      expect(await keyboardFailures(page, ui.origin)).toEqual([])
     })
 
     it('live: an open view shows a write made elsewhere, without being reloaded', async () => {
@@ -567,6 +869,22 @@ for (const target of BACKENDS) {
       await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
       await shot(page, `${target.name}-hostile`)
     })
+
+    // The markup does not depend on the backend: checked once, on the filesystem (about 5 s).
+    if (target.accessibility) {
+      it('accessibility: axe-core finds no serious or critical violation on any view', async () => {
+        // The checker is injected as an inline script, which the page's CSP refuses (rightly).
+        const checked = await browser.newContext({
+          bypassCSP: true,
+          viewport: { width: 1280, height: 800 },
+        })
+        try {
+          expect(await everyViewAccessibilityFailures(await openUi(checked, ui))).toEqual([])
+        } finally {
+          await checked.close()
+        }
+      })
+    }
 
     it('operator actions: a reason is required, Cancel sends nothing, each action is confirmed, runs through the runtime and is audited with the operator', async () => {
       const seeded = await runScript('./seed-ui.ts', [url, 'ops'])
@@ -699,6 +1017,57 @@ for (const target of BACKENDS) {
     })
 
     if (target.mutants) {
+      /**
+       * Runs `check` on a page whose server answers `/api/<endpoint>` changed by `change`
+       * (a mutant of the server's reader, as the page would see it), in a context of its own.
+       */
+      const withMutatedAnswer = async (
+        endpoint: string,
+        change: (body: Record<string, unknown>) => Record<string, unknown>,
+        check: (page: Page) => Promise<void>,
+      ): Promise<void> => {
+        const mutated = await browser.newContext()
+        try {
+          await mutated.route(`${ui.origin}/api/${endpoint}?*`, async (route) => {
+            const real = await route.fetch()
+            const body = change(await real.json())
+            await route.fulfill({ response: real, body: JSON.stringify(body) })
+          })
+          await check(await openUi(mutated, ui))
+        } finally {
+          await mutated.close()
+        }
+      }
+
+      /**
+       * Runs `check` on a page whose file at `path` (`/` or `/app.js`) has its one `from`
+       * replaced by `to` (a mutant of the page), in a context of its own made with `options`.
+       */
+      const withMutatedAsset = async (
+        path: '/' | '/app.js',
+        from: string,
+        to: string,
+        options: { bypassCSP?: boolean },
+        check: (page: Page) => Promise<void>,
+      ): Promise<void> => {
+        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
+        const real = (await http(ui.origin, path, { headers: cookie })).body
+        expect(real.split(from), `${from} once in ${path}`).toHaveLength(2)
+        const mutated = await browser.newContext(options)
+        try {
+          await mutated.route(`${ui.origin}${path}`, (route) =>
+            route.fulfill({
+              status: 200,
+              contentType: path === '/' ? 'text/html' : 'text/javascript',
+              body: real.replace(from, to),
+            }),
+          )
+          await check(await openUi(mutated, ui))
+        } finally {
+          await mutated.close()
+        }
+      }
+
       it('the live check fails on a page whose event stream is cut (mutant)', async () => {
         const cut = await browser.newContext()
         try {
@@ -720,63 +1089,104 @@ for (const target of BACKENDS) {
       })
 
       it('the next-wake check fails on a server that shows no wake (mutant)', async () => {
-        const mutated = await browser.newContext()
-        try {
-          // The mutant: the server's worker answer as it would be if it ignored the wakes.
-          await mutated.route(`${ui.origin}/api/worker?*`, async (route) => {
-            const real = await route.fetch()
-            const body = { ...(await real.json()), nextWake: '-' }
-            await route.fulfill({ response: real, body: JSON.stringify(body) })
-          })
-          await expect(expectNextWake(await openUi(mutated, ui))).rejects.toThrow(
-            /napper: next wake/,
-          )
-        } finally {
-          await mutated.close()
-        }
+        // The mutant: the server's worker answer as it would be if it ignored the wakes.
+        await withMutatedAnswer(
+          'worker',
+          (body) => ({ ...body, nextWake: '-' }),
+          async (other) => {
+            await expect(expectNextWake(other)).rejects.toThrow(/napper: next wake/)
+          },
+        )
+      })
+
+      it('the daemon check fails on a server that counts the queue without its in-flight event (mutant)', async () => {
+        const counted = (body: Record<string, unknown>) => ({ ...body, queued: body.pending })
+        await withMutatedAnswer('daemon', counted, async (other) => {
+          expect(await daemonFailures(other, backend, 'inbox')).toEqual([
+            'queue: shown 2 of 8, recorded 3 of 8',
+          ])
+        })
+      })
+
+      it('the session check fails on a server that hides the conflict-policy overrides (mutant)', async () => {
+        await withMutatedAnswer(
+          'session',
+          (body) => ({ ...body, overrides: [] }),
+          async (other) => {
+            const failures = await sessionFailures(other, backend, 'policy-7')
+            expect(failures).toHaveLength(1)
+            expect(failures[0]).toMatch(/^overrides: shown \[\], stored \[\["hasty","ignore","/)
+          },
+        )
       })
 
       it('the timeline check fails on a page whose time axis is not linear (mutant)', async () => {
-        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
-        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
         const SCALE = '((Date.parse(at) - t0) / span) * TL.width'
-        expect(script.split(SCALE)).toHaveLength(2)
-        const mutant = script.replace(SCALE, 'Math.sqrt((Date.parse(at) - t0) / span) * TL.width')
-        const mutated = await browser.newContext()
-        try {
-          await mutated.route(`${ui.origin}/app.js`, (route) =>
-            route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
-          )
-          const other = await openUi(mutated, ui)
+        const bent = 'Math.sqrt((Date.parse(at) - t0) / span) * TL.width'
+        await withMutatedAsset('/app.js', SCALE, bent, {}, async (other) => {
           await show(other, `#/run/${ref('ledger')}`, 'run')
           const failures = await timelineFailures(other, backend, 'ledger')
           expect(failures.length).toBeGreaterThan(0)
           expect(failures.every((f) => /^effect e-|^run \(audit\)|^step #/.test(f))).toBe(true)
-        } finally {
-          await mutated.close()
-        }
+        })
+      })
+
+      it('the keyboard check fails on a page with a navigation link out of the tab order (mutant)', async () => {
+        const LINK = '<a href="#/daemons">'
+        const skipped = '<a href="#/daemons" tabindex="-1">'
+        await withMutatedAsset('/', LINK, skipped, {}, async (other) => {
+          expect(await keyboardFailures(other, ui.origin)).toEqual([
+            'daemons: its navigation link is not reached by the keyboard',
+          ])
+        })
+      })
+
+      it('the accessibility check fails on a page whose form controls have no label (mutant)', async () => {
+        const LABEL = "el('label', { for: id }, label)"
+        const unlabeled = "el('span', {}, label)"
+        // The checker needs the CSP off (see accessibilityFailures).
+        await withMutatedAsset('/app.js', LABEL, unlabeled, { bypassCSP: true }, async (other) => {
+          // The two pages with form controls (the whole walk is the real check's).
+          const where = `#/key/${ref('plain/a b ✓')}`
+          await show(other, where, 'key')
+          const failures = await accessibilityFailures(other, where)
+          await show(other, `#/run/${ref('ledger')}`, 'run')
+          failures.push(...(await accessibilityFailures(other, `#/run/${ref('ledger')}`)))
+          expect(failures).toContain(
+            `${where}: label (critical): Form elements must have labels, at #quarantine-reason`,
+          )
+          expect(
+            failures.some((f) => f.startsWith(`#/run/${ref('ledger')}: select-name (critical)`)),
+          ).toBe(true)
+        })
+      })
+
+      it('the countdown check fails on a page whose countdown does not tick (mutant)', async () => {
+        const TICK = 'setInterval(tickCountdowns, 1000)'
+        await withMutatedAsset('/app.js', TICK, 'void tickCountdowns', {}, async (other) => {
+          const failures = await countdownFailures(other, backend, 'ticker')
+          expect(failures[0]).toMatch(/^the countdown stayed at in 9m \d+s for 4 s$/)
+          // And, 4 s stale by then, it may no longer agree with the lease.
+          expect(failures.slice(1).every((f) => /^countdown in 9m \d+s, /.test(f))).toBe(true)
+        })
       })
 
       it('the hostile check fails on a page that renders data as markup (mutant), and catches the script once the CSP is off too', async () => {
-        const cookie = { Cookie: tokenCookie(ui.port, ui.token) }
-        const script = (await http(ui.origin, '/app.js', { headers: cookie })).body
         const RENDER = 'node.textContent = value'
-        expect(script.split(RENDER)).toHaveLength(2)
-        const mutant = script.replace(RENDER, 'node.innerHTML = value')
         for (const bypassCSP of [false, true]) {
-          const mutated = await browser.newContext({ bypassCSP })
-          try {
-            await mutated.route(`${ui.origin}/app.js`, (route) =>
-              route.fulfill({ status: 200, contentType: 'text/javascript', body: mutant }),
-            )
-            const failures = await hostileFailures(await openUi(mutated, ui))
-            expect(failures.some((f) => f.startsWith('listing:'))).toBe(true)
-            expect(failures.some((f) => /element\(s\) made from data/.test(f))).toBe(true)
-            // With the CSP on, the markup gets in but no handler runs: the second layer.
-            expect(failures.some((f) => f.startsWith('a script ran'))).toBe(bypassCSP)
-          } finally {
-            await mutated.close()
-          }
+          await withMutatedAsset(
+            '/app.js',
+            RENDER,
+            'node.innerHTML = value',
+            { bypassCSP },
+            async (other) => {
+              const failures = await hostileFailures(other)
+              expect(failures.some((f) => f.startsWith('listing:'))).toBe(true)
+              expect(failures.some((f) => /element\(s\) made from data/.test(f))).toBe(true)
+              // With the CSP on, the markup gets in but no handler runs: the second layer.
+              expect(failures.some((f) => f.startsWith('a script ran'))).toBe(bypassCSP)
+            },
+          )
         }
       })
     }

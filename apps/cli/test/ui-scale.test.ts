@@ -12,81 +12,17 @@
  */
 import type { Backend } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
-import { openRun } from '@agent-state/runtime'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { countingBackend, type BackendTally as Tally } from './ui-backend-tally.js'
 import { http, tokenCookie } from './ui-http.js'
+import { scaleEffect, scaleKey, seedUiScale, unknownOf } from './ui-scale-seed.js'
 
 const KEYS = Number(process.env.AGENT_STATE_UI_SCALE_KEYS ?? 100_000)
 const EFFECTS = Number(process.env.AGENT_STATE_UI_SCALE_EFFECTS ?? 10_000)
 /** Every even-numbered effect is unknown, every odd one confirmed. */
-const UNKNOWN = Math.ceil(EFFECTS / 2)
-
-/** What a backend was asked during one view. */
-interface Tally {
-  calls: Record<string, number>
-  /** Entries all list calls returned. */
-  listed: number
-  /** Bytes of the values `get` returned. */
-  readBytes: number
-}
-
-/** `backend` counting every call, the entries listed and the value bytes read into {@link Tally}. */
-function counting(backend: Backend): { backend: Backend; tally: () => Tally; reset: () => void } {
-  let tally: Tally = { calls: {}, listed: 0, readBytes: 0 }
-  const wrapped = new Proxy(backend, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (typeof value !== 'function') return value
-      return async (...args: unknown[]) => {
-        const name = String(property)
-        tally.calls[name] = (tally.calls[name] ?? 0) + 1
-        const answer = await value.apply(target, args)
-        if (name === 'list') tally.listed += answer.entries.length
-        if (name === 'get' && answer !== null) tally.readBytes += answer.value.length
-        return answer
-      }
-    },
-  })
-  return {
-    backend: wrapped,
-    tally: () => tally,
-    reset: () => {
-      tally = { calls: {}, listed: 0, readBytes: 0 }
-    },
-  }
-}
+const UNKNOWN = unknownOf(EFFECTS)
 
 const ref = (text: string) => Buffer.from(text, 'utf8').toString('base64url')
-const pad = (i: number, width: number) => String(i).padStart(width, '0')
-
-/** Seeds the namespace: {@link KEYS} keys `big/k-…`, and run `big` with {@link EFFECTS} effects. */
-async function seed(backend: Backend): Promise<void> {
-  const value = new TextEncoder().encode('v'.repeat(64))
-  let next = 0
-  const putter = async () => {
-    while (next < KEYS) await backend.put(`big/k-${pad(next++, 6)}`, value)
-  }
-  await Promise.all(Array.from({ length: 16 }, putter))
-  const run = await openRun(backend, 'big', {
-    handlers: {
-      pay: {
-        retrySafe: false,
-        reconcile: async () => ({ status: 'unknown' as const }),
-        // A failure that is not a rejection leaves the effect unknown.
-        dispatch: async (call) => {
-          if ((call.request as { i: number }).i % 2 === 0) throw new Error('connection reset')
-          return { ok: true }
-        },
-      },
-    },
-  })
-  for (let i = 0; i < EFFECTS; i++) {
-    await run.effect('pay', `e-${pad(i, 5)}`, { i }).catch((error: { code?: string }) => {
-      if (error.code !== 'EFFECT_UNKNOWN') throw error
-    })
-  }
-  await run.close()
-}
 
 type ServerModule = typeof import('../src/ui/ui-server.js')
 
@@ -96,7 +32,7 @@ interface Served {
 }
 
 async function serve(start: ServerModule['startUiServer'], backend: Backend): Promise<Served> {
-  const count = counting(backend)
+  const count = countingBackend(backend)
   const server = await start({
     backend: count.backend,
     info: {
@@ -153,7 +89,7 @@ async function expectBoundedKeyPages(served: Served): Promise<void> {
     expect(cursor, `key page ${page}: a next page`).not.toBeNull()
   }
   // The pages follow one another: keys 0 to 299, in order, none twice.
-  expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => `big/k-${pad(i, 6)}`))
+  expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => scaleKey(i)))
   const root = await served.get(`/api/keys?prefix=`)
   expect(root.tally.calls, 'root page: backend calls').toEqual({ list: 1 })
   expect((root.body as KeyPage).prefixes).toHaveLength(2) // big/ and runs/
@@ -210,7 +146,7 @@ async function expectBoundedRunPages(served: Served): Promise<void> {
     cursor = page.effectPage.next
   } while (cursor !== null)
   expect(found.size).toBe(UNKNOWN)
-  expect([...found].sort()).toEqual(Array.from({ length: UNKNOWN }, (_, i) => `e-${pad(2 * i, 5)}`))
+  expect([...found].sort()).toEqual(Array.from({ length: UNKNOWN }, (_, i) => scaleEffect(2 * i)))
 }
 
 interface Overview {
@@ -228,7 +164,7 @@ async function expectBoundedOverview(served: Served): Promise<void> {
   expect(bytes, 'overview: answer bytes').toBeLessThan(16 * 1024)
   const unknown = attention.filter((a) => a.kind === 'unknown-effect')
   expect(unknown.map((a) => a.subject)).toEqual(
-    Array.from({ length: Math.min(10, UNKNOWN) }, (_, i) => `big / e-${pad(2 * i, 5)}`),
+    Array.from({ length: Math.min(10, UNKNOWN) }, (_, i) => `big / ${scaleEffect(2 * i)}`),
   )
   expect(attention.find((a) => a.kind === 'run-needs-attention')?.detail).toMatch(
     new RegExp(`^${UNKNOWN} unknown effect\\(s\\)`),
@@ -239,7 +175,7 @@ let backend: Backend
 
 beforeAll(async () => {
   backend = createMemoryBackend({ namespace: 'ui-scale' })
-  await seed(backend)
+  await seedUiScale(backend, { keys: KEYS, effects: EFFECTS })
 }, 120_000)
 
 afterAll(async () => {

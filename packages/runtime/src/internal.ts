@@ -23,10 +23,12 @@ export {
   type RunRecordKind,
 } from './run/run-codec.js'
 export {
+  decodeHandoffEnvelope,
   HANDOFF_KEY,
   HANDOFF_VERSION,
   handoffEnvelopeSchema,
 } from './session/handoff.js'
+export { readMarker, type SessionMarker } from './session/session-marker.js'
 export {
   canonicalJson,
   checksumOf,

@@ -6,8 +6,22 @@ import {
   type Lease,
   redactUrl,
 } from '@agent-state/core'
-import { type EffectRecord, inspectRun, inspectWorker, readEffect } from '@agent-state/runtime'
-import { RUNS_PREFIX, runOpenPrefix, workerSnapshotKey } from '@agent-state/runtime/internal'
+import {
+  daemonSnapshot,
+  type EffectRecord,
+  inspectRun,
+  inspectWorker,
+  readEffect,
+} from '@agent-state/runtime'
+import {
+  decodeHandoffEnvelope,
+  handoffKey,
+  RUNS_PREFIX,
+  readMarker,
+  runOpenPrefix,
+  sessionDataPrefix,
+  workerSnapshotKey,
+} from '@agent-state/runtime/internal'
 import {
   AGENT_VIEWS,
   type AgentView,
@@ -503,5 +517,134 @@ export async function workerDetail(backend: Backend, workerId: string) {
     conditions: body.conditions === null ? null : jsonLines(body.conditions),
     result: jsonLines(body.result),
     audit: body.audit.map((entry) => JSON.stringify(entry)),
+  })
+}
+
+/**
+ * One daemon (runtime `daemonSnapshot`, with one pending event read): its queue's depth
+ * against its capacity, the head event (the next one to deliver: the in-flight one when a
+ * delivery holds it, else the oldest pending), the in-flight delivery with its attempt,
+ * holder and visibility deadline (when its lease expires and the event is delivered again),
+ * and the acknowledged count. A constant number of reads, whatever the queue's length.
+ * `null` when there is no such daemon.
+ */
+export async function daemonDetail(backend: Backend, daemonId: string, now = Date.now()) {
+  let snapshot: Awaited<ReturnType<typeof daemonSnapshot>>
+  try {
+    snapshot = await daemonSnapshot(backend, daemonId, { pageSize: 1 })
+  } catch (error) {
+    if (
+      isAgentStateError(error, 'DAEMON_NOT_FOUND') ||
+      isAgentStateError(error, 'INVALID_DAEMON_ID')
+    )
+      return null
+    throw error
+  }
+  const inflight = snapshot.inflightEvent
+  const pendingHead = snapshot.pendingEvents[0]
+  return forDisplay({
+    daemonId,
+    state: snapshot.daemonState,
+    queued: snapshot.queuedEventCount,
+    capacity: snapshot.eventQueueCapacity,
+    full: snapshot.queuedEventCount >= snapshot.eventQueueCapacity,
+    pending: snapshot.pendingEventCount,
+    acknowledged: snapshot.totalIterations,
+    head:
+      inflight !== null
+        ? { delivery: 'in flight', event: jsonLines(inflight.event) }
+        : pendingHead === undefined
+          ? null
+          : { delivery: 'pending', event: jsonLines(pendingHead) },
+    inflight:
+      inflight === null
+        ? null
+        : {
+            seq: inflight.seq,
+            eventId: inflight.eventId,
+            attempt: inflight.attempt,
+            holder: inflight.holder,
+            triggeredAt: inflight.triggeredAt,
+            visibleAgainAt: isoTime(inflight.expiresAt),
+            expired: inflight.expiresAt <= now,
+          },
+    wakeIntervalMs: snapshot.wakeIntervalMs,
+    watchPaths: snapshot.watchPaths,
+    savedAt: snapshot.savedAt,
+  })
+}
+
+/** Keys of a session's page (each one's head is read for its writer). */
+export const SESSION_KEY_PAGE_SIZE = 100
+
+/**
+ * One session: its stored conflict policy and the recorded overrides (handles that chose a
+ * weaker policy: who, which, when), its handoff envelope (runtime-verified; an unreadable one
+ * shown with its error), and one page of its user keys ({@link SESSION_KEY_PAGE_SIZE}, after
+ * `cursor`) with each key's writer, and the distinct writers of the page and the handoff.
+ * `null` when there is no such session.
+ */
+export async function sessionDetail(backend: Backend, sessionId: string, cursor?: string) {
+  let marker: Awaited<ReturnType<typeof readMarker>>
+  try {
+    marker = await readMarker(backend, sessionId)
+  } catch (error) {
+    if (
+      isAgentStateError(error, 'SESSION_NOT_FOUND') ||
+      isAgentStateError(error, 'INVALID_SESSION_ID')
+    )
+      return null
+    throw error
+  }
+  const prefix = sessionDataPrefix(sessionId)
+  const [stored, page] = await Promise.all([
+    backend.get(handoffKey(sessionId)),
+    backend.list({
+      prefix,
+      limit: SESSION_KEY_PAGE_SIZE,
+      ...(cursor === undefined ? {} : { cursor }),
+    }),
+  ])
+  let handoff:
+    | { writtenAt: string; writer: string; envelope: string[] }
+    | { error: string }
+    | null = null
+  if (stored !== null) {
+    try {
+      const envelope = decodeHandoffEnvelope(stored.value, sessionId)
+      handoff = {
+        writtenAt: envelope.written_at,
+        writer: writerText(envelope.writer),
+        envelope: jsonLines(envelope),
+      }
+    } catch (error) {
+      if (!isAgentStateError(error)) throw error
+      handoff = { error: `${error.code}: ${error.message}` }
+    }
+  }
+  const heads = await Promise.all(page.entries.map((e) => backend.head(e.key)))
+  const keys = page.entries.map((entry, i) => {
+    const meta = heads[i]
+    return {
+      ref: refOf(entry.key),
+      name: entry.key.slice(prefix.length),
+      version: entry.version,
+      size: meta?.size ?? entry.size ?? null,
+      writer: meta === null || meta === undefined ? null : writerText(meta.writer),
+      updatedAt: meta === null || meta === undefined ? null : isoTime(meta.updatedAt),
+    }
+  })
+  const writers = new Set<string>()
+  for (const key of keys) if (key.writer !== null) writers.add(key.writer)
+  if (handoff !== null && 'writer' in handoff) writers.add(handoff.writer)
+  return forDisplay({
+    sessionId,
+    conflictPolicy: marker.conflictPolicy,
+    version: marker.version,
+    overrides: marker.overrides.map((o) => ({ writer: o.writerId, policy: o.policy, at: o.at })),
+    handoff,
+    keys,
+    writers: [...writers].sort(),
+    next: page.cursor === undefined ? null : refOf(page.cursor),
   })
 }

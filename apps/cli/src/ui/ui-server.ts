@@ -10,6 +10,7 @@ import { createChangeFeed, MAX_STREAMS } from './change-feed.js'
 import { ACTION_NAMES, runAction } from './ui-actions.js'
 import {
   type BackendInfo,
+  daemonDetail,
   forDisplay,
   keyDetail,
   keyPage,
@@ -17,6 +18,7 @@ import {
   listView,
   overview,
   runDetail,
+  sessionDetail,
   textOfRef,
   workerDetail,
 } from './ui-data.js'
@@ -338,6 +340,17 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     if (url.pathname === '/api/key') {
       const ref = param('ref')
       return ref === null ? null : keyDetail(backend, textOfRef(ref))
+    }
+    if (url.pathname === '/api/session') {
+      const ref = param('ref')
+      const cursor = param('cursor')
+      return ref === null
+        ? null
+        : sessionDetail(backend, textOfRef(ref), cursor === null ? undefined : textOfRef(cursor))
+    }
+    if (url.pathname === '/api/daemon') {
+      const ref = param('ref')
+      return ref === null ? null : daemonDetail(backend, textOfRef(ref))
     }
     if (url.pathname === '/api/run' || url.pathname === '/api/worker') {
       const ref = param('ref')

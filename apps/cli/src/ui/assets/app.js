@@ -203,8 +203,8 @@ async function overviewView() {
 async function listView(name) {
   const v = await api(`/api/view/${name}`)
   const unknownColumn = v.headers.indexOf('UNKNOWN')
-  // Runs and workers have a page of their own: their first cell links to it.
-  const detail = { runs: 'run', workers: 'worker' }[name]
+  // Each run, worker, daemon and session has a page of its own: the first cell links to it.
+  const detail = { runs: 'run', workers: 'worker', daemons: 'daemon', sessions: 'session' }[name]
   const body = table(
     v.headers,
     v.rows.map((r) =>
@@ -308,9 +308,7 @@ async function keyView(ref) {
     ),
     el('h2', {}, 'Value'),
     el('p', { id: 'preview-kind' }, described),
-    p === null || p.kind === 'not-read'
-      ? null
-      : setText(el('pre', { id: 'preview' }), p.lines.join('\n')),
+    p === null || p.kind === 'not-read' ? null : lines('preview', p.lines),
     actions === null || m === null
       ? null
       : actionPanel(
@@ -328,8 +326,17 @@ async function keyView(ref) {
   ]
 }
 
+/**
+ * A block that may scroll (a `pre`, the timeline): a tab stop, so a keyboard user can
+ * scroll it too (axe-core's `scrollable-region-focusable`).
+ */
+function scrollable(node) {
+  node.setAttribute('tabindex', '0')
+  return node
+}
+
 function lines(id, values) {
-  return setText(el('pre', { id }), values.join('\n'))
+  return scrollable(setText(el('pre', { id }), values.join('\n')))
 }
 
 /** The run page's panel to resolve a submitted or unknown effect (`resolveEffect`). */
@@ -566,7 +573,7 @@ async function runView(ref, params) {
       ],
     ),
     el('h2', {}, 'Timeline'),
-    el('div', { class: 'timeline' }, timeline(r)),
+    scrollable(el('div', { class: 'timeline' }, timeline(r))),
     el('h2', {}, 'Effects not settled (unknown first)'),
     ...effectPaging(ref, r),
     r.effects.length > 0
@@ -596,6 +603,24 @@ async function runView(ref, params) {
   ]
 }
 
+/**
+ * `in 9m 58s` until the time `iso`, or `expired 3s ago`: the page's clock against a lease's
+ * recorded expiry (the backend's clock when its leases use it; the same machine's here).
+ */
+function countdown(iso) {
+  const ms = Date.parse(iso) - Date.now()
+  const s = Math.floor(Math.abs(ms) / 1000)
+  const h = Math.floor(s / 3600)
+  const text = `${h > 0 ? `${h}h ` : ''}${Math.floor((s % 3600) / 60)}m ${s % 60}s`
+  return ms > 0 ? `in ${text}` : `expired ${text} ago`
+}
+
+/** Moves every countdown on the page on (once a second, from {@link start}). */
+function tickCountdowns() {
+  for (const node of document.querySelectorAll('[data-countdown]'))
+    setText(node, countdown(node.getAttribute('data-countdown')))
+}
+
 async function workerView(ref) {
   const w = await api(`/api/worker?ref=${encodeURIComponent(ref)}`)
   return [
@@ -609,7 +634,16 @@ async function workerView(ref) {
           'lease',
           w.lease === null
             ? 'none'
-            : `held by ${w.lease.holder}, token ${w.lease.token}, until ${w.lease.expiresAt}`,
+            : el(
+                'span',
+                {},
+                `held by ${w.lease.holder}, fencing token ${w.lease.token}, until ${w.lease.expiresAt}, `,
+                el(
+                  'span',
+                  { id: 'lease-countdown', 'data-countdown': w.lease.expiresAt },
+                  countdown(w.lease.expiresAt),
+                ),
+              ),
         ],
         ['lease expired', w.leaseExpired ? 'yes: running, and nobody holds it' : 'no'],
         ['summary', w.summary ?? '-'],
@@ -642,12 +676,134 @@ async function workerView(ref) {
   ]
 }
 
+async function daemonView(ref) {
+  const d = await api(`/api/daemon?ref=${encodeURIComponent(ref)}`)
+  const f = d.inflight
+  return [
+    el('h1', {}, 'Daemon ', el('code', { id: 'daemon-id' }, d.daemonId)),
+    table(
+      ['field', 'value'],
+      [
+        ['state', d.state],
+        ['queue', `${d.queued} of ${d.capacity}${d.full ? ': full, triggers are refused' : ''}`],
+        ['pending', String(d.pending)],
+        ['acknowledged', String(d.acknowledged)],
+        ['wake interval', d.wakeIntervalMs === null ? '-' : `${d.wakeIntervalMs} ms`],
+        ['watch paths', d.watchPaths.length === 0 ? '-' : d.watchPaths.join('\n')],
+        ['saved', d.savedAt ?? '-'],
+      ],
+      (i) => (i === 1 && d.full ? 'attention' : ''),
+    ),
+    el('h2', {}, 'In-flight delivery'),
+    f === null
+      ? el('p', { class: 'note', id: 'inflight-none' }, 'None: no delivery holds an event.')
+      : table(
+          ['field', 'value'],
+          [
+            ['event', `#${f.seq} (${f.eventId})`],
+            ['attempt', String(f.attempt)],
+            ['holder', f.holder],
+            ['triggered', f.triggeredAt],
+            [
+              'visibility deadline',
+              `${f.visibleAgainAt}${f.expired ? ': passed, delivered again on the next claim' : ''}`,
+            ],
+          ],
+          (i) => (i === 4 && f.expired ? 'attention' : ''),
+        ),
+    el('h2', {}, 'Head event'),
+    d.head === null
+      ? el('p', { class: 'note', id: 'head-none' }, 'The queue is empty.')
+      : el(
+          'div',
+          {},
+          el('p', { id: 'head-delivery' }, d.head.delivery),
+          lines('head-event', d.head.event),
+        ),
+  ]
+}
+
+async function sessionView(ref, params) {
+  const cursor = params.get('cursor')
+  const query = new URLSearchParams({ ref })
+  if (cursor !== null) query.set('cursor', cursor)
+  const s = await api(`/api/session?${query}`)
+  const h = s.handoff
+  return [
+    el('h1', {}, 'Session ', el('code', { id: 'session-id' }, s.sessionId)),
+    table(
+      ['field', 'value'],
+      [
+        ['conflict policy', s.conflictPolicy],
+        ['writers', s.writers.length === 0 ? '-' : s.writers.join('\n')],
+        ['marker version', s.version],
+      ],
+    ),
+    el('h2', {}, 'Conflict-policy overrides'),
+    s.overrides.length === 0
+      ? el('p', { class: 'note', id: 'overrides-none' }, 'None: every handle kept the policy.')
+      : el(
+          'div',
+          { id: 'overrides' },
+          table(
+            ['writer', 'policy', 'at'],
+            s.overrides.map((o) => [o.writer, o.policy, o.at]),
+            () => 'attention',
+          ),
+        ),
+    el('h2', {}, 'Handoff'),
+    h === null
+      ? el('p', { class: 'note', id: 'handoff-none' }, 'No handoff written.')
+      : 'error' in h
+        ? el('p', { class: 'error', id: 'handoff-error' }, h.error)
+        : el(
+            'div',
+            {},
+            el('p', { id: 'handoff-by' }, `by ${h.writer} at ${h.writtenAt}`),
+            lines('handoff', h.envelope),
+          ),
+    el('h2', {}, 'Keys'),
+    s.keys.length === 0
+      ? el('p', { class: 'note', id: 'session-keys-none' }, 'No keys.')
+      : el(
+          'div',
+          { id: 'session-keys' },
+          table(
+            ['key', 'writer', 'size', 'updated', 'version'],
+            s.keys.map((k) => [
+              el('a', { href: `#/key/${k.ref}` }, k.name),
+              k.writer ?? '-',
+              bytes(k.size),
+              k.updatedAt ?? '-',
+              k.version,
+            ]),
+          ),
+        ),
+    s.next === null
+      ? null
+      : el(
+          'p',
+          {},
+          el(
+            'a',
+            {
+              id: 'session-next',
+              href: `#/session/${ref}?${new URLSearchParams({ cursor: s.next })}`,
+            },
+            'Next page of keys',
+          ),
+        ),
+  ]
+}
+
 const ROUTES = [
   [/^overview$/, () => overviewView(), 'overview'],
   [/^keys$/, (_m, params) => keysView(params), 'keys'],
   [/^key\/([A-Za-z0-9_-]*)$/, (m) => keyView(m[1]), 'key'],
   [/^run\/([A-Za-z0-9_-]+)$/, (m, params) => runView(m[1], params), 'run'],
   [/^worker\/([A-Za-z0-9_-]+)$/, (m) => workerView(m[1]), 'worker'],
+  [/^daemon\/([A-Za-z0-9_-]+)$/, (m) => daemonView(m[1]), 'daemon'],
+  [/^session\/([A-Za-z0-9_-]+)$/, (m, params) => sessionView(m[1], params), 'session'],
   [/^(runs|workers|daemons|sessions)$/, (m) => listView(m[1]), null],
 ]
 
@@ -752,6 +908,7 @@ async function start() {
     // The view itself shows the error.
   }
   window.addEventListener('hashchange', () => render())
+  setInterval(tickCountdowns, 1000)
   listen()
   await render()
 }
