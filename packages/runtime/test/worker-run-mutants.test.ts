@@ -9,7 +9,12 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type * as ResumeWorker from '../src/worker/resume-worker.js'
 import type * as WorkerRun from '../src/worker/worker-run.js'
 import { mutated, unmockAll } from './mutants.js'
-import { RUN_BACKENDS, resumeReopensRun, staleOwnerFenced } from './worker-run-scenarios.js'
+import {
+  RUN_BACKENDS,
+  resumeReopensRun,
+  staleOwnerFenced,
+  wakeReopensRun,
+} from './worker-run-scenarios.js'
 
 const RESUME_WORKER = '../src/worker/resume-worker.ts'
 const WORKER_RUN = '../src/worker/worker-run.ts'
@@ -44,6 +49,25 @@ const oldToken = (stale: { lease: Lease | null }) => (original: Record<string, u
     ),
 })
 
+/** Mutant: a wake's resume that drops the dispatcher's `workers.run` (onResumed reopens by hand). */
+const wakeWithoutRun = (original: Record<string, unknown>) => ({
+  ...original,
+  resumeWorkerOnWake: (
+    backend: Backend,
+    workerId: string,
+    options: ResumeWorker.ResumeWorkerOptions,
+    wake: Parameters<typeof ResumeWorker.resumeWorkerOnWake>[3],
+  ) => {
+    const { run: _ignored, ...rest } = options
+    return (original.resumeWorkerOnWake as typeof ResumeWorker.resumeWorkerOnWake)(
+      backend,
+      workerId,
+      rest,
+      wake,
+    )
+  },
+})
+
 const KINDS = RUN_BACKENDS.filter((kind) => kind.name === 'memory' || kind.name === 'sqlite')
 
 describe.each(KINDS)('worker-and-run mutants on $name', (kind) => {
@@ -69,5 +93,11 @@ describe.each(KINDS)('worker-and-run mutants on $name', (kind) => {
     })
     // worker-run.test.ts expects the resume to succeed and reopen the run.
     expect(outcome).toMatchObject({ resume: 'LEASE_LOST', reopened: false })
+  })
+
+  it("a wake's resume that drops `workers.run`: onResumed gets the worker without its run", async () => {
+    const outcome = await wakeReopensRun(await mutated(RESUME_WORKER, wakeWithoutRun), kind)
+    // worker-run.test.ts expects reopened, attempt 2, ['run_opened', 'run_reopened'].
+    expect(outcome).toMatchObject({ reopened: false, attemptCount: null, runAudit: ['run_opened'] })
   })
 })

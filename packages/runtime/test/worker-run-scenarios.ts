@@ -371,3 +371,68 @@ export async function staleOwnerFenced(
     }
   })
 }
+
+/** What {@link wakeReopensRun} saw in the dispatcher's `onResumed`. */
+export interface WakeReopenOutcome {
+  /** Whether the woken worker's `run` was open when `onResumed` got it. */
+  readonly reopened: boolean
+  readonly attemptCount: number | null
+  /** What e1 returned on the woken worker's run (its recorded result, not a new dispatch). */
+  readonly e1: JsonValue | null
+  readonly applied: Record<string, number>
+  readonly runAudit: string[]
+}
+
+/**
+ * A worker opens its run, performs e1 and parks on an event; the event is
+ * published and a wake dispatcher whose `workers.run` names the run's
+ * handlers resumes it: `onResumed` gets the worker with its run reopened
+ * under the wake's resume, e1 answered from the ledger.
+ */
+export async function wakeReopensRun(
+  rt: Runtime,
+  kind: RunBackendKind,
+): Promise<WakeReopenOutcome> {
+  return withStorage(kind, async (storage) => {
+    const backend = storage.open()
+    const target = countingTarget()
+    const run = { handlers: target.handlers }
+    const owner = { holder: 'agent-1', leaseTtlMs: kind.ttlMs }
+    const first = await rt.startWorker(backend, { ...owner, workerId: 'w1' })
+    const opened = await first.openRun('r1', run)
+    await opened.effect('pay', 'e1', { amount: 1 })
+    await first.suspend({ reason: 'waiting for a fix', conditions: { onEvent: 'fix-chosen' } })
+    await rt.publishEvent(backend, 'fix-chosen', { fix: 'retry' })
+    let seen: WakeReopenOutcome | undefined
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {},
+      dispatcherId: 'dispatcher',
+      intervalMs: null,
+      workers: {
+        holder: 'agent-2',
+        leaseTtlMs: kind.ttlMs,
+        run,
+        async onResumed(worker) {
+          const e1 =
+            worker.run === null ? null : await worker.run.effect('pay', 'e1', { amount: 1 })
+          seen = {
+            reopened: worker.run !== null,
+            attemptCount: worker.run?.attemptCount ?? null,
+            e1,
+            applied: { ...target.applied },
+            runAudit: runEvents(worker.audit),
+          }
+          await worker.complete()
+        },
+      },
+    })
+    try {
+      await dispatcher.ready
+      await dispatcher.tick()
+    } finally {
+      await dispatcher.stop()
+    }
+    if (seen === undefined) throw new Error('the dispatcher did not resume the worker')
+    return seen
+  })
+}

@@ -13,9 +13,20 @@ import {
   RUN_BACKENDS,
   resumeReopensRun,
   staleOwnerFenced,
+  wakeReopensRun,
 } from './worker-run-scenarios.js'
 
 describe.each(RUN_BACKENDS)('worker and run together on $name', (kind) => {
+  it("a wake dispatcher's `workers.run` hands onResumed the worker with its run reopened", async () => {
+    expect(await wakeReopensRun(runtime, kind)).toEqual({
+      reopened: true,
+      attemptCount: 2,
+      e1: { receipt: 'r-e1' },
+      applied: { e1: 1 },
+      runAudit: ['run_opened', 'run_reopened'],
+    })
+  })
+
   it('a resume with `run` reopens the run under the new lease; confirmed effects do not run again', async () => {
     const outcome = await resumeReopensRun(runtime, kind)
     // The suspend released the run with the worker: nobody holds its head.

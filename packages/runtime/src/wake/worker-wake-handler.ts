@@ -6,6 +6,7 @@ import { TIMEOUT_ACTIONS } from '../worker/resume-conditions.js'
 import { resumeWorkerOnWake } from '../worker/resume-worker.js'
 import type { Worker } from '../worker/worker.js'
 import { timeOutWorker } from '../worker/worker-lifecycle.js'
+import type { WorkerRunOptions } from '../worker/worker-run.js'
 import { getEvent } from './event-topics.js'
 import type { FiredWake } from './wake-records.js'
 import { workerWakePayloadSchema } from './worker-wakes.js'
@@ -29,6 +30,22 @@ export const workerWakeOptionsSchema = z.strictObject({
   holder: z.string().min(1).max(256).optional(),
   /** Lease TTL of resumed workers. Default the worker default (5 minutes). */
   leaseTtlMs: z.int().min(1).optional(),
+  /**
+   * Reopen the run a woken worker owns (`worker.openRun`) as part of its
+   * resume, as `resumeWorker`'s `run` does: `onResumed` gets `worker.run`
+   * already open and reconciled, and a run that cannot be reopened fails the
+   * resume, so the wake is delivered again. Without it, `onResumed` calls
+   * `worker.reopenRun` itself.
+   */
+  run: z
+    .custom<WorkerRunOptions>(
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        typeof (value as { handlers?: unknown }).handlers === 'object',
+      'run must be { handlers, revalidate? }',
+    )
+    .optional(),
 })
 /** See {@link workerWakeOptionsSchema}. */
 export type WorkerWakeOptions = z.input<typeof workerWakeOptionsSchema>
@@ -166,7 +183,12 @@ export async function handleWorkerWake(
     resumeWorkerOnWake(
       backend,
       workerId,
-      { ...owner, input, cause: `wake:${wake.id}` },
+      {
+        ...owner,
+        input,
+        cause: `wake:${wake.id}`,
+        ...(options.run === undefined ? {} : { run: options.run }),
+      },
       {
         wakeId: wake.id,
         triggerId,
