@@ -1165,9 +1165,10 @@ for (const target of BACKENDS) {
         const TICK = 'setInterval(tickCountdowns, 1000)'
         await withMutatedAsset('/app.js', TICK, 'void tickCountdowns', {}, async (other) => {
           const failures = await countdownFailures(other, backend, 'ticker')
-          expect(failures[0]).toMatch(/^the countdown stayed at in 9m \d+s for 4 s$/)
+          // The lease was taken when the suite seeded (10 min TTL), minutes ago on a loaded machine.
+          expect(failures[0]).toMatch(/^the countdown stayed at in \d+m \d+s for 4 s$/)
           // And, 4 s stale by then, it may no longer agree with the lease.
-          expect(failures.slice(1).every((f) => /^countdown in 9m \d+s, /.test(f))).toBe(true)
+          expect(failures.slice(1).every((f) => /^countdown in \d+m \d+s, /.test(f))).toBe(true)
         })
       })
 
