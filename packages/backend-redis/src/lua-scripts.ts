@@ -20,7 +20,8 @@ export interface LuaScript {
   readonly source: string
 }
 
-const PRELUDE = `
+/** Helpers every script starts with (exported for the native queue's scripts). */
+export const PRELUDE = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -65,6 +66,31 @@ local function mismatch(key, v)
   local f = redis.call('HMGET', key, '${F.writer}', '${F.updatedAt}')
   return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, '${F.value}')), f[1] or '', f[2] or ''}
 end
+-- Stores a value as put does, its checks done: the next revision, a version
+-- carrying the size, writer and server time; a new value is indexed and a new
+-- key registered. v and r: the key's current version and revision (or nil).
+local function write_value(key, index, records, member, value, writer, suffix, now, v, r)
+  local rev = (tonumber(r) or 0) + 1
+  local version = num(rev) .. '.' .. suffix .. '.' .. #value
+  redis.call('HSET', key, '${F.version}', version, '${F.value}', value, '${F.writer}', writer, '${F.updatedAt}', num(now), '${F.revision}', num(rev))
+  -- An existing value is already indexed, and a key with a revision is already registered.
+  if not v then redis.call('ZADD', index, 0, member) end
+  if not r then redis.call('SADD', records, member) end
+  return version
+end
+-- Removes a value as delete does, its checks done (revision, lease and fence stay).
+local function remove_value(key, index, member)
+  redis.call('HDEL', key, '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
+  redis.call('ZREM', index, member)
+end
+-- Removes a lease as releaseLease does (the fencing counter stays).
+local function drop_lease(key)
+  redis.call('HDEL', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+end
+-- The change hint of watch, after the write (the script is atomic: a subscriber's re-read sees it).
+local function hint(channel, member)
+  if channel and channel ~= '' then redis.call('SPUBLISH', channel, member) end
+end
 `
 
 /**
@@ -90,14 +116,8 @@ local v = f[1]
 local bad = lease_check(KEYS[1], ARGV[6], ARGV[8], now, f[3], f[4], f[5])
 if bad then return bad end
 if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then return mismatch(KEYS[1], v) end
-local rev = (tonumber(f[2]) or 0) + 1
-local version = num(rev) .. '.' .. ARGV[7] .. '.' .. #ARGV[2]
-redis.call('HSET', KEYS[1], '${F.version}', version, '${F.value}', ARGV[2], '${F.writer}', ARGV[3], '${F.updatedAt}', num(now), '${F.revision}', num(rev))
--- An existing value is already indexed, and a key with a revision is already registered.
-if not v then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
-if not f[2] then redis.call('SADD', KEYS[3], ARGV[1]) end
--- The change hint, after the write (the script is atomic: a subscriber's re-read sees it).
-if ARGV[9] and ARGV[9] ~= '' then redis.call('SPUBLISH', ARGV[9], ARGV[1]) end
+local version = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, v, f[2])
+hint(ARGV[9], ARGV[1])
 return {'OK', version, num(now)}
 `,
 }
@@ -123,12 +143,62 @@ if f[2] or ARGV[3] ~= '' then
 end
 if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 if not v then return {'OK', '0'} end
-redis.call('HDEL', KEYS[1], '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
-redis.call('ZREM', KEYS[2], ARGV[1])
-if ARGV[5] and ARGV[5] ~= '' then redis.call('SPUBLISH', ARGV[5], ARGV[1]) end
+remove_value(KEYS[1], KEYS[2], ARGV[1])
+hint(ARGV[5], ARGV[1])
 return {'OK', '1'}
 `,
 }
+
+/**
+ * The grant of acquireLease as a Lua function (see {@link ACQUIRE}), shared with the
+ * native queue's claim so both grant tokens from the same fencing counter the same way.
+ * Returns the reply of ACQUIRE.
+ */
+export const GRANT_LEASE = `
+local function grant_lease(key, records, meta, member, holder, ttl, rand, hold_on, hold_ms)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local f = redis.call('HMGET', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
+  local till = 0
+  local known = nil
+  if hold_on == '1' then
+    local info = redis.call('INFO', 'replication')
+    local id2 = string.match(info, 'master_replid2:(%x+)')
+    if id2 and string.find(id2, '[^0]') then
+      local id = string.match(info, 'master_replid:(%x+)') or ''
+      local m = redis.call('HMGET', meta, '${M.holdReplid}', '${M.holdFrom}', '${M.holdUntil}', '${M.longestTtl}')
+      known = longest_ttl(m[4])
+      if not known then return {'CORRUPT_META'} end
+      local hold = math.max(tonumber(hold_ms), known)
+      local from = now
+      if m[1] == id then
+        from, till = tonumber(m[2]), tonumber(m[3])
+        if not (from and till) then return {'CORRUPT_META'} end
+        if till <= now then hold = 0 end
+      end
+      if m[1] ~= id or from + hold > till then
+        till = math.max(till, from + hold)
+        redis.call('HSET', meta, '${M.holdReplid}', id, '${M.holdFrom}', num(from), '${M.holdUntil}', num(till))
+      end
+    end
+  end
+  if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
+  if till > now then return {'PROMOTION_HOLD', num(till)} end
+  if known == nil then
+    known = longest_ttl(redis.call('HGET', meta, '${M.longestTtl}'))
+    if not known then return {'CORRUPT_META'} end
+  end
+  local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
+  local expires = now + tonumber(ttl)
+  local id = num(token) .. ':' .. rand
+  redis.call('HSET', key, '${F.leaseHolder}', holder, '${F.leaseToken}', num(token), '${F.leaseTtl}', ttl, '${F.leaseExpiresAt}', num(expires), '${F.fence}', num(token), '${F.leaseId}', id)
+  -- A fencing counter means an earlier acquire already registered the key.
+  if not f[4] then redis.call('SADD', records, member) end
+  record_ttl(meta, known, tonumber(ttl))
+  return {'OK', num(token), num(expires), id}
+end
+`
 
 /**
  * acquireLease. KEYS: record, records, namespace meta. ARGV: member, holder,
@@ -167,50 +237,27 @@ return {'OK', '1'}
 export const ACQUIRE: LuaScript = {
   name: 'acquire',
   numberOfKeys: 3,
-  source: `${PRELUDE}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
-local till = 0
-local known = nil
-if ARGV[5] == '1' then
-  local info = redis.call('INFO', 'replication')
-  local id2 = string.match(info, 'master_replid2:(%x+)')
-  if id2 and string.find(id2, '[^0]') then
-    local id = string.match(info, 'master_replid:(%x+)') or ''
-    local m = redis.call('HMGET', KEYS[3], '${M.holdReplid}', '${M.holdFrom}', '${M.holdUntil}', '${M.longestTtl}')
-    known = longest_ttl(m[4])
-    if not known then return {'CORRUPT_META'} end
-    local hold = math.max(tonumber(ARGV[6]), known)
-    local from = now
-    if m[1] == id then
-      from, till = tonumber(m[2]), tonumber(m[3])
-      if not (from and till) then return {'CORRUPT_META'} end
-      if till <= now then hold = 0 end
-    end
-    if m[1] ~= id or from + hold > till then
-      till = math.max(till, from + hold)
-      redis.call('HSET', KEYS[3], '${M.holdReplid}', id, '${M.holdFrom}', num(from), '${M.holdUntil}', num(till))
-    end
-  end
-end
-if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
-if till > now then return {'PROMOTION_HOLD', num(till)} end
-if known == nil then
-  known = longest_ttl(redis.call('HGET', KEYS[3], '${M.longestTtl}'))
-  if not known then return {'CORRUPT_META'} end
-end
-local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
-local expires = now + tonumber(ARGV[3])
-local id = num(token) .. ':' .. ARGV[4]
-redis.call('HSET', KEYS[1], '${F.leaseHolder}', ARGV[2], '${F.leaseToken}', num(token), '${F.leaseTtl}', ARGV[3], '${F.leaseExpiresAt}', num(expires), '${F.fence}', num(token), '${F.leaseId}', id)
--- A fencing counter means an earlier acquire already registered the key.
-if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
-record_ttl(KEYS[3], known, tonumber(ARGV[3]))
-return {'OK', num(token), num(expires), id}
+  source: `${PRELUDE}${GRANT_LEASE}
+return grant_lease(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 `,
 }
+
+/**
+ * The renewal of renewLease as a Lua function (see {@link RENEW}), shared
+ * with the native queue's claim that keeps a delivery's lease.
+ */
+export const RENEW_LEASE = `
+local function renew_lease(key, meta, token, id, now)
+  local f = redis.call('HMGET', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+  if (not same_lease(f[2], f[5], token, id)) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
+  local known = longest_ttl(redis.call('HGET', meta, '${M.longestTtl}'))
+  if not known then return {'CORRUPT_META'} end
+  local expires = now + tonumber(f[3])
+  redis.call('HSET', key, '${F.leaseExpiresAt}', num(expires))
+  record_ttl(meta, known, tonumber(f[3]))
+  return {'OK', f[1], f[3], num(expires)}
+end
+`
 
 /**
  * renewLease. KEYS: record, namespace meta. ARGV: token, lease id or ''.
@@ -221,16 +268,8 @@ return {'OK', num(token), num(expires), id}
 export const RENEW: LuaScript = {
   name: 'renew',
   numberOfKeys: 2,
-  source: `${PRELUDE}
-local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
-if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
-local known = longest_ttl(redis.call('HGET', KEYS[2], '${M.longestTtl}'))
-if not known then return {'CORRUPT_META'} end
-local expires = now + tonumber(f[3])
-redis.call('HSET', KEYS[1], '${F.leaseExpiresAt}', num(expires))
-record_ttl(KEYS[2], known, tonumber(f[3]))
-return {'OK', f[1], f[3], num(expires)}
+  source: `${PRELUDE}${RENEW_LEASE}
+return renew_lease(KEYS[1], KEYS[2], ARGV[1], ARGV[2], now_ms())
 `,
 }
 
@@ -241,7 +280,7 @@ export const RELEASE: LuaScript = {
   source: `${PRELUDE}
 local f = redis.call('HMGET', KEYS[1], '${F.leaseToken}', '${F.leaseId}')
 if same_lease(f[1], f[2], ARGV[1], ARGV[2]) then
-  redis.call('HDEL', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+  drop_lease(KEYS[1])
   return 1
 end
 return 0

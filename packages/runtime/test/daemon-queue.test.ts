@@ -1,12 +1,14 @@
 import { isAgentStateError } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createDaemonQueue, openDaemonQueue } from '../src/index.js'
+import { openDaemonQueue } from '../src/index.js'
 import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { claimEventually, sleep } from './queue-helpers.js'
+import { createOnPath, withQueuePaths } from './queue-paths.js'
 
-describe.each(BACKENDS)('daemon queue on $name', (factory) => {
+describe.each(withQueuePaths(BACKENDS))('daemon queue on $name', (factory) => {
+  const createDaemonQueue = createOnPath(factory.path)
   let fixture: BackendFixture
   beforeEach(() => {
     fixture = factory.setup()
@@ -18,6 +20,8 @@ describe.each(BACKENDS)('daemon queue on $name', (factory) => {
   it('delivers in FIFO order, one sequence number per trigger, and leaves no event records', async () => {
     const backend = fixture.create()
     const queue = await createDaemonQueue(backend, 'fifo')
+    // The run is on the path it is named for (the native one is never a silent fallback).
+    expect(queue.path).toBe(factory.path)
     const seqs: number[] = []
     for (let i = 0; i < 6; i++) seqs.push(await queue.trigger({ kind: 'file_changed', i }))
     expect(seqs).toEqual([0, 1, 2, 3, 4, 5])
