@@ -155,48 +155,49 @@ return {'OK', '1'}
  * Returns the reply of ACQUIRE.
  */
 export const GRANT_LEASE = `
-local function grant_lease(key, records, meta, member, holder, ttl, rand, hold_on, hold_ms)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local f = redis.call('HMGET', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
-  local till = 0
-  local known = nil
-  if hold_on == '1' then
-    local info = redis.call('INFO', 'replication')
-    local id2 = string.match(info, 'master_replid2:(%x+)')
-    if id2 and string.find(id2, '[^0]') then
-      local id = string.match(info, 'master_replid:(%x+)') or ''
-      local m = redis.call('HMGET', meta, '${M.holdReplid}', '${M.holdFrom}', '${M.holdUntil}', '${M.longestTtl}')
-      known = longest_ttl(m[4])
-      if not known then return {'CORRUPT_META'} end
-      local hold = math.max(tonumber(hold_ms), known)
-      local from = now
-      if m[1] == id then
-        from, till = tonumber(m[2]), tonumber(m[3])
-        if not (from and till) then return {'CORRUPT_META'} end
-        if till <= now then hold = 0 end
-      end
-      if m[1] ~= id or from + hold > till then
-        till = math.max(till, from + hold)
-        redis.call('HSET', meta, '${M.holdReplid}', id, '${M.holdFrom}', num(from), '${M.holdUntil}', num(till))
-      end
+-- KEYS and ARGV are ACQUIRE's, passed in as tables (its text is the script's own).
+local function grant_lease(KEYS, ARGV)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.fence}')
+local till = 0
+local known = nil
+if ARGV[5] == '1' then
+  local info = redis.call('INFO', 'replication')
+  local id2 = string.match(info, 'master_replid2:(%x+)')
+  if id2 and string.find(id2, '[^0]') then
+    local id = string.match(info, 'master_replid:(%x+)') or ''
+    local m = redis.call('HMGET', KEYS[3], '${M.holdReplid}', '${M.holdFrom}', '${M.holdUntil}', '${M.longestTtl}')
+    known = longest_ttl(m[4])
+    if not known then return {'CORRUPT_META'} end
+    local hold = math.max(tonumber(ARGV[6]), known)
+    local from = now
+    if m[1] == id then
+      from, till = tonumber(m[2]), tonumber(m[3])
+      if not (from and till) then return {'CORRUPT_META'} end
+      if till <= now then hold = 0 end
+    end
+    if m[1] ~= id or from + hold > till then
+      till = math.max(till, from + hold)
+      redis.call('HSET', KEYS[3], '${M.holdReplid}', id, '${M.holdFrom}', num(from), '${M.holdUntil}', num(till))
     end
   end
-  if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
-  if till > now then return {'PROMOTION_HOLD', num(till)} end
-  if known == nil then
-    known = longest_ttl(redis.call('HGET', meta, '${M.longestTtl}'))
-    if not known then return {'CORRUPT_META'} end
-  end
-  local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
-  local expires = now + tonumber(ttl)
-  local id = num(token) .. ':' .. rand
-  redis.call('HSET', key, '${F.leaseHolder}', holder, '${F.leaseToken}', num(token), '${F.leaseTtl}', ttl, '${F.leaseExpiresAt}', num(expires), '${F.fence}', num(token), '${F.leaseId}', id)
-  -- A fencing counter means an earlier acquire already registered the key.
-  if not f[4] then redis.call('SADD', records, member) end
-  record_ttl(meta, known, tonumber(ttl))
-  return {'OK', num(token), num(expires), id}
+end
+if f[2] and tonumber(f[3]) > now then return {'LEASE_HELD', f[1], f[3]} end
+if till > now then return {'PROMOTION_HOLD', num(till)} end
+if known == nil then
+  known = longest_ttl(redis.call('HGET', KEYS[3], '${M.longestTtl}'))
+  if not known then return {'CORRUPT_META'} end
+end
+local token = math.max((tonumber(f[4]) or 0) + 1, now_us)
+local expires = now + tonumber(ARGV[3])
+local id = num(token) .. ':' .. ARGV[4]
+redis.call('HSET', KEYS[1], '${F.leaseHolder}', ARGV[2], '${F.leaseToken}', num(token), '${F.leaseTtl}', ARGV[3], '${F.leaseExpiresAt}', num(expires), '${F.fence}', num(token), '${F.leaseId}', id)
+-- A fencing counter means an earlier acquire already registered the key.
+if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
+record_ttl(KEYS[3], known, tonumber(ARGV[3]))
+return {'OK', num(token), num(expires), id}
 end
 `
 
@@ -238,7 +239,7 @@ export const ACQUIRE: LuaScript = {
   name: 'acquire',
   numberOfKeys: 3,
   source: `${PRELUDE}${GRANT_LEASE}
-return grant_lease(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+return grant_lease(KEYS, ARGV)
 `,
 }
 
@@ -247,15 +248,16 @@ return grant_lease(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
  * with the native queue's claim that keeps a delivery's lease.
  */
 export const RENEW_LEASE = `
-local function renew_lease(key, meta, token, id, now)
-  local f = redis.call('HMGET', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
-  if (not same_lease(f[2], f[5], token, id)) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
-  local known = longest_ttl(redis.call('HGET', meta, '${M.longestTtl}'))
-  if not known then return {'CORRUPT_META'} end
-  local expires = now + tonumber(f[3])
-  redis.call('HSET', key, '${F.leaseExpiresAt}', num(expires))
-  record_ttl(meta, known, tonumber(f[3]))
-  return {'OK', f[1], f[3], num(expires)}
+-- KEYS and ARGV are RENEW's, passed in as tables (its text is the script's own); now in ms.
+local function renew_lease(KEYS, ARGV, now)
+local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
+local known = longest_ttl(redis.call('HGET', KEYS[2], '${M.longestTtl}'))
+if not known then return {'CORRUPT_META'} end
+local expires = now + tonumber(f[3])
+redis.call('HSET', KEYS[1], '${F.leaseExpiresAt}', num(expires))
+record_ttl(KEYS[2], known, tonumber(f[3]))
+return {'OK', f[1], f[3], num(expires)}
 end
 `
 
@@ -269,7 +271,7 @@ export const RENEW: LuaScript = {
   name: 'renew',
   numberOfKeys: 2,
   source: `${PRELUDE}${RENEW_LEASE}
-return renew_lease(KEYS[1], KEYS[2], ARGV[1], ARGV[2], now_ms())
+return renew_lease(KEYS, ARGV, now_ms())
 `,
 }
 

@@ -137,7 +137,7 @@ if kept then
   end
   local ev = head_event(ARGV[8], prefix, digits, at)
   if not ev then return {'QUEUE_CORRUPT', event_member(prefix, digits, at)} end
-  local r = renew_lease(KEYS[1], KEYS[4], ARGV[13], ARGV[14], now)
+  local r = renew_lease({KEYS[1], KEYS[4]}, {ARGV[13], ARGV[14]}, now)
   if r[1] ~= 'OK' then return r end
   remove_value(ARGV[8] .. done, KEYS[5], done)
   hint(ARGV[12], done)
@@ -151,7 +151,7 @@ end
 if at >= nxt then return {'EMPTY'} end
 local ev = head_event(ARGV[8], prefix, digits, at)
 if not ev then return {'QUEUE_CORRUPT', event_member(prefix, digits, at)} end
-local g = grant_lease(KEYS[1], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+local g = grant_lease({KEYS[1], KEYS[3], KEYS[4]}, {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]})
 if g[1] ~= 'OK' then return g end
 -- Leftover of an ack that crashed between its writes (generic path): gone before the claim.
 if at > 0 then

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDaemonQueue } from '../src/index.js'
 import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
+import { capacityExact, tokenPerClaim } from './daemon-queue-scenarios.js'
 import { codeOf } from './error-code.js'
 import { claimEventually, sleep } from './queue-helpers.js'
 import { createOnPath, withQueuePaths } from './queue-paths.js'
@@ -79,6 +80,18 @@ describe.each(withQueuePaths(BACKENDS))('daemon queue on $name', (factory) => {
     await delivery.ack()
     expect(await queue.trigger({ i: 3 })).toBe(3)
     expect(await codeOf(queue.trigger({ i: 4 }))).toBe('QUEUE_FULL')
+  })
+
+  it('holds exactly its capacity, and every claim gets a larger fencing token', async () => {
+    // The same steps run against broken native scripts in daemon-queue-native-mutants.test.ts.
+    expect(await capacityExact(createDaemonQueue, fixture)).toEqual({
+      single: 'QUEUE_FULL',
+      batch: 'QUEUE_FULL',
+      queued: 2,
+    })
+    const tokens = await tokenPerClaim(createDaemonQueue, fixture)
+    expect(tokens.second).toBeGreaterThan(tokens.first)
+    expect(tokens.attempts).toEqual([1, 2])
   })
 
   it('never exceeds the capacity under concurrent producers on separate instances', async () => {
