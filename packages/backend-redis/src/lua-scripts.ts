@@ -66,6 +66,16 @@ local function mismatch(key, v)
   local f = redis.call('HMGET', key, '${F.writer}', '${F.updatedAt}')
   return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, '${F.value}')), f[1] or '', f[2] or ''}
 end
+-- put's checks: the lease (given token and id, or none), then the precondition
+-- (ifMatch version or '', '1' for ifNoneMatch). An error reply, or nil and the
+-- key's version, revision and lease fields.
+local function put_check(key, token, id, if_match, if_none, now)
+  local f = redis.call('HMGET', key, '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
+  local bad = lease_check(key, token, id, now, f[3], f[4], f[5])
+  if bad then return bad end
+  if (if_match ~= '' and f[1] ~= if_match) or (if_none == '1' and f[1]) then return mismatch(key, f[1]) end
+  return nil, f
+end
 -- Stores a value as put does, its checks done: the next revision, a version
 -- carrying the size, writer and server time; a new value is indexed and a new
 -- key registered. v and r: the key's current version and revision (or nil).
@@ -111,11 +121,9 @@ export const PUT: LuaScript = {
   numberOfKeys: 3,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
-local v = f[1]
-local bad = lease_check(KEYS[1], ARGV[6], ARGV[8], now, f[3], f[4], f[5])
+local bad, f = put_check(KEYS[1], ARGV[6], ARGV[8], ARGV[4], ARGV[5], now)
 if bad then return bad end
-if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then return mismatch(KEYS[1], v) end
+local v = f[1]
 local version = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, v, f[2])
 hint(ARGV[9], ARGV[1])
 return {'OK', version, num(now)}

@@ -116,7 +116,9 @@ local now = now_ms()
 local h = redis.call('HMGET', KEYS[1], '${F.version}', '${F.value}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
 local head = h[2] and decoded(h[2])
 local tail = decoded(redis.call('HGET', KEYS[2], '${F.value}') or '')
-if not (head and tail and tonumber(tail.next) and tonumber(head.head)) then return {'QUEUE_CORRUPT', ARGV[1]} end
+if not (head and tail and tonumber(tail.next) and tonumber(head.head) and tonumber(head.attempts) and tonumber(head.iterations)) then
+  return {'QUEUE_CORRUPT', ARGV[1]}
+end
 local nxt = tonumber(tail.next)
 local at, attempts, iterations = tonumber(head.head), tonumber(head.attempts), tonumber(head.iterations)
 local prefix, digits = ARGV[9], tonumber(ARGV[10])
@@ -183,10 +185,8 @@ export const QUEUE_SETTLE: LuaScript = {
   numberOfKeys: 3,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
-local bad = lease_check(KEYS[1], ARGV[3], ARGV[4], now, f[3], f[4], f[5])
+local bad, f = put_check(KEYS[1], ARGV[3], ARGV[4], ARGV[5], '', now)
 if bad then return bad end
-if f[1] ~= ARGV[5] then return mismatch(KEYS[1], f[1]) end
 write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], '', ARGV[8], now, f[1], f[2])
 if ARGV[6] ~= '' then
   remove_value(ARGV[7] .. ARGV[6], KEYS[2], ARGV[6])
