@@ -121,7 +121,8 @@ export function nativeQueueOperations(ctx: OperationContext, hold: PromotionHold
         ),
         keys.head,
       )
-      if (r[0] === 'EMPTY') return null
+      // EMPTY wrote nothing; OK ACKED acknowledged `previous` and found nothing more.
+      if (r[0] === 'EMPTY' || (r[0] === 'OK' && r[1] === 'ACKED')) return null
       if (r[0] !== 'OK') queueFailure(r, keys.head, previous?.lease)
       const f = named(keys.head, r, REPLY.queueClaim)
       return {

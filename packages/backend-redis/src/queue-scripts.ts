@@ -100,7 +100,9 @@ return {'OK', num(nxt), num(stored)}
  * ack-and-claim the previous delivery's token, lease id, head version and
  * sequence number (all '' otherwise).
  * Reply: OK headVersion token expiresAt leaseId holder ttlMs eventJson
- * headJson; EMPTY; LEASE_HELD, LEASE_LOST, PRECONDITION_FAILED,
+ * headJson; OK ACKED (an ack-and-claim that acknowledged and found the queue
+ * empty: it wrote, so it is an OK reply, which replication confirms);
+ * EMPTY (nothing written); LEASE_HELD, LEASE_LOST, PRECONDITION_FAILED,
  * PROMOTION_HOLD, CORRUPT_META as the lease and put scripts; QUEUE_CORRUPT key.
  *
  * Every check comes before the first write, so a refused claim writes
@@ -135,7 +137,8 @@ if kept then
     drop_lease(KEYS[1])
     hint(ARGV[12], done)
     hint(ARGV[12], ARGV[1])
-    return {'EMPTY'}
+    -- OK, not EMPTY: this wrote, so under replication the client waits for it (WAIT).
+    return {'OK', 'ACKED'}
   end
   local ev = head_event(ARGV[8], prefix, digits, at)
   if not ev then return {'QUEUE_CORRUPT', event_member(prefix, digits, at)} end

@@ -8,6 +8,7 @@
 import type { Backend } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createDaemonQueue, daemonSnapshot, openDaemonQueue } from '../src/index.js'
+import { daemonHeadKey } from '../src/internal.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 
@@ -77,6 +78,23 @@ describe('queue paths', () => {
       inflightEvent: null,
     })
   })
+
+  it.each(['generic', 'native'] as const)(
+    'ackAndClaim of the last event acknowledges it and releases the lease (%s)',
+    async (path) => {
+      const backend = redis.create()
+      const queue = await createDaemonQueue(backend, `last-${path}`, { path })
+      await queue.trigger({ n: 0 })
+      const delivery = await queue.claim({ holder: 'a', visibilityTimeoutMs: 20_000 })
+      expect(await delivery?.ackAndClaim()).toBeNull()
+      expect(await queue.counts()).toMatchObject({ head: 1, queuedCount: 0, iterations: 1 })
+      expect(await backend.getLease(daemonHeadKey(`last-${path}`))).toBeNull()
+      await queue.trigger({ n: 1 })
+      const next = await queue.claim({ holder: 'b' })
+      expect([next?.seq, next?.attempt, next?.holder]).toEqual([1, 1, 'b'])
+      await next?.ack()
+    },
+  )
 
   it('both paths leave the same records: same keys, same JSON, read by the same readers', async () => {
     const backend = redis.create()
