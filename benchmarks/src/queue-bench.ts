@@ -25,6 +25,11 @@
  * operation, and compare-and-set rounds lost per stored event at c=16. The backlog is written straight into the
  * queue's records (untimed, through a second backend instance without fsync
  * where the backend has that option), in exactly the layout `trigger` leaves.
+ * `redis-native` is our Redis backend with queues on the native path (one
+ * Lua script per trigger, claim and ack; docs/runtime/daemons.md, "Queue
+ * paths"); its rows also carry the server's own command counts per
+ * operation (`INFO commandstats`: scripts run and Redis commands inside
+ * them), which load does not change either.
  * Results: stdout (a markdown table) and `results/queue-latest.json`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -44,6 +49,7 @@ import { daemonEventKey, daemonTailKey, encodeRecord } from '@agent-state/runtim
 import { createS3Backend } from '@agent-state/s3'
 import { createSqliteBackend } from '@agent-state/sqlite'
 import { startRedisServer, startRgw } from '@agent-state/test-services'
+import { Redis } from 'ioredis'
 import { type CallCounts, countingBackend, totalCalls } from './queue-counting.js'
 import {
   measureBullmq,
@@ -77,7 +83,8 @@ interface Row {
 }
 
 const backends = (
-  process.env.QUEUE_BENCH_BACKENDS ?? 'memory,sqlite,sqlite-normal,fs,redis,s3,bullmq,plainjob'
+  process.env.QUEUE_BENCH_BACKENDS ??
+  'memory,sqlite,sqlite-normal,fs,redis,redis-native,s3,bullmq,plainjob'
 ).split(',')
 const sizes = (process.env.QUEUE_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
 const timedOps = Number(process.env.QUEUE_BENCH_OPS ?? 300)
@@ -120,7 +127,8 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
           another: () => createFsBackend({ root: dir, namespace }),
         }
       }
-      case 'redis': {
+      case 'redis':
+      case 'redis-native': {
         redis ??= startRedisServer()
         const { host, port } = await redis
         return {
@@ -156,10 +164,63 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
 }
 
 let redis: ReturnType<typeof startRedisServer> | undefined
+
+/** Redis commands the server ran, by name, from `INFO commandstats`. */
+async function serverCommands() {
+  const { host, port } = await (redis as NonNullable<typeof redis>)
+  const client = new Redis({ host, port, lazyConnect: true })
+  await client.connect()
+  return {
+    async read(): Promise<Record<string, number>> {
+      const info = await client.info('commandstats')
+      const out: Record<string, number> = {}
+      for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+        out[match[1] as string] = Number(match[2])
+      }
+      return out
+    },
+    close: () => client.quit().then(() => undefined),
+  }
+}
+
+/** Server commands per operation of each phase (`redis-native` only), printed to stderr. */
+const serverCounts: Record<string, Record<string, number>> = {}
+
+/**
+ * Runs `body` and records the server's command counts per operation over it (the counting
+ * client's own INFO calls excluded); `server` null: just runs it.
+ */
+async function onServer<T>(
+  server: Awaited<ReturnType<typeof serverCommands>> | null,
+  ops: number,
+  phase: string,
+  body: () => Promise<T>,
+): Promise<T> {
+  if (server === null) return body()
+  const before = await server.read()
+  const result = await body()
+  const after = await server.read()
+  const perOperation: Record<string, number> = {}
+  for (const [command, calls] of Object.entries(after)) {
+    const delta = calls - (before[command] ?? 0) - (command === 'info' ? 1 : 0)
+    if (delta > 0) perOperation[command] = Number((delta / ops).toFixed(2))
+  }
+  serverCounts[phase] = perOperation
+  process.stderr.write(`server commands per ${phase}: ${JSON.stringify(perOperation)}\n`)
+  return result
+}
 let rgw: ReturnType<typeof startRgw> | undefined
 
-/** Writes `count` pending events in the layout `trigger` leaves: events/0..count-2 plus the tail. */
-async function fillBacklog(filler: Backend, daemonId: string, count: number): Promise<void> {
+/**
+ * Writes `count` pending events in the layout `trigger` leaves: events/0..count-2 plus the
+ * tail (the native path's trigger also gives the newest its own record: `native`).
+ */
+async function fillBacklog(
+  filler: Backend,
+  daemonId: string,
+  count: number,
+  native: boolean,
+): Promise<void> {
   const record = (seq: number): EventRecord => ({
     format: 'agent-state/daemon-event',
     seq,
@@ -169,7 +230,7 @@ async function fillBacklog(filler: Backend, daemonId: string, count: number): Pr
   })
   let next = 0
   const worker = async () => {
-    for (let seq = next++; seq < count - 1; seq = next++) {
+    for (let seq = next++; seq < count - (native ? 0 : 1); seq = next++) {
       await filler.put(daemonEventKey(daemonId, seq), encodeRecord(record(seq)))
     }
   }
@@ -229,24 +290,29 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
   try {
     const daemonId = 'bench'
     const { backend: measured, counts } = countingBackend(pair.measured)
+    const native = name === 'redis-native'
     const queue = await createDaemonQueue(measured, daemonId, {
       capacity: pending + 10 * timedOps + 10,
+      path: native ? 'native' : 'generic',
     })
     const fillStart = Date.now()
-    await fillBacklog(pair.filler, daemonId, pending)
+    await fillBacklog(pair.filler, daemonId, pending, native)
+    const server = native ? await serverCommands() : null
     const fillMs = Date.now() - fillStart
     // Warm-up outside the timed loops.
     for (let i = 0; i < 10; i++) await queue.trigger({ warm: i })
     const event = (i: number) => ({ kind: 'file_changed', path: `src/new-${i}.ts` })
-    const trigger = await perOp(counts, timedOps, () =>
-      timed(timedOps, (i) => queue.trigger(event(i))),
+    const trigger = await onServer(server, timedOps, `${pending} trigger`, () =>
+      perOp(counts, timedOps, () => timed(timedOps, (i) => queue.trigger(event(i)))),
     )
-    const claimAck = await perOp(counts, timedOps, () =>
-      timed(timedOps, async () => {
-        const delivery = await queue.claim()
-        if (delivery === null) throw new Error('queue drained early')
-        await delivery.ack()
-      }),
+    const claimAck = await onServer(server, timedOps, `${pending} claim+ack`, () =>
+      perOp(counts, timedOps, () =>
+        timed(timedOps, async () => {
+          const delivery = await queue.claim()
+          if (delivery === null) throw new Error('queue drained early')
+          await delivery.ack()
+        }),
+      ),
     )
     const queued = await queue.counts()
     if (queued.queuedCount !== pending + 10)
@@ -286,13 +352,16 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
     // A consumer that keeps its delivery lease: each operation acknowledges one event and
     // claims the next (ackAndClaim), against claim + ack above.
     let current = await queue.claim()
-    const kept = await perOp(counts, timedOps, () =>
-      timed(timedOps, async () => {
-        if (current === null) throw new Error('queue drained early')
-        current = await current.ackAndClaim()
-      }),
+    const kept = await onServer(server, timedOps, `${pending} ackAndClaim`, () =>
+      perOp(counts, timedOps, () =>
+        timed(timedOps, async () => {
+          if (current === null) throw new Error('queue drained early')
+          current = await current.ackAndClaim()
+        }),
+      ),
     )
     await current?.ack()
+    await server?.close()
     process.stderr.write(`${cell}: backlog filled in ${fillMs} ms\n`)
     return [
       summarise(name, pending, 'trigger', trigger.result, { callsPerOp: trigger.callsPerOp }),
@@ -360,5 +429,5 @@ console.log(table)
 mkdirSync(new URL('../results/', import.meta.url), { recursive: true })
 writeFileSync(
   new URL('../results/queue-latest.json', import.meta.url),
-  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, timedOps, rows }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, timedOps, rows, serverCounts }, null, 2)}\n`,
 )

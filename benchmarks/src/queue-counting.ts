@@ -14,6 +14,10 @@ export function countingBackend(inner: Backend): { backend: Backend; counts: Cal
   const backend = new Proxy(inner, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver)
+      // The native queue's operations count as `nativeQueue.<method>` calls.
+      if (property === 'nativeQueue' && value !== undefined) {
+        return countingMethods(value as object, counts, 'nativeQueue.')
+      }
       if (typeof value !== 'function' || typeof property !== 'string') return value
       // Bound to the real instance: backends keep state in private fields a proxy cannot reach.
       return (...args: unknown[]) => {
@@ -23,6 +27,20 @@ export function countingBackend(inner: Backend): { backend: Backend; counts: Cal
     },
   })
   return { backend, counts }
+}
+
+/** `inner`'s methods counted in `counts` under `prefix` + their name (run on `inner`). */
+function countingMethods<T extends object>(inner: T, counts: CallCounts, prefix: string): T {
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function' || typeof property !== 'string') return value
+      return (...args: unknown[]) => {
+        counts[prefix + property] = (counts[prefix + property] ?? 0) + 1
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
 }
 
 /** The total of `counts`, or of its methods in `only`. */

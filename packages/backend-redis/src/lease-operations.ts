@@ -33,21 +33,34 @@ export interface PromotionHold {
   readonly maxLeaseTtlMs: number
 }
 
+/**
+ * Checks a grant's arguments as acquireLease does (the native queue's claim
+ * grants too) and returns the promotion hold's script arguments.
+ */
+export function checkGrant(
+  ctx: OperationContext,
+  hold: PromotionHold,
+  key: string,
+  leaseOptions: AcquireLeaseOptions,
+): [string, string] {
+  checkAcquire(key, leaseOptions, ctx.capabilities.maxKeyBytes)
+  if (hold.on && leaseOptions.ttlMs > hold.maxLeaseTtlMs) {
+    throw new AgentStateError(
+      'INVALID_ARGUMENT',
+      `ttlMs ${leaseOptions.ttlMs} is above this Redis backend's maxLeaseTtlMs (${hold.maxLeaseTtlMs}), the bound its promotion hold waits out`,
+      { context: { key, ttlMs: leaseOptions.ttlMs, maxLeaseTtlMs: hold.maxLeaseTtlMs } },
+    )
+  }
+  return [hold.on ? '1' : '0', String(hold.holdMs)]
+}
+
 /** The lease operations of one backend instance. */
 export function leaseOperations(ctx: OperationContext, hold: PromotionHold): LeaseOperations {
   const { layout, capabilities } = ctx
-  const holdArgs = [hold.on ? '1' : '0', String(hold.holdMs)]
   return {
     async acquireLease(key, leaseOptions) {
       ctx.assertOpen()
-      checkAcquire(key, leaseOptions, capabilities.maxKeyBytes)
-      if (hold.on && leaseOptions.ttlMs > hold.maxLeaseTtlMs) {
-        throw new AgentStateError(
-          'INVALID_ARGUMENT',
-          `ttlMs ${leaseOptions.ttlMs} is above this Redis backend's maxLeaseTtlMs (${hold.maxLeaseTtlMs}), the bound its promotion hold waits out`,
-          { context: { key, ttlMs: leaseOptions.ttlMs, maxLeaseTtlMs: hold.maxLeaseTtlMs } },
-        )
-      }
+      const holdArgs = checkGrant(ctx, hold, key, leaseOptions)
       const r = reply(
         await ctx.mutate(
           ACQUIRE,

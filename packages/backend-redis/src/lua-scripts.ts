@@ -20,7 +20,8 @@ export interface LuaScript {
   readonly source: string
 }
 
-const PRELUDE = `
+/** Helpers every script starts with (exported for the native queue's scripts). */
+export const PRELUDE = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -65,6 +66,41 @@ local function mismatch(key, v)
   local f = redis.call('HMGET', key, '${F.writer}', '${F.updatedAt}')
   return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, '${F.value}')), f[1] or '', f[2] or ''}
 end
+-- put's checks: the lease (given token and id, or none), then the precondition
+-- (ifMatch version or '', '1' for ifNoneMatch). An error reply, or nil and the
+-- key's version, revision and lease fields.
+local function put_check(key, token, id, if_match, if_none, now)
+  local f = redis.call('HMGET', key, '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
+  local bad = lease_check(key, token, id, now, f[3], f[4], f[5])
+  if bad then return bad end
+  if (if_match ~= '' and f[1] ~= if_match) or (if_none == '1' and f[1]) then return mismatch(key, f[1]) end
+  return nil, f
+end
+-- Stores a value as put does, its checks done: the next revision, a version
+-- carrying the size, writer and server time; a new value is indexed and a new
+-- key registered. v and r: the key's current version and revision (or nil).
+local function write_value(key, index, records, member, value, writer, suffix, now, v, r)
+  local rev = (tonumber(r) or 0) + 1
+  local version = num(rev) .. '.' .. suffix .. '.' .. #value
+  redis.call('HSET', key, '${F.version}', version, '${F.value}', value, '${F.writer}', writer, '${F.updatedAt}', num(now), '${F.revision}', num(rev))
+  -- An existing value is already indexed, and a key with a revision is already registered.
+  if not v then redis.call('ZADD', index, 0, member) end
+  if not r then redis.call('SADD', records, member) end
+  return version
+end
+-- Removes a value as delete does, its checks done (revision, lease and fence stay).
+local function remove_value(key, index, member)
+  redis.call('HDEL', key, '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
+  redis.call('ZREM', index, member)
+end
+-- Removes a lease as releaseLease does (the fencing counter stays).
+local function drop_lease(key)
+  redis.call('HDEL', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+end
+-- The change hint of watch, after the write (the script is atomic: a subscriber's re-read sees it).
+local function hint(channel, member)
+  if channel and channel ~= '' then redis.call('SPUBLISH', channel, member) end
+end
 `
 
 /**
@@ -85,19 +121,11 @@ export const PUT: LuaScript = {
   numberOfKeys: 3,
   source: `${PRELUDE}
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
-local v = f[1]
-local bad = lease_check(KEYS[1], ARGV[6], ARGV[8], now, f[3], f[4], f[5])
+local bad, f = put_check(KEYS[1], ARGV[6], ARGV[8], ARGV[4], ARGV[5], now)
 if bad then return bad end
-if (ARGV[4] ~= '' and v ~= ARGV[4]) or (ARGV[5] == '1' and v) then return mismatch(KEYS[1], v) end
-local rev = (tonumber(f[2]) or 0) + 1
-local version = num(rev) .. '.' .. ARGV[7] .. '.' .. #ARGV[2]
-redis.call('HSET', KEYS[1], '${F.version}', version, '${F.value}', ARGV[2], '${F.writer}', ARGV[3], '${F.updatedAt}', num(now), '${F.revision}', num(rev))
--- An existing value is already indexed, and a key with a revision is already registered.
-if not v then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
-if not f[2] then redis.call('SADD', KEYS[3], ARGV[1]) end
--- The change hint, after the write (the script is atomic: a subscriber's re-read sees it).
-if ARGV[9] and ARGV[9] ~= '' then redis.call('SPUBLISH', ARGV[9], ARGV[1]) end
+local v = f[1]
+local version = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, v, f[2])
+hint(ARGV[9], ARGV[1])
 return {'OK', version, num(now)}
 `,
 }
@@ -123,51 +151,20 @@ if f[2] or ARGV[3] ~= '' then
 end
 if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 if not v then return {'OK', '0'} end
-redis.call('HDEL', KEYS[1], '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
-redis.call('ZREM', KEYS[2], ARGV[1])
-if ARGV[5] and ARGV[5] ~= '' then redis.call('SPUBLISH', ARGV[5], ARGV[1]) end
+remove_value(KEYS[1], KEYS[2], ARGV[1])
+hint(ARGV[5], ARGV[1])
 return {'OK', '1'}
 `,
 }
 
 /**
- * acquireLease. KEYS: record, records, namespace meta. ARGV: member, holder,
- * ttlMs, random id, promotion hold '1' on ('0' off, under `replication`),
- * configured least hold in ms (`maxLeaseTtlMs`/`promotionHoldMs`, '0' unset).
- * Reply: OK token expiresAt leaseId, LEASE_HELD holder expiresAt,
- * PROMOTION_HOLD holdUntil, or CORRUPT_META.
- *
- * The token is max(counter + 1, server time in microseconds). The time floor
- * is what keeps tokens increasing across a failover to a replica that missed
- * the last grants: the promoted node's clock is past the old primary's last
- * grant (assumption, README "Clocks": the promoted node's clock lags the old
- * primary's by less than the promotion hold plus the time from that lost
- * grant to its first acquire). Microseconds since the epoch stay
- * below 2^53 (a JS safe integer) until the year 2255, and one key cannot be
- * granted twice in a microsecond, so the counter never runs ahead of the clock
- * in practice. Counters written by 0.1/0.2 (small numbers) are below the floor.
- *
- * The promotion hold: a lease the old primary acknowledged but never
- * replicated is unknown here, so a node that was promoted from replica
- * (`INFO replication` shows a secondary replication id, `master_replid2`, not
- * all zeros) grants nothing on a key without a live lease until the hold
- * ends: from the first acquire this namespace sees on that node (its
- * `master_replid`; also one refused because the key's lease is live, so the
- * hold starts as early as it can) for the longer of the configured hold and
- * the longest TTL the namespace granted as recorded here (`mt`, written by
- * every grant's own script, so it reached this node with every grant that
- * did). Recorded in the meta hash, so every client honours the same hold and
- * a later one on a settled node does not wait again; while the hold runs, an
- * instance configured with a longer hold extends it (from the same start).
- * Once over it stays over: a longer grant made here afterwards is not one the
- * old primary acknowledged. Live leases the node has are reported as
- * LEASE_HELD as always, and renew, release and fenced writes never look at
- * the hold. A node never promoted reads INFO and `mt` only.
+ * The grant of acquireLease as a Lua function (see {@link ACQUIRE}), shared with the
+ * native queue's claim so both grant tokens from the same fencing counter the same way.
+ * Returns the reply of ACQUIRE.
  */
-export const ACQUIRE: LuaScript = {
-  name: 'acquire',
-  numberOfKeys: 3,
-  source: `${PRELUDE}
+export const GRANT_LEASE = `
+-- KEYS and ARGV are ACQUIRE's, passed in as tables (its text is the script's own).
+local function grant_lease(KEYS, ARGV)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -209,8 +206,68 @@ redis.call('HSET', KEYS[1], '${F.leaseHolder}', ARGV[2], '${F.leaseToken}', num(
 if not f[4] then redis.call('SADD', KEYS[2], ARGV[1]) end
 record_ttl(KEYS[3], known, tonumber(ARGV[3]))
 return {'OK', num(token), num(expires), id}
+end
+`
+
+/**
+ * acquireLease. KEYS: record, records, namespace meta. ARGV: member, holder,
+ * ttlMs, random id, promotion hold '1' on ('0' off, under `replication`),
+ * configured least hold in ms (`maxLeaseTtlMs`/`promotionHoldMs`, '0' unset).
+ * Reply: OK token expiresAt leaseId, LEASE_HELD holder expiresAt,
+ * PROMOTION_HOLD holdUntil, or CORRUPT_META.
+ *
+ * The token is max(counter + 1, server time in microseconds). The time floor
+ * is what keeps tokens increasing across a failover to a replica that missed
+ * the last grants: the promoted node's clock is past the old primary's last
+ * grant (assumption, README "Clocks": the promoted node's clock lags the old
+ * primary's by less than the promotion hold plus the time from that lost
+ * grant to its first acquire). Microseconds since the epoch stay
+ * below 2^53 (a JS safe integer) until the year 2255, and one key cannot be
+ * granted twice in a microsecond, so the counter never runs ahead of the clock
+ * in practice. Counters written by 0.1/0.2 (small numbers) are below the floor.
+ *
+ * The promotion hold: a lease the old primary acknowledged but never
+ * replicated is unknown here, so a node that was promoted from replica
+ * (`INFO replication` shows a secondary replication id, `master_replid2`, not
+ * all zeros) grants nothing on a key without a live lease until the hold
+ * ends: from the first acquire this namespace sees on that node (its
+ * `master_replid`; also one refused because the key's lease is live, so the
+ * hold starts as early as it can) for the longer of the configured hold and
+ * the longest TTL the namespace granted as recorded here (`mt`, written by
+ * every grant's own script, so it reached this node with every grant that
+ * did). Recorded in the meta hash, so every client honours the same hold and
+ * a later one on a settled node does not wait again; while the hold runs, an
+ * instance configured with a longer hold extends it (from the same start).
+ * Once over it stays over: a longer grant made here afterwards is not one the
+ * old primary acknowledged. Live leases the node has are reported as
+ * LEASE_HELD as always, and renew, release and fenced writes never look at
+ * the hold. A node never promoted reads INFO and `mt` only.
+ */
+export const ACQUIRE: LuaScript = {
+  name: 'acquire',
+  numberOfKeys: 3,
+  source: `${PRELUDE}${GRANT_LEASE}
+return grant_lease(KEYS, ARGV)
 `,
 }
+
+/**
+ * The renewal of renewLease as a Lua function (see {@link RENEW}), shared
+ * with the native queue's claim that keeps a delivery's lease.
+ */
+export const RENEW_LEASE = `
+-- KEYS and ARGV are RENEW's, passed in as tables (its text is the script's own); now in ms.
+local function renew_lease(KEYS, ARGV, now)
+local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
+local known = longest_ttl(redis.call('HGET', KEYS[2], '${M.longestTtl}'))
+if not known then return {'CORRUPT_META'} end
+local expires = now + tonumber(f[3])
+redis.call('HSET', KEYS[1], '${F.leaseExpiresAt}', num(expires))
+record_ttl(KEYS[2], known, tonumber(f[3]))
+return {'OK', f[1], f[3], num(expires)}
+end
+`
 
 /**
  * renewLease. KEYS: record, namespace meta. ARGV: token, lease id or ''.
@@ -221,16 +278,8 @@ return {'OK', num(token), num(expires), id}
 export const RENEW: LuaScript = {
   name: 'renew',
   numberOfKeys: 2,
-  source: `${PRELUDE}
-local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
-if (not same_lease(f[2], f[5], ARGV[1], ARGV[2])) or tonumber(f[4]) <= now then return {'LEASE_LOST', f[2] or ''} end
-local known = longest_ttl(redis.call('HGET', KEYS[2], '${M.longestTtl}'))
-if not known then return {'CORRUPT_META'} end
-local expires = now + tonumber(f[3])
-redis.call('HSET', KEYS[1], '${F.leaseExpiresAt}', num(expires))
-record_ttl(KEYS[2], known, tonumber(f[3]))
-return {'OK', f[1], f[3], num(expires)}
+  source: `${PRELUDE}${RENEW_LEASE}
+return renew_lease(KEYS, ARGV, now_ms())
 `,
 }
 
@@ -241,7 +290,7 @@ export const RELEASE: LuaScript = {
   source: `${PRELUDE}
 local f = redis.call('HMGET', KEYS[1], '${F.leaseToken}', '${F.leaseId}')
 if same_lease(f[1], f[2], ARGV[1], ARGV[2]) then
-  redis.call('HDEL', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
+  drop_lease(KEYS[1])
   return 1
 end
 return 0

@@ -12,6 +12,7 @@ import { createRedisConnection } from './connection.js'
 import { redisKeyLayout } from './key-layout.js'
 import { leaseOperations } from './lease-operations.js'
 import { DESTROY } from './lua-scripts.js'
+import { nativeQueueOperations, REDIS_NATIVE_QUEUE } from './native-queue.js'
 import { createOperationContext } from './operation-context.js'
 import { type RedisBackendOptions, redisOptionsSchema } from './options.js'
 import { valueOperations } from './value-operations.js'
@@ -67,22 +68,22 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
     changeNotification: REDIS_CHANGE_NOTIFICATION,
+    nativeQueue: REDIS_NATIVE_QUEUE,
   }
   let closed = false
   const ctx = createOperationContext(resolved, connection, layout, capabilities, () => closed)
   const watcher = createRedisWatcher(connection, layout.changes, ctx.assertOpen)
   const values = valueOperations(ctx)
   // Under replication every grant is on the replicas before it is acknowledged: no hold needed.
-  const leases = leaseOperations(
-    ctx,
+  const hold =
     resolved.replication === undefined
       ? {
           on: true,
           holdMs: Math.max(resolved.promotionHoldMs ?? 0, resolved.maxLeaseTtlMs ?? 0),
           maxLeaseTtlMs: resolved.maxLeaseTtlMs ?? MAX_LEASE_TTL_MS,
         }
-      : { on: false, holdMs: 0, maxLeaseTtlMs: MAX_LEASE_TTL_MS },
-  )
+      : { on: false, holdMs: 0, maxLeaseTtlMs: MAX_LEASE_TTL_MS }
+  const leases = leaseOperations(ctx, hold)
 
   const backend: Backend = {
     contractVersion: CONTRACT_VERSION,
@@ -98,6 +99,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     releaseLease: leases.releaseLease,
     getLease: leases.getLease,
     watch: watcher.watch,
+    nativeQueue: nativeQueueOperations(ctx, hold),
 
     async destroy(): Promise<void> {
       ctx.assertOpen()

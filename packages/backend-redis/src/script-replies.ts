@@ -89,6 +89,20 @@ export const REPLY = {
   leaseLost: ['status', 'currentToken'],
   /** A refused write: PRECONDITION_FAILED version size writer updatedAt (all `''` when absent). */
   preconditionFailed: ['status', 'version', 'size', 'writer', 'updatedAt'],
+  /** queueAppend: OK first stored. */
+  queueAppend: ['status', 'first', 'stored'],
+  /** queueClaim: OK headVersion token expiresAt leaseId holder ttlMs event head, or EMPTY. */
+  queueClaim: [
+    'status',
+    'headVersion',
+    'token',
+    'expiresAt',
+    'leaseId',
+    'holder',
+    'ttlMs',
+    'event',
+    'head',
+  ],
   /** One entry of a listing batch (no status; the batch is a run of these). */
   listEntry: ['key', 'version', 'size', 'updatedAt'],
 } as const

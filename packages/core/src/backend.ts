@@ -3,6 +3,7 @@ import type {
   ChangeNotificationCapability,
   WatchOptions,
 } from './change-notification.js'
+import type { NativeQueue, NativeQueueCapability } from './native-queue.js'
 
 /**
  * The Backend contract, version 1. This file is the specification: a third
@@ -197,6 +198,11 @@ export interface Capabilities {
    * claimed, and `watch` may be absent too.
    */
   readonly changeNotification?: ChangeNotificationCapability
+  /**
+   * Daemon queue operations as one atomic server-side step each (see
+   * {@link Backend.nativeQueue}). Absent: not claimed; queues use the generic path.
+   */
+  readonly nativeQueue?: NativeQueueCapability
 }
 
 /**
@@ -270,6 +276,9 @@ export interface Backend {
    * `next()`. The iterable is single-use.
    */
   watch?(prefix: string, options?: WatchOptions): AsyncIterable<ChangeHint>
+
+  /** The native daemon queue operations; present exactly when `capabilities.nativeQueue` is. */
+  readonly nativeQueue?: NativeQueue
 
   /**
    * Removes every record of this instance's namespace, internal ones

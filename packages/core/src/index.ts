@@ -115,6 +115,16 @@ export {
   isPackageMissing,
   type ModuleLoadFailure,
 } from './module-load-failure.js'
+export type {
+  NativeQueue,
+  NativeQueueAppend,
+  NativeQueueAppended,
+  NativeQueueCapability,
+  NativeQueueClaim,
+  NativeQueueClaimed,
+  NativeQueueKeys,
+  NativeQueueSettle,
+} from './native-queue.js'
 export {
   type BackendUrlModule,
   type BackendUrlOptions,

@@ -16,17 +16,24 @@ export type Runtime = typeof runtime
 /** `inner` with every call counted by method name (methods run on `inner`). */
 function counting(inner: Backend): { backend: Backend; calls: Map<string, number> } {
   const calls = new Map<string, number>()
-  const backend = new Proxy(inner, {
+  return { backend: counted(inner, calls, ''), calls }
+}
+
+/** `inner`'s method calls counted in `calls` as `prefix` + name; the native queue's as `nativeQueue.<name>`. */
+function counted<T extends object>(inner: T, calls: Map<string, number>, prefix: string): T {
+  return new Proxy(inner, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver)
+      if (property === 'nativeQueue' && typeof value === 'object' && value !== null) {
+        return counted(value, calls, 'nativeQueue.')
+      }
       if (typeof value !== 'function' || typeof property !== 'string') return value
       return (...args: unknown[]) => {
-        calls.set(property, (calls.get(property) ?? 0) + 1)
+        calls.set(prefix + property, (calls.get(prefix + property) ?? 0) + 1)
         return (value as (...a: unknown[]) => unknown).apply(target, args)
       }
     },
   })
-  return { backend, calls }
 }
 
 /** The calls counted since `before` was taken, by method, without zeros. */

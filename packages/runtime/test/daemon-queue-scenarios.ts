@@ -10,6 +10,7 @@ import { daemonHeadKey, daemonTailKey } from '../src/internal.js'
 import type { BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { claimEventually, sleep } from './queue-helpers.js'
+import type { createOnPath } from './queue-paths.js'
 
 /** The runtime's public module (the real one, or one with a mutated part). */
 export type Runtime = typeof runtime
@@ -181,4 +182,37 @@ async function acquireEventually(backend: Backend, key: string, holder: string):
     }
     await sleep(50)
   }
+}
+
+/** Creates a daemon queue on one path (see queue-paths.ts). */
+export type CreateOnPath = ReturnType<typeof createOnPath>
+
+/**
+ * The exact capacity: a queue of capacity 2 holding 2 events refuses a third
+ * and a batch that does not fit, storing nothing. The real queue answers
+ * `QUEUE_FULL` twice with 2 events queued; a write that skips the check
+ * stores them.
+ */
+export async function capacityExact(create: CreateOnPath, fixture: BackendFixture) {
+  const queue = await create(fixture.create(), 'exact', { capacity: 2 })
+  await queue.triggerMany([{ n: 0 }, { n: 1 }])
+  const single = await codeOf(queue.trigger({ n: 2 }))
+  const batch = await codeOf(queue.triggerMany([{ n: 3 }]))
+  return { single, batch, queued: (await queue.counts()).queuedCount }
+}
+
+/**
+ * The per-delivery fencing token: a claim, its release and a second claim of
+ * the same event. The real queue gives the second a larger token (from the
+ * head record's fencing counter, like every lease); a claim that does not
+ * bump the counter hands out the same token twice.
+ */
+export async function tokenPerClaim(create: CreateOnPath, fixture: BackendFixture) {
+  const queue = await create(fixture.create(), 'tokens')
+  await queue.trigger({ n: 0 })
+  const first = await claimEventually(queue, { holder: 'a' })
+  await first.release()
+  const second = await claimEventually(queue, { holder: 'a' })
+  await second.ack()
+  return { first: first.token, second: second.token, attempts: [first.attempt, second.attempt] }
 }

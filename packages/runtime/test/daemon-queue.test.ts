@@ -1,12 +1,15 @@
 import { isAgentStateError } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createDaemonQueue, openDaemonQueue } from '../src/index.js'
+import { openDaemonQueue } from '../src/index.js'
 import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
+import { capacityExact, tokenPerClaim } from './daemon-queue-scenarios.js'
 import { codeOf } from './error-code.js'
 import { claimEventually, sleep } from './queue-helpers.js'
+import { createOnPath, withQueuePaths } from './queue-paths.js'
 
-describe.each(BACKENDS)('daemon queue on $name', (factory) => {
+describe.each(withQueuePaths(BACKENDS))('daemon queue on $name', (factory) => {
+  const createDaemonQueue = createOnPath(factory.path)
   let fixture: BackendFixture
   beforeEach(() => {
     fixture = factory.setup()
@@ -18,6 +21,8 @@ describe.each(BACKENDS)('daemon queue on $name', (factory) => {
   it('delivers in FIFO order, one sequence number per trigger, and leaves no event records', async () => {
     const backend = fixture.create()
     const queue = await createDaemonQueue(backend, 'fifo')
+    // The run is on the path it is named for (the native one is never a silent fallback).
+    expect(queue.path).toBe(factory.path)
     const seqs: number[] = []
     for (let i = 0; i < 6; i++) seqs.push(await queue.trigger({ kind: 'file_changed', i }))
     expect(seqs).toEqual([0, 1, 2, 3, 4, 5])
@@ -75,6 +80,18 @@ describe.each(BACKENDS)('daemon queue on $name', (factory) => {
     await delivery.ack()
     expect(await queue.trigger({ i: 3 })).toBe(3)
     expect(await codeOf(queue.trigger({ i: 4 }))).toBe('QUEUE_FULL')
+  })
+
+  it('holds exactly its capacity, and every claim gets a larger fencing token', async () => {
+    // The same steps run against broken native scripts in daemon-queue-native-mutants.test.ts.
+    expect(await capacityExact(createDaemonQueue, fixture)).toEqual({
+      single: 'QUEUE_FULL',
+      batch: 'QUEUE_FULL',
+      queued: 2,
+    })
+    const tokens = await tokenPerClaim(createDaemonQueue, fixture)
+    expect(tokens.second).toBeGreaterThan(tokens.first)
+    expect(tokens.attempts).toEqual([1, 2])
   })
 
   it('never exceeds the capacity under concurrent producers on separate instances', async () => {

@@ -1,17 +1,23 @@
+import type { Backend } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   daemonSnapshot,
   inspectWorker,
   openDaemonQueue,
   resumeDaemon,
-  spawnDaemon,
+  type SpawnDaemonOptions,
+  spawnDaemon as spawnOnDefaultPath,
   waitForIdle,
 } from '../src/index.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { sleep } from './queue-helpers.js'
+import { withQueuePaths } from './queue-paths.js'
 
-describe.each(BACKENDS)('daemon lifecycle on $name', (factory) => {
+describe.each(withQueuePaths(BACKENDS))('daemon lifecycle on $name', (factory) => {
+  /** Every daemon of the run on its path (the native one: its kept-lease loop natively). */
+  const spawnDaemon = (backend: Backend, options: SpawnDaemonOptions = {}) =>
+    spawnOnDefaultPath(backend, { ...options, path: factory.path })
   let fixture: BackendFixture
   beforeEach(() => {
     fixture = factory.setup()
@@ -29,6 +35,7 @@ describe.each(BACKENDS)('daemon lifecycle on $name', (factory) => {
       watchPaths: ['src/'],
       state: { seen: 0 },
     })
+    expect((await openDaemonQueue(backend, 'reviewer')).path).toBe(factory.path)
     const fresh = await daemonSnapshot(backend, 'reviewer')
     expect(fresh).toMatchObject({
       daemonState: 'idle',

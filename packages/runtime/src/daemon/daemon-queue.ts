@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { hostname } from 'node:os'
 import {
   AgentStateError,
   type Backend,
@@ -15,9 +14,18 @@ import { releaseQuietly } from '../shared/owned-lease.js'
 import {
   Delivery,
   type DeliveryOptions,
-  deliveryOptionsSchema,
+  deliveryRequest,
+  inFlight,
   removeLeftover,
 } from './delivery.js'
+import {
+  claimNative,
+  corruptAsQueue,
+  eventAfterSeq,
+  type NativePath,
+  nativePath,
+  nativeQueueOf,
+} from './native-queue-path.js'
 import { encodeEvent } from './queue-event.js'
 import {
   type DaemonQueueOptions,
@@ -110,7 +118,10 @@ export async function createDaemonQueue(
       { daemonId, path: issue?.path.join('.') ?? '' },
     )
   }
-  const { capacity, maxEventBytes, wakeIntervalMs, watchPaths } = parsed.data
+  const { capacity, maxEventBytes, wakeIntervalMs, watchPaths, path } = parsed.data
+  // Refused before anything is written: a native queue needs the capability from its first record on.
+  const native = path === 'native' || (path === 'auto' && nativeQueueOf(backend) !== null)
+  if (native) nativePath(backend, daemonId)
   if (maxEventBytes + RECORD_OVERHEAD_BYTES > backend.capabilities.maxValueBytes) {
     throw daemonError('INVALID_QUEUE_OPTIONS', 'maxEventBytes exceeds what the backend can store', {
       daemonId,
@@ -127,6 +138,7 @@ export async function createDaemonQueue(
     wakeIntervalMs,
     watchPaths,
     createdAt: new Date(clock()).toISOString(),
+    ...(native ? { path: 'native' as const } : {}),
   }
   // Head and tail first: a config record is only ever visible with both beside it, so
   // openDaemonQueue never sees half a queue. A crash before the config leaves two
@@ -155,11 +167,32 @@ export async function createDaemonQueue(
 }
 
 /**
- * Opens an existing daemon queue (one read of its configuration).
+ * Opens an existing daemon queue (one read of its configuration) on the path
+ * it was created on.
+ *
+ * @throws `INVALID_DAEMON_ID`, `DAEMON_NOT_FOUND`, `QUEUE_CORRUPT`,
+ *   `QUEUE_PATH_UNAVAILABLE` (a native queue on a backend without the
+ *   `nativeQueue` capability: never used generically).
+ */
+export async function openDaemonQueue(
+  backend: Backend,
+  daemonId: string,
+  clock: () => number = Date.now,
+): Promise<DaemonQueue> {
+  const queue = await readDaemonQueue(backend, daemonId, clock)
+  if (queue.path === 'native') nativePath(backend, daemonId)
+  return queue
+}
+
+/**
+ * Opens a daemon queue for reading (`counts`, `peek`, snapshots): both paths
+ * write the same records, so a reader needs no capability. Its `trigger` and
+ * `claim` still refuse a native queue without one (`QUEUE_PATH_UNAVAILABLE`).
+ * Internal to the runtime's inspectors.
  *
  * @throws `INVALID_DAEMON_ID`, `DAEMON_NOT_FOUND`, `QUEUE_CORRUPT`.
  */
-export async function openDaemonQueue(
+export async function readDaemonQueue(
   backend: Backend,
   daemonId: string,
   clock: () => number = Date.now,
@@ -198,6 +231,8 @@ export class DaemonQueue {
   readonly #backend: Backend
   readonly #config: QueueConfig
   readonly #clock: () => number
+  /** The native path, resolved on first use (`undefined` until then). */
+  #native: NativePath | undefined
   #stats = { events: 0, writes: 0, lostRounds: 0 }
   /** `trigger` calls waiting for the next write (see `#flush`). */
   readonly #waiting: Waiting[] = []
@@ -220,6 +255,17 @@ export class DaemonQueue {
   /** The stored configuration. */
   get config(): QueueConfig {
     return this.#config
+  }
+  /** The path the queue was created on (docs/runtime/daemons.md, "Queue paths"). */
+  get path(): 'generic' | 'native' {
+    return this.#config.path ?? 'generic'
+  }
+
+  /** The native path of a native queue (`QUEUE_PATH_UNAVAILABLE` without the capability), else `null`. */
+  #nativePath(): NativePath | null {
+    if (this.path !== 'native') return null
+    this.#native ??= nativePath(this.#backend, this.daemonId)
+    return this.#native
   }
 
   /**
@@ -351,6 +397,27 @@ export class DaemonQueue {
   ): Promise<{ first: number; stored: number }> {
     const { daemonId, capacity } = this.#config
     const eventIds = values.map(() => randomBytes(12).toString('hex'))
+    const native = this.#nativePath()
+    if (native !== null) {
+      const triggeredAt = new Date(this.#clock()).toISOString()
+      let room: { first: number; stored: number }
+      try {
+        room = await native.queue.queueAppend(native.keys, {
+          capacity,
+          mode,
+          events: values.map((value, k) =>
+            eventAfterSeq(eventIds[k] as string, value, triggeredAt),
+          ),
+        })
+      } catch (error) {
+        throw corruptAsQueue(error, daemonId)
+      }
+      if (room.stored === 0) throw this.#full()
+      this.#stats.events += room.stored
+      this.#stats.writes++
+      signalQueueChange(this.#backend, daemonId)
+      return room
+    }
     for (let round = 0; round < MAX_TRIGGER_ROUNDS; round++) {
       const started = performance.now()
       const tailFound = await this.#getRequired(daemonTailKey(daemonId))
@@ -426,9 +493,36 @@ export class DaemonQueue {
    * @throws `DELIVERY_IN_FLIGHT` (retryable) while another delivery is live.
    */
   async claim(options: DeliveryOptions = {}): Promise<Delivery | null> {
-    const delivery = await claimHead(this, this.#backend, options, this.#clock)
+    const native = this.#nativePath()
+    const delivery =
+      native === null
+        ? await claimHead(this, this.#backend, options, this.#clock)
+        : await this.#claimNative(native, options)
     if (delivery !== null) signalQueueChange(this.#backend, this.daemonId)
     return delivery
+  }
+
+  /** The native claim: one `queueClaim`; its delivery settles natively too. */
+  async #claimNative(native: NativePath, options: DeliveryOptions): Promise<Delivery | null> {
+    const { holder, ttlMs } = deliveryRequest(this.daemonId, options)
+    let claimed: Awaited<ReturnType<typeof claimNative>>
+    try {
+      claimed = await claimNative(this.#backend, native, this.daemonId, {
+        holder,
+        ttlMs,
+        claimedAt: new Date(this.#clock()).toISOString(),
+      })
+    } catch (error) {
+      if (isAgentStateError(error, 'LEASE_HELD')) throw inFlight(this.daemonId, error)
+      throw error
+    }
+    if (claimed === null) return null
+    return new Delivery(this.#backend, this.daemonId, claimed.record, claimed.head, claimed.lease, {
+      readTail: () => this.readTail(),
+      readEventIfPresent: (at, tail, own) => this.readEventIfPresent(at, tail, own),
+      now: this.#clock,
+      native,
+    })
   }
 
   /**
@@ -588,35 +682,15 @@ async function claimHead(
   clock: () => number,
 ): Promise<Delivery | null> {
   const daemonId = queue.daemonId
-  const parsed = deliveryOptionsSchema.safeParse(input)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw daemonError(
-      'INVALID_QUEUE_OPTIONS',
-      `Invalid claim option ${issue?.path.join('.') ?? ''}`,
-      {
-        daemonId,
-        path: issue?.path.join('.') ?? '',
-      },
-    )
-  }
-  const holder =
-    parsed.data.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
+  const { holder, ttlMs } = deliveryRequest(daemonId, input)
   const [before, tailBefore] = await Promise.all([queue.readHead(), queue.readTail()])
   if (before.record.head >= tailBefore.next) return null
   const key = daemonHeadKey(daemonId)
   let lease: Lease
   try {
-    lease = await backend.acquireLease(key, { holder, ttlMs: parsed.data.visibilityTimeoutMs })
+    lease = await backend.acquireLease(key, { holder, ttlMs })
   } catch (error) {
-    if (isAgentStateError(error, 'LEASE_HELD')) {
-      throw daemonError(
-        'DELIVERY_IN_FLIGHT',
-        `Daemon ${daemonId} has a delivery in flight`,
-        { daemonId, holder: error.context.holder ?? null },
-        error,
-      )
-    }
+    if (isAgentStateError(error, 'LEASE_HELD')) throw inFlight(daemonId, error)
     throw error
   }
   try {

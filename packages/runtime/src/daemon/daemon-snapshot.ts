@@ -3,7 +3,7 @@ import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonHeadKey } from '../shared/layout.js'
 import type { SnapshotBody } from '../worker/index.js'
 import { inspectWorker } from '../worker/index.js'
-import { type DaemonQueue, openDaemonQueue } from './daemon-queue.js'
+import { type DaemonQueue, readDaemonQueue } from './daemon-queue.js'
 import type { EventRecord, HeadRecord, TailRecord } from './queue-records.js'
 
 /** The daemon states (docs/runtime/daemons.md): working on an event, waiting for one, stopped (or finished). */
@@ -105,7 +105,7 @@ export async function daemonSnapshot(
   daemonId: string,
   options: DaemonSnapshotOptions = {},
 ): Promise<DaemonSnapshot> {
-  const queue = await openDaemonQueue(backend, daemonId)
+  const queue = await readDaemonQueue(backend, daemonId)
   return snapshotFrom(queue, await readDaemon(backend, queue), options.pageSize ?? 16)
 }
 

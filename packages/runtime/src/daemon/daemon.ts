@@ -412,13 +412,14 @@ export async function spawnDaemon(
     transcript,
     summary,
   } = options
-  const { capacity, maxEventBytes, wakeIntervalMs, watchPaths, idleWatchdogAttempts } = options
+  const { capacity, maxEventBytes, wakeIntervalMs, watchPaths, idleWatchdogAttempts, path } =
+    options
   const id = daemonId ?? uuidv7()
   assertIdleWatchdog(idleWatchdogAttempts, wakeIntervalMs, id)
   const queue = await createDaemonQueue(
     backend,
     id,
-    defined({ capacity, maxEventBytes, wakeIntervalMs, watchPaths }),
+    defined({ capacity, maxEventBytes, wakeIntervalMs, watchPaths, path }),
     clock,
   )
   const app = state ?? null

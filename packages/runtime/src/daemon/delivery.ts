@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
 import {
   AgentStateError,
   type Backend,
@@ -12,6 +14,7 @@ import { daemonError } from '../shared/errors.js'
 import { daemonEventKey, daemonHeadKey } from '../shared/layout.js'
 import { releaseQuietly } from '../shared/owned-lease.js'
 import { keepDeliveryLease } from './delivery-lease.js'
+import { claimNative, corruptAsQueue, type NativePath } from './native-queue-path.js'
 import {
   type EventRecord,
   encodeRecord,
@@ -39,6 +42,35 @@ export const deliveryOptionsSchema = z.strictObject({
 /** What `claim` accepts. */
 export type DeliveryOptions = z.input<typeof deliveryOptionsSchema>
 
+/** The holder and lease TTL of a claim, from its options (`INVALID_QUEUE_OPTIONS` when invalid). */
+export function deliveryRequest(
+  daemonId: string,
+  input: DeliveryOptions,
+): { holder: string; ttlMs: number } {
+  const parsed = deliveryOptionsSchema.safeParse(input)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw daemonError(
+      'INVALID_QUEUE_OPTIONS',
+      `Invalid claim option ${issue?.path.join('.') ?? ''}`,
+      { daemonId, path: issue?.path.join('.') ?? '' },
+    )
+  }
+  const holder =
+    parsed.data.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
+  return { holder, ttlMs: parsed.data.visibilityTimeoutMs }
+}
+
+/** `DELIVERY_IN_FLIGHT` for a claim refused with `LEASE_HELD`. */
+export function inFlight(daemonId: string, error: AgentStateError): AgentStateError {
+  return daemonError(
+    'DELIVERY_IN_FLIGHT',
+    `Daemon ${daemonId} has a delivery in flight`,
+    { daemonId, holder: error.context.holder ?? null },
+    error,
+  )
+}
+
 /** What a delivery reads from its queue to claim the next event under its lease. */
 export interface DeliverySource {
   /** The queue's tail record. */
@@ -51,6 +83,8 @@ export interface DeliverySource {
   ): Promise<EventRecord | null>
   /** The queue's clock, for `claimedAt`. */
   now(): number
+  /** The native path of a native queue: the delivery then settles with its operations. */
+  readonly native?: NativePath
 }
 
 /**
@@ -131,6 +165,12 @@ export class Delivery {
       iterations: this.#head.iterations + 1,
       claim: null,
     }
+    if (this.#source.native !== undefined) {
+      // One step: the fenced head write, the event's removal and the release.
+      await this.#settleNative(next, daemonEventKey(this.daemonId, this.seq), 'ack')
+      signalQueueChange(this.#backend, this.daemonId)
+      return
+    }
     try {
       await this.#backend.put(daemonHeadKey(this.daemonId), encodeRecord(next), {
         lease: this.#lease,
@@ -164,6 +204,7 @@ export class Delivery {
    */
   async ackAndClaim(): Promise<Delivery | null> {
     this.#requireOpen('ack')
+    if (this.#source.native !== undefined) return this.#ackAndClaimNative(this.#source.native)
     const seq = this.seq + 1
     const [kept, tail, own] = await Promise.all([
       keepDeliveryLease(this.#backend, this.#lease).catch((error: unknown) => {
@@ -249,6 +290,11 @@ export class Delivery {
   async releaseUnseen(): Promise<void> {
     this.#requireOpen('release')
     const unclaimed: HeadRecord = { ...this.#head, attempts: this.attempt - 1, claim: null }
+    if (this.#source.native !== undefined) {
+      await this.#settleNative(unclaimed, null, 'release')
+      signalQueueChange(this.#backend, this.daemonId)
+      return
+    }
     try {
       await this.#backend.put(daemonHeadKey(this.daemonId), encodeRecord(unclaimed), {
         lease: this.#lease,
@@ -273,6 +319,66 @@ export class Delivery {
     this.#requireOpen('heartbeat')
     // The same fenced renewal that keeps the lease in `ackAndClaim`: tokens decide.
     this.#lease = await keepDeliveryLease(this.#backend, this.#lease)
+  }
+
+  /**
+   * `queueSettle`: writes `head` fenced by this delivery's lease and head
+   * version, removes `removeEvent`, releases the lease. Settled afterwards,
+   * also when refused as stale (`LEASE_LOST`, nothing changed).
+   */
+  async #settleNative(head: HeadRecord, removeEvent: string | null, operation: string) {
+    const native = this.#source.native as NativePath
+    try {
+      await native.queue.queueSettle(native.keys, {
+        lease: this.#lease,
+        headVersion: this.#headVersion,
+        head: encodeRecord(head),
+        removeEvent,
+      })
+    } catch (error) {
+      if (
+        isAgentStateError(error, 'PRECONDITION_FAILED') ||
+        isAgentStateError(error, 'LEASE_LOST')
+      ) {
+        this.#settled = true
+        throw this.#lost(operation, error)
+      }
+      throw corruptAsQueue(error, this.daemonId)
+    }
+    this.#settled = true
+  }
+
+  /** `ackAndClaim` on the native path: one `queueClaim` acknowledges this event and keeps the lease. */
+  async #ackAndClaimNative(native: NativePath): Promise<Delivery | null> {
+    let claimed: Awaited<ReturnType<typeof claimNative>>
+    try {
+      claimed = await claimNative(this.#backend, native, this.daemonId, {
+        holder: this.#lease.holder,
+        ttlMs: this.#lease.ttlMs,
+        claimedAt: new Date(this.#source.now()).toISOString(),
+        previous: { lease: this.#lease, headVersion: this.#headVersion, seq: this.seq },
+      })
+    } catch (error) {
+      if (
+        isAgentStateError(error, 'PRECONDITION_FAILED') ||
+        isAgentStateError(error, 'LEASE_LOST')
+      ) {
+        this.#settled = true
+        throw this.#lost('ack', error)
+      }
+      throw error
+    }
+    this.#settled = true
+    signalQueueChange(this.#backend, this.daemonId)
+    if (claimed === null) return null
+    return new Delivery(
+      this.#backend,
+      this.daemonId,
+      claimed.record,
+      claimed.head,
+      claimed.lease,
+      this.#source,
+    )
   }
 
   #requireOpen(operation: string): void {

@@ -36,6 +36,13 @@ export const daemonQueueOptionsSchema = z.strictObject({
   wakeIntervalMs: z.int().positive().nullable().default(null),
   /** Key prefixes whose changes wake the daemon (`watchDaemonPaths`; docs/runtime/wakes.md, Daemon wakes). */
   watchPaths: z.array(z.string().min(1).max(4096)).max(256).default([]),
+  /**
+   * How the queue's operations run (docs/runtime/daemons.md, "Queue paths"):
+   * `generic` (default) composes Backend calls, `native` uses the backend's
+   * `nativeQueue` capability (`QUEUE_PATH_UNAVAILABLE` without it), `auto`
+   * is `native` when the backend has the capability. Recorded at creation.
+   */
+  path: z.enum(['generic', 'native', 'auto']).default('generic'),
 })
 
 /** What `createDaemonQueue` accepts (every field optional). */
@@ -58,6 +65,13 @@ export const queueConfigSchema = z.strictObject({
   wakeIntervalMs: z.int().positive().nullable(),
   watchPaths: z.array(z.string()),
   createdAt: z.iso.datetime(),
+  /**
+   * `native` for a queue created on the native path; absent for the generic
+   * path (so queues of earlier versions read unchanged, and a runtime that
+   * predates the native path refuses a native queue as `QUEUE_CORRUPT`
+   * instead of writing it generically).
+   */
+  path: z.literal('native').optional(),
 })
 /** See {@link queueConfigSchema}. */
 export type QueueConfig = z.infer<typeof queueConfigSchema>

@@ -2,7 +2,7 @@ import type { Backend } from '@agent-state/core'
 import { z } from 'zod'
 import { daemonError } from '../shared/errors.js'
 import { openChangeWaiter } from './change-waiter.js'
-import { openDaemonQueue } from './daemon-queue.js'
+import { readDaemonQueue } from './daemon-queue.js'
 import {
   type DaemonSnapshot,
   liveClaim,
@@ -63,7 +63,7 @@ export async function waitForIdle(
     })
   }
   const { minIterations, timeoutMs, pollMinMs, pollMaxMs, pageSize } = parsed.data
-  const queue = await openDaemonQueue(backend, daemonId)
+  const queue = await readDaemonQueue(backend, daemonId)
   const deadline = Date.now() + timeoutMs
   const waiter = openChangeWaiter(backend, daemonId)
   try {

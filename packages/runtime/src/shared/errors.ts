@@ -138,6 +138,8 @@ export const DAEMON_ERROR_CODES = [
   'DAEMON_STOPPED',
   /** `waitForIdle` did not see the daemon idle, empty and at the iteration count in time. */
   'WAIT_TIMEOUT',
+  /** A native-path queue used (or created) on a backend without the `nativeQueue` capability. */
+  'QUEUE_PATH_UNAVAILABLE',
 ] as const
 
 /** A code of the daemon queues. */
