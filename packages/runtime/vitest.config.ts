@@ -17,8 +17,9 @@ export default packageConfig({
         'test/run-crash.test.ts', // 207
         'test/daemon-queue-crash.test.ts', // 130
         'test/daemon-queue-crash-s3.test.ts', // 86
+        'test/daemon-queue-crash-native.test.ts', // new (26 s alone at load 6, 102 s at load 11)
+        'test/daemon-queue.test.ts', // 42 before both paths ran (58 s at load 11 after)
         'test/worker-lifecycle.test.ts', // 52
-        'test/daemon-queue.test.ts', // 42
         'test/run-two-process.test.ts', // 33
         'test/two-process.test.ts', // 24
         'test/run-integrity.test.ts', // 22
