@@ -81,6 +81,14 @@ export {
   type StepRecord,
 } from './run/index.js'
 export {
+  RUN_SUMMARY_EFFECTS,
+  type RunSummary,
+  readEffects,
+  summarizeRun,
+  UNSETTLED_STATES,
+  type UnsettledState,
+} from './run/index.js'
+export {
   type ConflictListener,
   type ConflictPolicy,
   type ConflictWarning,

@@ -54,6 +54,7 @@ import {
   type ReconcileAnswer,
 } from './effect.js'
 import { type LedgerContext, type LoadedEffect, loadEffect } from './effect-ledger.js'
+import { moveStateMarker } from './effect-state-index.js'
 import { encodeRunRecord } from './run-codec.js'
 import {
   type EffectError,
@@ -165,21 +166,27 @@ export function transition(
 
 /**
  * Stores `record` with one fenced, conditional write: create-only for a new
- * effect, else over the version read. A final record's lease is no longer
+ * effect (`from` null), else over the version `from` was read at. Its state marker
+ * follows (effect-state-index.ts). A final record's lease is no longer
  * renewed and its incomplete-marker is removed.
  */
 export async function storeEffect(
   ctx: LedgerContext,
   record: EffectRecord,
-  version: string | null,
+  from: LoadedEffect | null,
 ): Promise<LoadedEffect> {
   const key = runEffectKey(ctx.runId, record.effectId)
   const lease = await ctx.ownership.leaseFor(key)
-  const meta = await ctx.backend.put(key, encodeRunRecord('effect', effectRecordSchema, record), {
-    ...(version === null ? { ifNoneMatch: '*' as const } : { ifMatch: version }),
-    lease,
-    writer: { writerId: lease.holder },
-  })
+  const version = from?.version ?? null
+  // The state marker moves around the record write (effect-state-index.ts), in the order
+  // that leaves any crash window visible to a listing.
+  const meta = await moveStateMarker(ctx, record, from?.record.state ?? null, () =>
+    ctx.backend.put(key, encodeRunRecord('effect', effectRecordSchema, record), {
+      ...(version === null ? { ifNoneMatch: '*' as const } : { ifMatch: version }),
+      lease,
+      writer: { writerId: lease.holder },
+    }),
+  )
   if (version === null) {
     // After the planned record: a marker without a record is then always a
     // loss, and a crash before the marker leaves an effect never submitted.
@@ -265,7 +272,7 @@ export async function dispatchEffect(
   const submitted = await storeEffect(
     ctx,
     transition(ctx, loaded.record, 'submitted', reason),
-    loaded.version,
+    loaded,
   )
   let result: JsonValue
   try {
@@ -296,7 +303,7 @@ export async function dispatchEffect(
       await storeEffect(
         ctx,
         transition(ctx, submitted.record, state, why, { error: errorOf(error) }),
-        submitted.version,
+        submitted,
       )
     } catch (storeError) {
       // Still `submitted` when this write did not land: recovery treats it as unknown.
@@ -309,7 +316,7 @@ export async function dispatchEffect(
     await storeEffect(
       ctx,
       transition(ctx, submitted.record, 'confirmed', 'dispatch', { result }),
-      submitted.version,
+      submitted,
     )
   } catch (error) {
     if (isAgentStateError(error, 'LEASE_LOST')) throw error
@@ -392,7 +399,7 @@ export async function recoverEffect(
     const stored = await storeEffect(
       ctx,
       transition(ctx, loaded.record, 'confirmed', 'reconciler:confirmed', { result }),
-      loaded.version,
+      loaded,
     )
     return {
       decision: decide(loaded, 'confirmed', 'reconciler:confirmed').decision,
@@ -418,7 +425,7 @@ async function markUnknown(
   const stored =
     found === 'unknown'
       ? loaded
-      : await storeEffect(ctx, transition(ctx, loaded.record, 'unknown', rule), loaded.version)
+      : await storeEffect(ctx, transition(ctx, loaded.record, 'unknown', rule), loaded)
   return { decision: decide(stored, 'needs_attention', rule, found).decision, loaded: stored }
 }
 

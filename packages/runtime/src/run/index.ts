@@ -25,12 +25,17 @@ export {
   type RevalidationContext,
   resumeRun,
 } from './run-open.js'
+export { UNSETTLED_STATES, type UnsettledState } from './effect-state-index.js'
 export {
   type EffectResolution,
   inspectRun,
+  RUN_SUMMARY_EFFECTS,
+  type RunSummary,
   type RunView,
   readEffect,
+  readEffects,
   resolveEffect,
+  summarizeRun,
 } from './run-operator.js'
 export {
   type Attempt,

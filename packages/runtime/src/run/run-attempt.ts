@@ -12,11 +12,13 @@ import type { JsonValue } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { isValidId, uuidv7 } from '../shared/ids.js'
 import { runHeadKey } from '../shared/layout.js'
-import type { LedgerContext } from './effect-ledger.js'
+import { type LedgerContext, loadEffect } from './effect-ledger.js'
+import { repairStateIndex } from './effect-state-index.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import { RunOwnership } from './run-ownership.js'
 import {
   MAX_RUN_AUDIT_ENTRIES,
+  type EffectRecord,
   type RunAuditEntry,
   type RunHead,
   runHeadSchema,
@@ -88,6 +90,22 @@ async function rootLease(backend: Backend, runId: string, options: RunOwnerOptio
         error,
       )
     }
+    throw error
+  }
+}
+
+/**
+ * An effect's record for the state index's repair; an unreadable one is left as it is
+ * (still ambiguous, so every reader reads it and meets its error, and recovery stops on it).
+ */
+async function readForRepair(
+  ctx: LedgerContext,
+  effectId: string,
+): Promise<EffectRecord | null | undefined> {
+  try {
+    return (await loadEffect(ctx.backend, ctx.runId, effectId, ctx.token))?.record ?? null
+  } catch (error) {
+    if (isAgentStateError(error) && error.code.startsWith('RUN_RECORD_')) return undefined
     throw error
   }
 }
@@ -220,6 +238,9 @@ export async function beginAttempt(
       lease: headLease,
       writer,
     })
+    // Owned now: the state index is made true before anything reads or moves an effect
+    // (a crash window of the last owner, or a run written before the index).
+    await repairStateIndex(ctx, (effectId) => readForRepair(ctx, effectId))
     return { ctx, head, headVersion: meta.version, created: false }
   } catch (error) {
     await ownership.release()

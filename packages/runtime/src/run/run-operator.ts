@@ -2,6 +2,7 @@ import type { Backend } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { type LoadedEffect, listIncomplete, loadEffect } from './effect-ledger.js'
+import { isUnsettled, listStates, UNSETTLED_STATES, type UnsettledState } from './effect-state-index.js'
 import { storeEffect, transition } from './effect-state-machine.js'
 import {
   assertRunId,
@@ -74,7 +75,7 @@ export async function resolveEffect(
     } else {
       next = transition(ctx, loaded.record, 'unknown', reason, { retryAllowed: true })
     }
-    const stored = await storeEffect(ctx, next, loaded.version)
+    const stored = await storeEffect(ctx, next, loaded)
     const now = new Date(ctx.clock()).toISOString()
     await storeHead(
       attempt,
@@ -132,4 +133,110 @@ export async function readEffect(
   const stored = await loadHead(backend, runId)
   if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
   return (await loadEffect(backend, runId, effectId, stored.head.attempt.token))?.record ?? null
+}
+
+/**
+ * Effects of a run by their verified records, in the order asked (`null` for an id with no
+ * record), reading the head once: a page of `n` effects costs `n + 1` reads, where `n`
+ * calls of {@link readEffect} cost `2n`. Read-only.
+ *
+ * @throws `RUN_NOT_FOUND`, `RUN_RECORD_*` (the first unreadable record).
+ */
+export async function readEffects(
+  backend: Backend,
+  runId: string,
+  effectIds: readonly string[],
+): Promise<(EffectRecord | null)[]> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  const token = stored.head.attempt.token
+  return Promise.all(
+    effectIds.map(async (id) => (await loadEffect(backend, runId, id, token))?.record ?? null),
+  )
+}
+
+/** How many effects `summarizeRun` reads for its first unsettled effects unless told. */
+export const RUN_SUMMARY_EFFECTS = 20
+
+/** A run at a glance: {@link summarizeRun}. */
+export interface RunSummary {
+  readonly head: RunHead
+  readonly steps: number
+  readonly lastStep: StepRecord | null
+  /** Unsettled effects by state, counted from key listings. */
+  readonly unsettled: Readonly<Record<UnsettledState, number>>
+  /** The first unsettled effects (up to the limit): unknown, then submitted, then planned, each by id. */
+  readonly first: readonly EffectRecord[]
+}
+
+/**
+ * Reads a run for a dashboard row without reading its effects: the head, the newest step,
+ * its unsettled effects counted by state from the listings of its state index
+ * (effect-state-index.ts), and the records of the first `limit` of them
+ * ({@link RUN_SUMMARY_EFFECTS}). So a run costs `2 + limit` reads whatever its size, plus
+ * one read per effect the listing leaves ambiguous (a crash window: a few; every unsettled
+ * effect of a run written before the index, until its next owner builds the index). Counts
+ * the same effects {@link inspectRun} lists. Read-only.
+ *
+ * @throws `RUN_NOT_FOUND`, `RUN_RECORD_*` as {@link inspectRun}.
+ */
+export async function summarizeRun(
+  backend: Backend,
+  runId: string,
+  limit: number = RUN_SUMMARY_EFFECTS,
+): Promise<RunSummary> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  const token = stored.head.attempt.token
+  const [steps, listing] = await Promise.all([
+    loadSteps(backend, runId, token),
+    listStates(backend, runId),
+  ])
+  const byState: Record<UnsettledState, string[]> = {
+    unknown: [...listing.known.unknown],
+    submitted: [...listing.known.submitted],
+    planned: [...listing.known.planned],
+  }
+  const read = new Map<string, EffectRecord>()
+  for (const { effectId, marked } of listing.ambiguous) {
+    const loaded = await loadEffect(backend, runId, effectId, token)
+    if (loaded === null && marked) {
+      throw runtimeError(
+        'RUN_RECORD_MISSING',
+        `Effect ${effectId} of run ${runId} is marked incomplete but its record is missing`,
+        { runId, effectId },
+      )
+    }
+    // A settled effect (a stale marker), or a marker left by a refused create: not unsettled.
+    if (loaded === null || !isUnsettled(loaded.record.state)) continue
+    read.set(effectId, loaded.record)
+    byState[loaded.record.state].push(effectId)
+  }
+  const firstIds = UNSETTLED_STATES.flatMap((state) => byState[state].sort()).slice(0, limit)
+  const first = await Promise.all(
+    firstIds.map(async (effectId) => {
+      const known = read.get(effectId) ?? (await loadEffect(backend, runId, effectId, token))?.record
+      if (known === undefined) {
+        throw runtimeError(
+          'RUN_RECORD_MISSING',
+          `Effect ${effectId} of run ${runId} is marked incomplete but its record is missing`,
+          { runId, effectId },
+        )
+      }
+      return known
+    }),
+  )
+  return {
+    head: stored.head,
+    steps: steps.count,
+    lastStep: steps.last,
+    unsettled: {
+      unknown: byState.unknown.length,
+      submitted: byState.submitted.length,
+      planned: byState.planned.length,
+    },
+    first,
+  }
 }
