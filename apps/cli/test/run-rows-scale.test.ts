@@ -96,7 +96,9 @@ async function expectBoundedRow(views: Views, backend: Backend): Promise<Record<
   expect(calls.get ?? 0, 'run row: get calls').toBeLessThanOrEqual(2 + RUN_SUMMARY_EFFECTS)
   expect(calls.list ?? 0, 'run row: list calls').toBeLessThanOrEqual(LIST_BOUND)
   expect(Object.keys(calls).sort(), 'run row: only reads and listings').toEqual(
-    Object.keys(calls).filter((name) => name === 'get' || name === 'list').sort(),
+    Object.keys(calls)
+      .filter((name) => name === 'get' || name === 'list')
+      .sort(),
   )
   return calls
 }
@@ -151,7 +153,9 @@ describe('the run-row check catches a row that reads every unsettled effect (mut
       for await (const _ of views.runsView.rows(counted.backend)) {
         // drain
       }
-      console.info(`mutant (every record read): run row backend calls ${JSON.stringify(counted.calls())}`)
+      console.info(
+        `mutant (every record read): run row backend calls ${JSON.stringify(counted.calls())}`,
+      )
       await expect(expectBoundedRow(views, backends.memory as Backend)).rejects.toThrow(
         /run row: get calls/,
       )

@@ -61,9 +61,7 @@ const DAMAGES: readonly {
     name: 'a newer schema version',
     code: 'RUN_RECORD_INCOMPATIBLE',
     damage: (b) =>
-      encoder.encode(
-        JSON.stringify({ ...parse(b), schemaVersion: RUN_RECORD_SCHEMA_VERSION + 1 }),
-      ),
+      encoder.encode(JSON.stringify({ ...parse(b), schemaVersion: RUN_RECORD_SCHEMA_VERSION + 1 })),
   },
 ]
 

@@ -12,7 +12,7 @@
  * those are read. The next owner of the run repairs them ({@link repairStateIndex}).
  */
 import type { Backend } from '@agent-state/core'
-import { RUNS_PREFIX, runOpenPrefix } from '../shared/layout.js'
+import { RUNS_PREFIX, runOpenMarkerKey, runOpenPrefix } from '../shared/layout.js'
 import type { LedgerContext } from './effect-ledger.js'
 import type { EffectRecord, EffectState } from './run-records.js'
 
@@ -42,8 +42,9 @@ const EMPTY = new Uint8Array(0)
  * Writes an effect record and moves its state marker around that write, in the one order
  * that keeps every crash window visible to a listing:
  *
- * - into an unsettled state: put the new state's marker, write the record, delete the old
- *   marker (a crash in between leaves two markers: ambiguous);
+ * - into an unsettled state (a new effect too): put the new state's marker, write the
+ *   record, delete the old marker (a crash in between leaves two markers, or a marker
+ *   without an incomplete-marker: ambiguous);
  * - into a settled state: delete the old marker, write the record (a crash in between, or a
  *   refused write, leaves no marker beside the incomplete-marker: ambiguous).
  *
@@ -64,11 +65,10 @@ export async function moveStateMarker<T>(
     if (old !== null) await ctx.backend.delete(old)
     return write()
   }
-  // A new effect's marker follows its create-only record: a marker must never name an
-  // effect that was not stored (a refused create is another effect's id).
-  if (from !== null && from !== to) await ctx.backend.put(marker(to), EMPTY)
+  // Also before a new effect's create-only record: a marker without a record or without an
+  // incomplete-marker is ambiguous, so it is read (no record: not counted) and repaired.
+  if (from !== to) await ctx.backend.put(marker(to), EMPTY)
   const written = await write()
-  if (from === null) await ctx.backend.put(marker(to), EMPTY)
   if (old !== null) await ctx.backend.delete(old)
   return written
 }
@@ -126,14 +126,17 @@ export async function listStates(backend: Backend, runId: string): Promise<State
   for (const id of states.keys()) if (!openSet.has(id)) ambiguous.add(id)
   return {
     known,
-    ambiguous: [...ambiguous].sort().map((effectId) => ({ effectId, marked: openSet.has(effectId) })),
+    ambiguous: [...ambiguous]
+      .sort()
+      .map((effectId) => ({ effectId, marked: openSet.has(effectId) })),
   }
 }
 
 /**
  * Repairs the index of a run this attempt owns: every ambiguous effect is read and its
  * markers set to its record's state (one marker when unsettled, none when settled or
- * missing). Costs the listings plus one read per ambiguous effect: none for a run left by a
+ * missing); an unsettled effect without an incomplete-marker (a crash between its planned
+ * record and that marker) gets it, so recovery sees it too. Costs the listings plus one read per ambiguous effect: none for a run left by a
  * clean process, a few after a crash, every unsettled effect once for a run written before
  * the index (which is how such a run is upgraded). `read` answers `undefined` for a record
  * it cannot read: its markers are left as they are (ambiguous).
@@ -143,11 +146,13 @@ export async function repairStateIndex(
   read: (effectId: string) => Promise<EffectRecord | null | undefined>,
 ): Promise<number> {
   const { ambiguous } = await listStates(ctx.backend, ctx.runId)
-  for (const { effectId } of ambiguous) {
+  for (const { effectId, marked } of ambiguous) {
     const record = await read(effectId)
     if (record === undefined) continue
     const keep = record !== null && isUnsettled(record.state) ? record.state : null
     if (keep !== null) await ctx.backend.put(runStateMarkerKey(ctx.runId, keep, effectId), EMPTY)
+    if (keep !== null && !marked)
+      await ctx.backend.put(runOpenMarkerKey(ctx.runId, effectId), EMPTY)
     for (const state of UNSETTLED_STATES) {
       if (state !== keep) await ctx.backend.delete(runStateMarkerKey(ctx.runId, state, effectId))
     }

@@ -5,6 +5,7 @@ export {
   idempotencyKeyOf,
   type ReconcileAnswer,
 } from './effect.js'
+export { UNSETTLED_STATES, type UnsettledState } from './effect-state-index.js'
 export {
   RECOVERY_OUTCOMES,
   type RecoveryDecision,
@@ -25,7 +26,6 @@ export {
   type RevalidationContext,
   resumeRun,
 } from './run-open.js'
-export { UNSETTLED_STATES, type UnsettledState } from './effect-state-index.js'
 export {
   type EffectResolution,
   inspectRun,

@@ -17,8 +17,8 @@ import { repairStateIndex } from './effect-state-index.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import { RunOwnership } from './run-ownership.js'
 import {
-  MAX_RUN_AUDIT_ENTRIES,
   type EffectRecord,
+  MAX_RUN_AUDIT_ENTRIES,
   type RunAuditEntry,
   type RunHead,
   runHeadSchema,

@@ -2,7 +2,12 @@ import type { Backend } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { type LoadedEffect, listIncomplete, loadEffect } from './effect-ledger.js'
-import { isUnsettled, listStates, UNSETTLED_STATES, type UnsettledState } from './effect-state-index.js'
+import {
+  isUnsettled,
+  listStates,
+  UNSETTLED_STATES,
+  type UnsettledState,
+} from './effect-state-index.js'
 import { storeEffect, transition } from './effect-state-machine.js'
 import {
   assertRunId,
@@ -177,7 +182,8 @@ export interface RunSummary {
  * ({@link RUN_SUMMARY_EFFECTS}). So a run costs `2 + limit` reads whatever its size, plus
  * one read per effect the listing leaves ambiguous (a crash window: a few; every unsettled
  * effect of a run written before the index, until its next owner builds the index). Counts
- * the same effects {@link inspectRun} lists. Read-only.
+ * the effects {@link inspectRun} lists, plus a planned one a crash left without its
+ * incomplete-marker (which the next owner marks). Read-only.
  *
  * @throws `RUN_NOT_FOUND`, `RUN_RECORD_*` as {@link inspectRun}.
  */
@@ -209,7 +215,7 @@ export async function summarizeRun(
         { runId, effectId },
       )
     }
-    // A settled effect (a stale marker), or a marker left by a refused create: not unsettled.
+    // A settled effect (a stale marker), or a marker whose create never landed: not unsettled.
     if (loaded === null || !isUnsettled(loaded.record.state)) continue
     read.set(effectId, loaded.record)
     byState[loaded.record.state].push(effectId)
@@ -217,7 +223,8 @@ export async function summarizeRun(
   const firstIds = UNSETTLED_STATES.flatMap((state) => byState[state].sort()).slice(0, limit)
   const first = await Promise.all(
     firstIds.map(async (effectId) => {
-      const known = read.get(effectId) ?? (await loadEffect(backend, runId, effectId, token))?.record
+      const known =
+        read.get(effectId) ?? (await loadEffect(backend, runId, effectId, token))?.record
       if (known === undefined) {
         throw runtimeError(
           'RUN_RECORD_MISSING',
