@@ -165,7 +165,7 @@ async function crashChild(
   })
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 describe.each(MULTI_PROCESS_BACKENDS.filter((b) => b.name === 'sqlite' || b.name === 'fs'))(
   'kill -9 inside an effect state change, on $name',

@@ -29,6 +29,10 @@
  * 3. The outcome (`confirmed` with its result, `failed`, or `unknown`) is stored after the call;
  *    only a final record then has its marker removed (and its lease no longer renewed). A crash
  *    between the two leaves a stale marker on a final record, which recovery drops (`final`).
+ * 4. Around every record write the effect's state marker moves (`effect-state-index.ts`): the
+ *    new unsettled state's marker before, the old one's delete after (before, when the new state
+ *    is final), so a crash leaves the effect ambiguous in the listing, never under a wrong
+ *    marker; the next owner repairs it before recovery.
  *
  * Recovery rules ({@link recoverEffect}, at every resume and on a repeated `effect` call):
  *
