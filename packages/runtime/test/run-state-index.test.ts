@@ -16,17 +16,16 @@
  * Committed mutants: no repair on open, the record written before its marker moves, and a
  * page reader that reads the head per effect, each fail the checks.
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
+import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import { type Backend, createManualClock } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import * as real from '../src/index.js'
 import { listStates } from '../src/run/effect-state-index.js'
-import { PACKAGE_DIR } from './child-process.js'
+import { runFixtureChild } from './fixture-child.js'
 import { mutated, type Runtime, unmockAll } from './mutants.js'
 
 afterEach(unmockAll)
@@ -128,43 +127,6 @@ async function expectVisibleThenRepaired(
   expect(counted.gets(), `${window}: summary reads after the repair`).toBeLessThanOrEqual(2 + 1)
 }
 
-interface Child {
-  readonly signal: NodeJS.Signals | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-async function crashChild(
-  url: string,
-  namespace: string,
-  runId: string,
-  window: Window,
-  env: Readonly<Record<string, string>>,
-) {
-  const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/run-index-crash-child.ts'))
-  return new Promise<Child>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [...node, url, namespace, runId, window, String(LEASE_TTL_MS)],
-      { cwd: PACKAGE_DIR, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-    })
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-    child.on('error', reject)
-    child.on('close', (_code, signal) => {
-      clearTimeout(timer)
-      resolve({ signal, stdout, stderr })
-    })
-  })
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 describe.each(MULTI_PROCESS_BACKENDS.filter((b) => b.name === 'sqlite' || b.name === 'fs'))(
@@ -184,10 +146,14 @@ describe.each(MULTI_PROCESS_BACKENDS.filter((b) => b.name === 'sqlite' || b.name
         await Promise.all(
           WINDOWS.map(async (window) => {
             const runId = `w-${window}`
-            const child = await crashChild(target.url, namespace, runId, window, target.env)
-            const context = `${window}: ${child.stdout} ${child.stderr.slice(-2000)}`
+            const child = await runFixtureChild(
+              'test/fixtures/run-index-crash-child.ts',
+              [target.url, namespace, runId, window, String(LEASE_TTL_MS)],
+              target.env,
+            )
+            const context = `${window}: ${JSON.stringify(child.lines)} ${child.stderr.slice(-2000)}`
             expect(child.signal, context).toBe('SIGKILL')
-            expect(child.stdout, context).toContain(`"crashed":"${window}"`)
+            expect(child.lines, context).toEqual([{ crashed: window }])
             await expectVisibleThenRepaired(real, backend, runId, window, () => sleep(250))
           }),
         )
