@@ -71,6 +71,7 @@ export {
   type RevalidationContext,
   RUN_AUDIT_EVENTS,
   RUN_SUMMARY_EFFECTS,
+  RUN_SUMMARY_IN_FLIGHT,
   Run,
   type RunAuditEntry,
   type RunHead,

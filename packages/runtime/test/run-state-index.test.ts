@@ -1,20 +1,25 @@
 /**
- * The run's per-state index of unsettled effects (effect-state-index.ts,
+ * The run's index of its unknown effects (effect-state-index.ts,
  * docs/runtime/runs-and-effects.md, Counting effects by state):
  *
- * - crash windows: a process SIGKILLed between an effect record's write and a state-marker
- *   update (every one of the six windows, in a child process, on SQLite and the filesystem)
- *   leaves the effect *ambiguous* in the listing, never under a wrong single marker, so
- *   `summarizeRun`'s counts are right straight after the crash; the next owner's open
- *   repairs the index, after which a summary reads no effect beyond its first ones;
- * - runs written by the previous runtime (ledger schema version 1, no index) are counted
- *   right (every unsettled effect read) and indexed by their next open; this runtime writes
- *   version 2, which a version-1 runtime refuses (run-integrity.test.ts: a version newer
- *   than the runtime reads is `RUN_RECORD_INCOMPATIBLE`);
+ * - crash windows: a process SIGKILLed inside a move of an effect's `unknown` marker (every
+ *   one of the six windows of unknown-index-windows.ts, in a child process, on SQLite and
+ *   the filesystem) leaves the effect *ambiguous* in the listing, never under a wrong marker
+ *   or wrongly without one, so `summarizeRun`'s counts are right straight after the crash;
+ *   the next owner's open repairs the index, after which a summary reads no effect beyond
+ *   its first ones;
+ * - the split of the effects in flight: read up to a bound, beyond it counted over the
+ *   first ones read and flagged (`splitOf`), the in-flight total exact;
+ * - runs written by the previous runtime (ledger schema version 1, no index, a head without
+ *   `unknownIndex`) are counted right (every incomplete effect read) and indexed by their
+ *   next open; this runtime writes version 2, which a version-1 runtime refuses
+ *   (run-integrity.test.ts: a version newer than the runtime reads is
+ *   `RUN_RECORD_INCOMPATIBLE`);
  * - `readEffects` reads the head once for a page.
  *
- * Committed mutants: no repair on open, the record written before its marker moves, and a
- * page reader that reads the head per effect, each fail the checks.
+ * Committed mutants: no repair on open, the marker moved after the record without the
+ * `moving` bracket, and a page reader that reads the head per effect, each fail the checks.
+ * (That the normal path moves no marker is run-effect-calls.test.ts.)
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -25,45 +30,28 @@ import { createMemoryBackend } from '@agent-state/memory'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import * as real from '../src/index.js'
 import { listStates } from '../src/run/effect-state-index.js'
+import { checksumOf } from '../src/shared/canonical-json.js'
+import { countingBackend } from './counting-backend.js'
 import { runFixtureChild } from './fixture-child.js'
+import {
+  driveToWindow,
+  dyingAt,
+  handlers,
+  WINDOWS,
+  type Window,
+} from './fixtures/unknown-index-windows.js'
 import { mutated, type Runtime, unmockAll } from './mutants.js'
 
 afterEach(unmockAll)
 
-const WINDOWS = [
-  'planned-marker',
-  'planned-record',
-  'submitted-marker',
-  'submitted-record',
-  'settled-unmark',
-  'settled-record',
-] as const
-type Window = (typeof WINDOWS)[number]
 /** The dead owner's lease; the next owner waits it out. */
 const LEASE_TTL_MS = 2000
 
-const handlers = {
-  pay: {
-    retrySafe: false,
-    reconcile: async () => ({ status: 'unknown' as const }),
-    dispatch: async () => ({ ok: true }),
-  },
-}
-
-/** `backend` counting its `get` calls. */
-function countingGets(backend: Backend): { backend: Backend; gets: () => number } {
-  let gets = 0
-  const wrapped = new Proxy(backend, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (typeof value !== 'function') return value
-      return (...args: unknown[]) => {
-        if (property === 'get') gets++
-        return value.apply(target, args)
-      }
-    },
-  })
-  return { backend: wrapped, gets: () => gets }
+/** `get` calls of `summarizeRun(...args)` through a counting wrapper, and its summary. */
+async function countedSummary(rt: Runtime, backend: Backend, runId: string, limit?: number) {
+  const counted = countingBackend(backend)
+  const summary = await rt.summarizeRun(counted.backend, runId, limit)
+  return { summary, gets: counted.calls().get ?? 0 }
 }
 
 /** The unsettled counts the effect's record says, one effect `e1`. */
@@ -95,8 +83,8 @@ async function reopen(rt: Runtime, backend: Backend, runId: string, wait: () => 
 /**
  * What a crash in `window` must leave, and what the next open must make of it: the effect
  * ambiguous in the listing (the window is visible), counts that match its record, then,
- * after the next owner opened the run, no ambiguity, markers that match the record, and a
- * summary reading the head and the one effect at most.
+ * after the next owner opened the run, no ambiguity, an index that matches the record, and
+ * a summary reading the head and the one effect at most.
  */
 async function expectVisibleThenRepaired(
   rt: Runtime,
@@ -118,19 +106,19 @@ async function expectVisibleThenRepaired(
   const after = await listStates(backend, runId)
   expect(after.ambiguous, `${window}: repaired by the next open`).toEqual([])
   const counts = await truth(rt, backend, runId)
-  const known = Object.fromEntries(
-    Object.entries(after.known).map(([state, ids]) => [state, ids.length]),
-  )
-  expect(known, `${window}: markers after the repair`).toEqual(counts)
-  const counted = countingGets(backend)
-  expect((await rt.summarizeRun(counted.backend, runId)).unsettled).toEqual(counts)
-  expect(counted.gets(), `${window}: summary reads after the repair`).toBeLessThanOrEqual(2 + 1)
+  expect(
+    { unknown: after.unknown.length, inFlight: after.inFlight.length },
+    `${window}: the index after the repair`,
+  ).toEqual({ unknown: counts.unknown, inFlight: counts.submitted + counts.planned })
+  const { summary, gets } = await countedSummary(rt, backend, runId)
+  expect(summary.unsettled).toEqual(counts)
+  expect(gets, `${window}: summary reads after the repair`).toBeLessThanOrEqual(2 + 1)
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 describe.each(MULTI_PROCESS_BACKENDS.filter((b) => b.name === 'sqlite' || b.name === 'fs'))(
-  'kill -9 inside an effect state change, on $name',
+  'kill -9 inside a move of the unknown marker, on $name',
   ({ target: make }) => {
     let dir: string
     beforeAll(() => {
@@ -173,56 +161,101 @@ async function crashInProcess(rt: Runtime, window: Window): Promise<void> {
   const clock = createManualClock()
   const backend = createMemoryBackend({ namespace: freshName('index'), clock: clock.now })
   const runId = `w-${window}`
-  const [op, key, state] = {
-    'planned-marker': ['put', `runs/${runId}/states/planned/e1`],
-    'planned-record': ['put', `runs/${runId}/effects/e1.json`, 'planned'],
-    'submitted-marker': ['put', `runs/${runId}/states/submitted/e1`],
-    'submitted-record': ['put', `runs/${runId}/effects/e1.json`, 'submitted'],
-    'settled-unmark': ['delete', `runs/${runId}/states/submitted/e1`],
-    'settled-record': ['put', `runs/${runId}/effects/e1.json`, 'confirmed'],
-  }[window]
   let dead = false
-  const dying = new Proxy(backend, {
+  let armed = window.startsWith('enter-')
+  const dying = dyingAt(
+    backend,
+    runId,
+    window,
+    () => {
+      dead = true
+      throw new Error('dead')
+    },
+    () => armed,
+  )
+  const refusing = new Proxy(dying, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver)
       if (typeof value !== 'function') return value
-      return async (...args: unknown[]) => {
+      return (...args: unknown[]) => {
         if (dead) throw new Error('dead')
-        const answer = await value.apply(target, args)
-        const [k, bytes] = args as [string, Uint8Array | undefined]
-        if (
-          property === op &&
-          k === key &&
-          (state === undefined || new TextDecoder().decode(bytes).includes(`"state":"${state}"`))
-        ) {
-          dead = true
-        }
-        return answer
+        return value.apply(target, args)
       }
     },
   })
-  const run = await rt.openRun(dying, runId, {
-    handlers,
+  await driveToWindow(rt, refusing, runId, window, {
     leaseTtlMs: LEASE_TTL_MS,
     clock: clock.now,
+    arm: () => {
+      armed = true
+    },
   })
-  // The call fails one way or another (the raw death, or EFFECT_UNKNOWN around it): what
-  // matters is that the owner died at the window.
-  await run.effect('pay', 'e1', { amount: 1 }).catch(() => undefined)
   expect(dead, `${window}: the owner died at the window`).toBe(true)
   await expectVisibleThenRepaired(rt, backend, runId, window, async () => {
     clock.advance(LEASE_TTL_MS + 1)
   })
 }
 
-describe('kill inside an effect state change, in process on memory', () => {
+describe('kill inside a move of the unknown marker, in process on memory', () => {
   it.each(WINDOWS)('%s: visible, counted right, repaired by the next open', async (window) => {
     await crashInProcess(real, window)
   })
 })
 
-describe('a run written by the previous runtime (schema version 1, no state index)', () => {
-  it('is counted right by reading its unsettled effects, and indexed by its next open (version 2)', async () => {
+describe('the effects in flight', () => {
+  it('are split by reading them up to the bound; beyond it over the first ones, flagged, the total exact', async () => {
+    const backend = createMemoryBackend({ namespace: freshName('flight') })
+    let release = () => {}
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const run = await real.openRun(backend, 'busy', {
+      handlers: {
+        pay: {
+          ...handlers.pay,
+          dispatch: async () => {
+            await released
+            return { ok: true }
+          },
+        },
+      },
+    })
+    const pending = Array.from({ length: 5 }, (_, i) => run.effect('pay', `e${i}`, { i }))
+    for (let tries = 0; (await listStates(backend, 'busy')).inFlight.length < 5; tries++) {
+      expect(tries, 'five effects in flight').toBeLessThan(200)
+      await sleep(10)
+    }
+    // Wait until every record is submitted (the marker comes after the planned record).
+    for (let tries = 0; ; tries++) {
+      const records = await real.readEffects(backend, 'busy', ['e0', 'e1', 'e2', 'e3', 'e4'])
+      if (records.every((r) => r?.state === 'submitted')) break
+      expect(tries, 'five effects submitted').toBeLessThan(200)
+      await sleep(10)
+    }
+    const all = await real.summarizeRun(backend, 'busy', 20, 5)
+    expect([all.unsettled, all.inFlight, all.splitOf]).toEqual([
+      { unknown: 0, submitted: 5, planned: 0 },
+      5,
+      null,
+    ])
+    const counted = countingBackend(backend)
+    const some = await real.summarizeRun(counted.backend, 'busy', 2, 3)
+    expect([some.unsettled, some.inFlight, some.splitOf]).toEqual([
+      { unknown: 0, submitted: 3, planned: 0 },
+      5,
+      3,
+    ])
+    expect(some.first.map((r) => r.effectId)).toEqual(['e0', 'e1'])
+    expect(counted.calls().get, 'the head and the three in-flight records read').toBe(1 + 3)
+    release()
+    await Promise.all(pending)
+    await run.close()
+    expect((await real.summarizeRun(backend, 'busy')).inFlight).toBe(0)
+  })
+})
+
+describe('a run written by the previous runtime (schema version 1, no index)', () => {
+  it('is counted right by reading its incomplete effects, and indexed by its next open (version 2)', async () => {
     const backend = createMemoryBackend({ namespace: freshName('v1') })
     const run = await real.openRun(backend, 'old', {
       handlers: {
@@ -237,7 +270,8 @@ describe('a run written by the previous runtime (schema version 1, no state inde
     })
     for (let i = 0; i < 10; i++) await run.effect('pay', `e${i}`, { i }).catch(() => undefined)
     await run.close()
-    // What the previous runtime left: the same records at version 1, and no state markers.
+    // What the previous runtime left: the same records at version 1, a head without
+    // `unknownIndex`, and no index markers.
     const decoder = new TextDecoder()
     const listed = await backend.list({ prefix: 'runs/old/' })
     for (const { key } of listed.entries) {
@@ -249,24 +283,23 @@ describe('a run written by the previous runtime (schema version 1, no state inde
       if (found === null || found.value.length === 0) continue
       const envelope = JSON.parse(decoder.decode(found.value))
       expect(envelope.schemaVersion, key).toBe(2)
-      await backend.put(
-        key,
-        new TextEncoder().encode(JSON.stringify({ ...envelope, schemaVersion: 1 })),
-      )
+      const { unknownIndex, ...body } = envelope.body
+      expect(unknownIndex, key).toBe(key === 'runs/old/run.json' ? true : undefined)
+      const old = { ...envelope, body, checksum: checksumOf(body), schemaVersion: 1 }
+      await backend.put(key, new TextEncoder().encode(JSON.stringify(old)))
     }
-    const fallback = countingGets(backend)
-    expect((await real.summarizeRun(fallback.backend, 'old')).unsettled).toEqual({
-      unknown: 5,
-      submitted: 0,
-      planned: 0,
-    })
-    // The head, then each of the 5 unknown effects (ambiguous without the index), once.
-    expect(fallback.gets()).toBe(1 + 5)
+    const fallback = await countedSummary(real, backend, 'old')
+    expect([fallback.summary.unsettled, fallback.summary.indexed]).toEqual([
+      { unknown: 5, submitted: 0, planned: 0 },
+      false,
+    ])
+    // The head, then each of the 5 unknown effects (no marker says so), once.
+    expect(fallback.gets).toBe(1 + 5)
     await reopen(real, backend, 'old', async () => undefined)
-    expect((await listStates(backend, 'old')).known.unknown).toEqual(['e0', 'e2', 'e4', 'e6', 'e8'])
-    const indexed = countingGets(backend)
-    expect((await real.summarizeRun(indexed.backend, 'old', 1)).unsettled.unknown).toBe(5)
-    expect(indexed.gets()).toBe(1 + 1)
+    expect((await listStates(backend, 'old')).unknown).toEqual(['e0', 'e2', 'e4', 'e6', 'e8'])
+    const indexed = await countedSummary(real, backend, 'old', 1)
+    expect([indexed.summary.unsettled.unknown, indexed.summary.indexed]).toEqual([5, true])
+    expect(indexed.gets).toBe(1 + 1)
     const head = await backend.get('runs/old/run.json')
     expect(JSON.parse(decoder.decode(head?.value)).schemaVersion).toBe(2)
   })
@@ -276,18 +309,20 @@ describe('readEffects', () => {
   let backend: Backend
   beforeAll(async () => {
     backend = createMemoryBackend({ namespace: freshName('page') })
-    const run = await real.openRun(backend, 'paged', { handlers })
+    const run = await real.openRun(backend, 'paged', {
+      handlers: { pay: { ...handlers.pay, dispatch: async () => ({ ok: true }) } },
+    })
     for (let i = 0; i < 100; i++) await run.effect('pay', `e${String(i).padStart(3, '0')}`, { i })
     await run.close()
   })
   const ids = Array.from({ length: 100 }, (_, i) => `e${String(i).padStart(3, '0')}`)
 
   async function expectOnePagedRead(rt: Runtime): Promise<void> {
-    const counted = countingGets(backend)
+    const counted = countingBackend(backend)
     const records = await rt.readEffects(counted.backend, 'paged', [...ids, 'absent'])
     expect(records.map((r) => r?.effectId ?? null)).toEqual([...ids, null])
     expect(records.every((r) => r === null || r.state === 'confirmed')).toBe(true)
-    expect(counted.gets(), 'readEffects: get calls').toBe(1 + 101)
+    expect(counted.calls().get, 'readEffects: get calls').toBe(1 + 101)
   }
 
   it('reads the head once for a page of 100 effects (plus one id with no record)', async () => {
@@ -310,34 +345,28 @@ describe('the index checks catch (mutants)', () => {
   it('an open that does not repair the index', async () => {
     const rt = await mutated('../src/run/effect-state-index.js', (original) => ({
       ...original,
-      repairStateIndex: async () => 0,
+      repairUnknownIndex: async () => 0,
     }))
-    await expect(crashInProcess(rt, 'submitted-record')).rejects.toThrow(
-      /repaired by the next open/,
-    )
+    await expect(crashInProcess(rt, 'enter-record')).rejects.toThrow(/repaired by the next open/)
   })
 
-  it('a record written before its marker moves (a wrong single marker in the window)', async () => {
+  it('a marker moved after the record, without the moving bracket (the window invisible)', async () => {
     const rt = await mutated('../src/run/effect-state-index.js', (original) => ({
       ...original,
-      moveStateMarker: async (
+      moveUnknownMarker: async (
         ctx: { backend: Backend; runId: string },
         record: { effectId: string; state: string },
         from: string | null,
         write: () => Promise<unknown>,
       ) => {
         const written = await write()
-        const unsettled = ['unknown', 'submitted', 'planned']
-        const marker = (s: string) => `runs/${ctx.runId}/states/${s}/${record.effectId}`
-        if (unsettled.includes(record.state) && from !== record.state)
-          await ctx.backend.put(marker(record.state), new Uint8Array(0))
-        if (from !== null && unsettled.includes(from) && from !== record.state)
-          await ctx.backend.delete(marker(from))
+        const marker = `runs/${ctx.runId}/states/unknown/${record.effectId}`
+        if (record.state === 'unknown' && from !== 'unknown')
+          await ctx.backend.put(marker, new Uint8Array(0))
+        if (from === 'unknown' && record.state !== 'unknown') await ctx.backend.delete(marker)
         return written
       },
     }))
-    await expect(crashInProcess(rt, 'submitted-record')).rejects.toThrow(
-      /the crash window is visible/,
-    )
+    await expect(crashInProcess(rt, 'enter-record')).rejects.toThrow(/the crash window is visible/)
   })
 })

@@ -375,16 +375,24 @@ export interface RunRow {
   /** Committed steps, and the step the run is at (`null`: at the end, or not started). */
   readonly position: { readonly seq: number; readonly next: string | null } | null
   /**
-   * Effects by state, unknown first, all counted from key listings (runtime
-   * `summarizeRun`: the run's state index; `settled`, confirmed or failed, is
-   * the effects listed minus the unsettled ones), so a row reads a constant
-   * number of records whatever the run's size.
+   * Effects by state, unknown first (runtime `summarizeRun`): `unknown` is counted from the
+   * listing of the run's index of unknown effects, the effects in flight (planned or
+   * submitted) are the other incomplete-markers, and `settled` (confirmed or failed) is the
+   * effects listed minus those, so a row reads a bounded number of records whatever the
+   * run's size. `submitted` and `planned` are split by reading the in-flight effects' records,
+   * at most `RUN_SUMMARY_IN_FLIGHT` (100): when more are in flight, the row has `inFlight`
+   * (their exact total) and `splitOf` (how many were read, the first by id), and `submitted`
+   * and `planned` count the ones read (the table prints them `≥n`).
    */
   readonly effects: {
     readonly unknown: number
     readonly submitted: number
     readonly planned: number
     readonly settled: number
+    /** Effects planned or submitted, exact; only when `splitOf` is set. */
+    readonly inFlight?: number
+    /** How many in-flight effects `submitted` and `planned` count, when more are in flight. */
+    readonly splitOf?: number
     /**
      * The first incomplete ones (at most `RUN_SUMMARY_EFFECTS`, 20), unknown first, then by
      * id: id, kind, state. The counts above say how many there are in all.
@@ -435,7 +443,10 @@ async function runRow(backend: Backend, runId: string): Promise<RunRow> {
         unknown,
         submitted,
         planned,
-        settled: Math.max(0, total - unknown - submitted - planned),
+        settled: Math.max(0, total - unknown - summary.inFlight),
+        ...(summary.splitOf === null
+          ? {}
+          : { inFlight: summary.inFlight, splitOf: summary.splitOf }),
         incomplete,
       },
       error: null,
@@ -443,6 +454,11 @@ async function runRow(backend: Backend, runId: string): Promise<RunRow> {
   } catch (error) {
     return errorRow<RunRow, 'runId'>({ runId }, ['status', 'attempt', 'position', 'effects'], error)
   }
+}
+
+/** A submitted or planned count: `≥n` when it counts only the in-flight effects read (`splitOf`). */
+function split(effects: NonNullable<RunRow['effects']>, count: number): string {
+  return effects.splitOf === undefined ? String(count) : `\u2265${count}`
 }
 
 /** Effect-ledger runs (runtime `openRun`): attempt, position, effects by state (unknown first). */
@@ -472,8 +488,8 @@ export const runsView: AgentView<RunRow> = {
     row.position === null ? '-' : String(row.position.seq),
     row.position === null ? '-' : printable(row.position.next ?? '-'),
     row.effects === null ? '-' : String(row.effects.unknown),
-    row.effects === null ? '-' : String(row.effects.submitted),
-    row.effects === null ? '-' : String(row.effects.planned),
+    row.effects === null ? '-' : split(row.effects, row.effects.submitted),
+    row.effects === null ? '-' : split(row.effects, row.effects.planned),
     row.effects === null ? '-' : String(row.effects.settled),
   ],
   broken: (row) => row.error !== null,

@@ -1,18 +1,20 @@
 /**
- * The run's per-state index of unsettled effects: one empty marker per unsettled effect at
- * `runs/<run id>/states/<state>/<effect id>`, so the effects of a run are counted by state
- * from key listings, without reading one effect record (docs/runtime/runs-and-effects.md,
- * Counting effects by state).
+ * The run's index of its unknown effects: one empty marker per `unknown` effect at
+ * `runs/<run id>/states/unknown/<effect id>`, so the effects operators must find are counted
+ * from a key listing, and the effects in flight (planned or submitted) are the
+ * incomplete-markers without one (docs/runtime/runs-and-effects.md, Counting effects by
+ * state). Only entering or leaving `unknown` moves a marker (reconciliation, resume, an
+ * ambiguous dispatch error, `resolveEffect`); the normal path (planned → submitted →
+ * confirmed or failed) writes none, so it costs exactly what it cost before the index.
  *
- * Markers are not written atomically with the effect record (no backend call writes two
- * keys), so the order of the writes makes every crash window *visible* in the listing
- * instead (see {@link moveStateMarker}): an effect with an incomplete-marker and exactly one
- * state marker is in that state; an effect with an incomplete-marker and no or several
- * state markers, or with a state marker and no incomplete-marker, is *ambiguous*, and only
- * those are read. The next owner of the run repairs them ({@link repairStateIndex}).
+ * A marker is not written atomically with the effect record (no backend call writes two
+ * keys), so a move is bracketed by a `moving` marker at `runs/<run id>/states/moving/<effect
+ * id>` ({@link moveUnknownMarker}): an effect with a `moving` marker, or with an `unknown`
+ * marker and no incomplete-marker, is *ambiguous*, and only those are read. The next owner
+ * of the run repairs them ({@link repairUnknownIndex}).
  */
 import type { Backend } from '@agent-state/core'
-import { RUNS_PREFIX, runOpenMarkerKey, runOpenPrefix } from '../shared/layout.js'
+import { RUNS_PREFIX, runOpenPrefix } from '../shared/layout.js'
 import type { LedgerContext } from './effect-ledger.js'
 import type { EffectRecord, EffectState } from './run-records.js'
 
@@ -26,50 +28,47 @@ export function isUnsettled(state: EffectState): state is UnsettledState {
   return (UNSETTLED_STATES as readonly string[]).includes(state)
 }
 
-/** The prefix of the run's state markers in `state`. */
-export function runStatePrefix(runId: string, state: UnsettledState): string {
-  return `${RUNS_PREFIX}${runId}/states/${state}/`
+/** The markers of the index: the effect is `unknown`; an `unknown` marker is `moving`. */
+export const STATE_MARKERS = ['unknown', 'moving'] as const
+/** See {@link STATE_MARKERS}. */
+export type StateMarker = (typeof STATE_MARKERS)[number]
+
+/** The prefix of the run's index, both kinds of marker. */
+export function runStatePrefix(runId: string): string {
+  return `${RUNS_PREFIX}${runId}/states/`
 }
 
-/** The marker saying `effectId` is in `state`. */
-export function runStateMarkerKey(runId: string, state: UnsettledState, effectId: string): string {
-  return `${runStatePrefix(runId, state)}${effectId}`
+/** The `marker` of `effectId`. */
+export function runStateMarkerKey(runId: string, marker: StateMarker, effectId: string): string {
+  return `${runStatePrefix(runId)}${marker}/${effectId}`
 }
 
 const EMPTY = new Uint8Array(0)
 
 /**
- * Writes an effect record and moves its state marker around that write, in the one order
- * that keeps every crash window visible to a listing:
- *
- * - into an unsettled state (a new effect too): put the new state's marker, write the
- *   record, delete the old marker (a crash in between leaves two markers, or a marker
- *   without an incomplete-marker: ambiguous);
- * - into a settled state: delete the old marker, write the record (a crash in between, or a
- *   refused write, leaves no marker beside the incomplete-marker: ambiguous).
- *
- * So a single state marker beside an incomplete-marker is never wrong. `write` is the
- * fenced, conditional record write; when it fails, a marker this call put is left (two
- * markers: ambiguous, repaired by the next owner), never a wrong single one.
+ * Writes an effect record, moving its `unknown` marker when the write enters or leaves
+ * `unknown`: put the `moving` marker, write the record, put (entering) or delete (leaving)
+ * the `unknown` marker, delete the `moving` marker. A crash anywhere in between, or a refused
+ * write, leaves the `moving` marker: the effect is ambiguous (read), never under a wrong
+ * marker or wrongly without one. Any other write (the normal path) is `write` alone: no call
+ * more. `write` is the fenced, conditional record write.
  */
-export async function moveStateMarker<T>(
+export async function moveUnknownMarker<T>(
   ctx: LedgerContext,
   record: EffectRecord,
   from: EffectState | null,
   write: () => Promise<T>,
 ): Promise<T> {
-  const to = record.state
-  const marker = (state: UnsettledState) => runStateMarkerKey(ctx.runId, state, record.effectId)
-  const old = from !== null && isUnsettled(from) && from !== to ? marker(from) : null
-  if (!isUnsettled(to)) {
-    if (old !== null) await ctx.backend.delete(old)
-    return write()
-  }
-  // Also before a new effect's create-only record: a marker without a record or without an
-  // incomplete-marker is ambiguous, so it is read (no record: not counted) and repaired.
-  if (from !== to) await ctx.backend.put(marker(to), EMPTY)
+  const enters = record.state === 'unknown' && from !== 'unknown'
+  const leaves = from === 'unknown' && record.state !== 'unknown'
+  if (!enters && !leaves) return write()
+  const moving = runStateMarkerKey(ctx.runId, 'moving', record.effectId)
+  const unknown = runStateMarkerKey(ctx.runId, 'unknown', record.effectId)
+  await ctx.backend.put(moving, EMPTY)
   const written = await write()
-  if (old !== null) await ctx.backend.delete(old)
+  if (enters) await ctx.backend.put(unknown, EMPTY)
+  else await ctx.backend.delete(unknown)
+  await ctx.backend.delete(moving)
   return written
 }
 
@@ -89,73 +88,102 @@ async function listSuffixes(backend: Backend, prefix: string): Promise<string[]>
   return found
 }
 
-/** What the listings say about a run's unsettled effects. */
+/** An effect the listing cannot tell: a `moving` marker, or an `unknown` one without an incomplete-marker. */
+export interface AmbiguousEffect {
+  readonly effectId: string
+  /** Whether it has an incomplete-marker (then its record must exist). */
+  readonly marked: boolean
+  /** Whether it has an `unknown` marker. */
+  readonly unknown: boolean
+  /** Whether it has a `moving` marker. */
+  readonly moving: boolean
+}
+
+/** What the listings say about a run's incomplete effects, each list in key order. */
 export interface StateListing {
-  /** Effects whose state the listing alone tells, by state, each list in key order. */
-  readonly known: Readonly<Record<UnsettledState, readonly string[]>>
-  /**
-   * Effects in a crash window (or written by a runtime without the index): read to know.
-   * `marked`: whether it has an incomplete-marker (then its record must exist).
-   */
-  readonly ambiguous: readonly { readonly effectId: string; readonly marked: boolean }[]
+  /** Every effect with an incomplete-marker. */
+  readonly open: readonly string[]
+  /** Effects with an incomplete-marker and an `unknown` marker (and no `moving` one): unknown. */
+  readonly unknown: readonly string[]
+  /** Effects with an incomplete-marker and neither marker: planned or submitted (when the run is indexed). */
+  readonly inFlight: readonly string[]
+  /** Effects in a crash window of a marker move: read to know. */
+  readonly ambiguous: readonly AmbiguousEffect[]
 }
 
 /**
- * Lists the run's incomplete-markers and state markers (keys only, pages of 1,000) and
- * classifies each effect they name: known (an incomplete-marker and exactly one state
- * marker) or ambiguous (anything else).
+ * Lists the run's incomplete-markers and its index (keys only, pages of 1,000) and
+ * classifies each effect they name.
  */
 export async function listStates(backend: Backend, runId: string): Promise<StateListing> {
-  const [open, ...byState] = await Promise.all([
+  const [open, index] = await Promise.all([
     listSuffixes(backend, runOpenPrefix(runId)),
-    ...UNSETTLED_STATES.map((state) => listSuffixes(backend, runStatePrefix(runId, state))),
+    listSuffixes(backend, runStatePrefix(runId)),
   ])
-  const states = new Map<string, UnsettledState[]>()
-  UNSETTLED_STATES.forEach((state, i) => {
-    for (const id of byState[i] ?? []) states.set(id, [...(states.get(id) ?? []), state])
-  })
-  const openSet = new Set(open)
-  const known: Record<UnsettledState, string[]> = { unknown: [], submitted: [], planned: [] }
-  const ambiguous = new Set<string>()
-  for (const id of open) {
-    const found = states.get(id) ?? []
-    const [only] = found
-    if (found.length === 1 && only !== undefined) known[only].push(id)
-    else ambiguous.add(id)
+  const marked = new Set(open)
+  const byMarker: Record<StateMarker, Set<string>> = { unknown: new Set(), moving: new Set() }
+  for (const suffix of index) {
+    const slash = suffix.indexOf('/')
+    const marker = suffix.slice(0, slash) as StateMarker
+    if (slash > 0 && STATE_MARKERS.includes(marker)) byMarker[marker].add(suffix.slice(slash + 1))
   }
-  for (const id of states.keys()) if (!openSet.has(id)) ambiguous.add(id)
+  const ambiguousIds = new Set(byMarker.moving)
+  for (const id of byMarker.unknown) if (!marked.has(id)) ambiguousIds.add(id)
+  const unknown: string[] = []
+  const inFlight: string[] = []
+  for (const id of open) {
+    if (ambiguousIds.has(id)) continue
+    if (byMarker.unknown.has(id)) unknown.push(id)
+    else inFlight.push(id)
+  }
   return {
-    known,
-    ambiguous: [...ambiguous]
-      .sort()
-      .map((effectId) => ({ effectId, marked: openSet.has(effectId) })),
+    open,
+    unknown,
+    inFlight,
+    ambiguous: [...ambiguousIds].sort().map((effectId) => ({
+      effectId,
+      marked: marked.has(effectId),
+      unknown: byMarker.unknown.has(effectId),
+      moving: byMarker.moving.has(effectId),
+    })),
   }
 }
 
 /**
  * Repairs the index of a run this attempt owns: every ambiguous effect is read and its
- * markers set to its record's state (one marker when unsettled, none when settled or
- * missing); an unsettled effect without an incomplete-marker (a crash between its planned
- * record and that marker) gets it, so recovery sees it too. Costs the listings plus one read per ambiguous effect: none for a run left by a
- * clean process, a few after a crash, every unsettled effect once for a run written before
- * the index (which is how such a run is upgraded). `read` answers `undefined` for a record
- * it cannot read: its markers are left as they are (ambiguous).
+ * `unknown` marker set to its record (present when it is unknown, absent otherwise), then its
+ * `moving` marker removed. With `all` (a run not yet indexed: its head lacks `unknownIndex`),
+ * every incomplete effect is read too, which is how a run written before the index gets one.
+ * Costs two listings plus one read per ambiguous effect: none for a run left by a clean
+ * process. `read` answers `undefined` for a record it cannot read: its markers are left as
+ * they are (ambiguous). Returns how many effects it read.
  */
-export async function repairStateIndex(
+export async function repairUnknownIndex(
   ctx: LedgerContext,
   read: (effectId: string) => Promise<EffectRecord | null | undefined>,
+  all: boolean,
 ): Promise<number> {
-  const { ambiguous } = await listStates(ctx.backend, ctx.runId)
-  for (const { effectId, marked } of ambiguous) {
+  const listing = await listStates(ctx.backend, ctx.runId)
+  const targets: AmbiguousEffect[] = [...listing.ambiguous]
+  if (all) {
+    const listed = (unknown: boolean) => (effectId: string) => ({
+      effectId,
+      marked: true,
+      unknown,
+      moving: false,
+    })
+    targets.push(...listing.unknown.map(listed(true)), ...listing.inFlight.map(listed(false)))
+  }
+  for (const { effectId, unknown, moving } of targets) {
     const record = await read(effectId)
     if (record === undefined) continue
-    const keep = record !== null && isUnsettled(record.state) ? record.state : null
-    if (keep !== null) await ctx.backend.put(runStateMarkerKey(ctx.runId, keep, effectId), EMPTY)
-    if (keep !== null && !marked)
-      await ctx.backend.put(runOpenMarkerKey(ctx.runId, effectId), EMPTY)
-    for (const state of UNSETTLED_STATES) {
-      if (state !== keep) await ctx.backend.delete(runStateMarkerKey(ctx.runId, state, effectId))
+    const key = runStateMarkerKey(ctx.runId, 'unknown', effectId)
+    if (record?.state === 'unknown') {
+      if (!unknown) await ctx.backend.put(key, EMPTY)
+    } else if (unknown) {
+      await ctx.backend.delete(key)
     }
+    if (moving) await ctx.backend.delete(runStateMarkerKey(ctx.runId, 'moving', effectId))
   }
-  return ambiguous.length
+  return targets.length
 }

@@ -29,10 +29,10 @@
  * 3. The outcome (`confirmed` with its result, `failed`, or `unknown`) is stored after the call;
  *    only a final record then has its marker removed (and its lease no longer renewed). A crash
  *    between the two leaves a stale marker on a final record, which recovery drops (`final`).
- * 4. Around every record write the effect's state marker moves (`effect-state-index.ts`): the
- *    new unsettled state's marker before, the old one's delete after (before, when the new state
- *    is final), so a crash leaves the effect ambiguous in the listing, never under a wrong
- *    marker; the next owner repairs it before recovery.
+ * 4. A record write that enters or leaves `unknown` moves the effect's `unknown` marker
+ *    (`effect-state-index.ts`), bracketed by a `moving` marker, so a crash leaves the effect
+ *    ambiguous in the listing, never under a wrong marker; the next owner repairs it before
+ *    recovery. Every other write (the normal path) moves no marker.
  *
  * Recovery rules ({@link recoverEffect}, at every resume and on a repeated `effect` call):
  *
@@ -58,7 +58,7 @@ import {
   type ReconcileAnswer,
 } from './effect.js'
 import { type LedgerContext, type LoadedEffect, loadEffect } from './effect-ledger.js'
-import { moveStateMarker } from './effect-state-index.js'
+import { moveUnknownMarker } from './effect-state-index.js'
 import { encodeRunRecord } from './run-codec.js'
 import {
   type EffectError,
@@ -170,8 +170,8 @@ export function transition(
 
 /**
  * Stores `record` with one fenced, conditional write: create-only for a new
- * effect (`from` null), else over the version `from` was read at. Its state marker
- * follows (effect-state-index.ts). A final record's lease is no longer
+ * effect (`from` null), else over the version `from` was read at. Its `unknown` marker
+ * follows when it enters or leaves `unknown` (effect-state-index.ts). A final record's lease is no longer
  * renewed and its incomplete-marker is removed.
  */
 export async function storeEffect(
@@ -182,9 +182,9 @@ export async function storeEffect(
   const key = runEffectKey(ctx.runId, record.effectId)
   const lease = await ctx.ownership.leaseFor(key)
   const version = from?.version ?? null
-  // The state marker moves around the record write (effect-state-index.ts), in the order
-  // that leaves any crash window visible to a listing.
-  const meta = await moveStateMarker(ctx, record, from?.record.state ?? null, () =>
+  // Entering or leaving `unknown`, the marker moves around the record write in the order
+  // that leaves any crash window visible to a listing (effect-state-index.ts); else no call.
+  const meta = await moveUnknownMarker(ctx, record, from?.record.state ?? null, () =>
     ctx.backend.put(key, encodeRunRecord('effect', effectRecordSchema, record), {
       ...(version === null ? { ifNoneMatch: '*' as const } : { ifMatch: version }),
       lease,

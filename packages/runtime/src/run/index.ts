@@ -30,6 +30,7 @@ export {
   type EffectResolution,
   inspectRun,
   RUN_SUMMARY_EFFECTS,
+  RUN_SUMMARY_IN_FLIGHT,
   type RunSummary,
   type RunView,
   readEffect,

@@ -13,7 +13,7 @@ import { runtimeError } from '../shared/errors.js'
 import { isValidId, uuidv7 } from '../shared/ids.js'
 import { runHeadKey } from '../shared/layout.js'
 import { type LedgerContext, loadEffect } from './effect-ledger.js'
-import { repairStateIndex } from './effect-state-index.js'
+import { repairUnknownIndex } from './effect-state-index.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import { RunOwnership } from './run-ownership.js'
 import {
@@ -95,7 +95,7 @@ async function rootLease(backend: Backend, runId: string, options: RunOwnerOptio
 }
 
 /**
- * An effect's record for the state index's repair; an unreadable one is left as it is
+ * An effect's record for the unknown index's repair; an unreadable one is left as it is
  * (still ambiguous, so every reader reads it and meets its error, and recovery stops on it).
  */
 async function readForRepair(
@@ -208,6 +208,7 @@ export async function beginAttempt(
         createdAt: now,
         updatedAt: now,
         audit: [auditEntry(ctx, 'run_created', { holder: headLease.holder })],
+        unknownIndex: true,
       }
       const meta = await backend.put(key, encodeRunRecord('run', runHeadSchema, head), {
         ifNoneMatch: '*',
@@ -223,8 +224,21 @@ export async function beginAttempt(
         { runId, storedToken: stored.head.attempt.token, token },
       )
     }
+    // Owned now (the lease), before the head names this attempt: the index of unknown effects
+    // is made true before anything reads or moves an effect (a crash window of the last
+    // owner), or built for a run written before it; so a head saying `unknownIndex` is true.
+    await repairUnknownIndex(
+      ctx,
+      (effectId) => readForRepair(ctx, effectId),
+      stored.head.unknownIndex !== true,
+    )
     const head = withAudit(
-      { ...stored.head, attempt: attemptRecord, attemptCount: stored.head.attemptCount + 1 },
+      {
+        ...stored.head,
+        attempt: attemptRecord,
+        attemptCount: stored.head.attemptCount + 1,
+        unknownIndex: true,
+      },
       [
         auditEntry(ctx, 'attempt_started', {
           holder: headLease.holder,
@@ -238,9 +252,6 @@ export async function beginAttempt(
       lease: headLease,
       writer,
     })
-    // Owned now: the state index is made true before anything reads or moves an effect
-    // (a crash window of the last owner, or a run written before the index).
-    await repairStateIndex(ctx, (effectId) => readForRepair(ctx, effectId))
     return { ctx, head, headVersion: meta.version, created: false }
   } catch (error) {
     await ownership.release()
