@@ -169,3 +169,33 @@ describe('the run-row check catches a row that reads every unsettled effect (mut
     }
   })
 })
+
+describe('a run row whose in-flight effects are more than the bound read', () => {
+  it('prints the submitted and planned counts as at least (≥n), the others as they are', async () => {
+    const { runsView } = await import('../src/commands/agent-views.js')
+    const row: RunRow = {
+      runId: 'busy',
+      status: 'open',
+      attempt: { attemptId: 'busy@3', holder: 'h', count: 3 },
+      position: { seq: 1, next: null },
+      effects: {
+        unknown: 4,
+        submitted: 60,
+        planned: 40,
+        settled: 7,
+        inFlight: 150,
+        splitOf: 100,
+        incomplete: [],
+      },
+      error: null,
+    }
+    expect(runsView.cells(row, 0).slice(-4)).toEqual(['4', '\u226560', '\u226540', '7'])
+    const { inFlight: _, splitOf: __, ...exact } = row.effects ?? { incomplete: [] }
+    expect(runsView.cells({ ...row, effects: exact as RunRow['effects'] }, 0).slice(-4)).toEqual([
+      '4',
+      '60',
+      '40',
+      '7',
+    ])
+  })
+})
