@@ -150,36 +150,47 @@ export async function listStates(backend: Backend, runId: string): Promise<State
 }
 
 /**
- * Repairs the index of a run this attempt owns: every ambiguous effect is read and its
- * `unknown` marker set to its record (present when it is unknown, absent otherwise), then its
- * `moving` marker removed. With `all` (a run not yet indexed: its head lacks `unknownIndex`),
- * every incomplete effect is read too, which is how a run written before the index gets one.
- * Costs two listings plus one read per ambiguous effect: none for a run left by a clean
- * process. `read` answers `undefined` for a record it cannot read: its markers are left as
- * they are (ambiguous). Returns how many effects it read.
+ * Repairs the index of a run this attempt owns: every effect with a `moving` marker (a crash
+ * or a refused write inside a move) is read, its `unknown` marker set to its record (present
+ * when it is unknown, absent otherwise), then its `moving` marker removed. Costs one listing
+ * (of `moving` markers) plus a read per such effect: none for a run left by a clean process.
+ * (An `unknown` marker without an incomplete-marker, which readers treat as ambiguous too,
+ * is never left by this runtime: a final record's incomplete-marker is deleted after the move.)
+ * With `all` (a run not yet indexed: its head lacks `unknownIndex`), every incomplete effect is
+ * read and marked instead, which is how a run written before the index gets one. `read`
+ * answers `undefined` for a record it cannot read: its markers are left as they are
+ * (ambiguous). Returns how many effects it read.
  */
 export async function repairUnknownIndex(
   ctx: LedgerContext,
   read: (effectId: string) => Promise<EffectRecord | null | undefined>,
   all: boolean,
 ): Promise<number> {
-  const listing = await listStates(ctx.backend, ctx.runId)
-  const targets: AmbiguousEffect[] = [...listing.ambiguous]
+  let targets: readonly AmbiguousEffect[]
   if (all) {
+    const listing = await listStates(ctx.backend, ctx.runId)
     const listed = (unknown: boolean) => (effectId: string) => ({
       effectId,
       marked: true,
       unknown,
       moving: false,
     })
-    targets.push(...listing.unknown.map(listed(true)), ...listing.inFlight.map(listed(false)))
+    targets = [
+      ...listing.ambiguous,
+      ...listing.unknown.map(listed(true)),
+      ...listing.inFlight.map(listed(false)),
+    ]
+  } else {
+    // Whether it has an `unknown` marker is not listed: both cases are written as if unsure.
+    const moving = await listSuffixes(ctx.backend, `${runStatePrefix(ctx.runId)}moving/`)
+    targets = moving.map((effectId) => ({ effectId, marked: true, unknown: true, moving: true }))
   }
   for (const { effectId, unknown, moving } of targets) {
     const record = await read(effectId)
     if (record === undefined) continue
     const key = runStateMarkerKey(ctx.runId, 'unknown', effectId)
     if (record?.state === 'unknown') {
-      if (!unknown) await ctx.backend.put(key, EMPTY)
+      if (!unknown || moving) await ctx.backend.put(key, EMPTY)
     } else if (unknown) {
       await ctx.backend.delete(key)
     }
