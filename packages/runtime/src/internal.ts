@@ -16,9 +16,11 @@ export {
   encodeRecord,
   eventRecordSchema,
 } from './daemon/queue-records.js'
+export { runStateMarkerKey, runStatePrefix } from './run/effect-state-index.js'
 export {
   RUN_RECORD_FORMAT,
   RUN_RECORD_KINDS,
+  RUN_RECORD_OLDEST_READ_VERSION,
   RUN_RECORD_SCHEMA_VERSION,
   type RunRecordKind,
 } from './run/run-codec.js'

@@ -1,13 +1,12 @@
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { childArgs, freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
+import { freshName, MULTI_PROCESS_BACKENDS } from '@agent-state/backend-targets'
 import type { Backend } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type EffectRecord, idempotencyKeyOf, inspectRun, readEffect } from '../src/index.js'
-import { PACKAGE_DIR } from './child-process.js'
 import { LEDGER_CRASH_CYCLES } from './crash-cycles.js'
+import { runFixtureChild } from './fixture-child.js'
 import { type Provider, type ProviderLog, startProvider } from './provider.js'
 
 /**
@@ -30,43 +29,9 @@ const CHAINS = Math.max(1, Number(process.env.AGENT_STATE_CRASH_CHAINS ?? 4))
 /** Lease of the runs that crash: the next cycle's resume waits it out. */
 const LEASE_TTL_MS = 2000
 
-interface ChildResult {
-  readonly code: number | null
-  readonly signal: NodeJS.Signals | null
-  readonly lines: readonly Record<string, unknown>[]
-  readonly stderr: string
-}
-
-async function runChild(
-  args: readonly string[],
-  env: Readonly<Record<string, string>>,
-): Promise<ChildResult> {
-  const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/run-crash-child.ts'))
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...node, ...args], {
-      cwd: PACKAGE_DIR,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-    })
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-    child.on('error', reject)
-    child.on('close', (code, signal) => {
-      clearTimeout(timer)
-      const lines = stdout
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-      resolve({ code, signal, lines, stderr })
-    })
-  })
+/** A crash-cycle child: `test/fixtures/run-crash-child.ts` with `args`. */
+function runChild(args: readonly string[], env: Readonly<Record<string, string>>) {
+  return runFixtureChild('test/fixtures/run-crash-child.ts', args, env)
 }
 
 /** Whether every later attempt's first touch of an effect left `submitted` went through the reconciler. */

@@ -1,7 +1,14 @@
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { inspectRun, openRun, readEffect, resumeRun } from '../src/index.js'
-import { canonicalJson, checksumOf, runEffectKey, runHeadKey, runStepKey } from '../src/internal.js'
+import {
+  canonicalJson,
+  checksumOf,
+  RUN_RECORD_SCHEMA_VERSION,
+  runEffectKey,
+  runHeadKey,
+  runStepKey,
+} from '../src/internal.js'
 import { BACKENDS, type BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
@@ -53,7 +60,8 @@ const DAMAGES: readonly {
   {
     name: 'a newer schema version',
     code: 'RUN_RECORD_INCOMPATIBLE',
-    damage: (b) => encoder.encode(JSON.stringify({ ...parse(b), schemaVersion: 2 })),
+    damage: (b) =>
+      encoder.encode(JSON.stringify({ ...parse(b), schemaVersion: RUN_RECORD_SCHEMA_VERSION + 1 })),
   },
 ]
 

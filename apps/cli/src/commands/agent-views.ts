@@ -1,10 +1,10 @@
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import {
   daemonSnapshot,
-  inspectRun,
   inspectWorker,
   listSessions,
   nextWorkerWake,
+  summarizeRun,
 } from '@agent-state/runtime'
 import {
   DAEMONS_PREFIX,
@@ -361,9 +361,6 @@ export const daemonsView: AgentView<DaemonRow> = {
   broken: (row) => row.error !== null,
 }
 
-/** Incomplete effect states, the ones needing attention first. */
-const INCOMPLETE_ORDER = ['unknown', 'submitted', 'planned'] as const
-
 /** A run row: attempt, position, and its effects by state. */
 export interface RunRow {
   readonly runId: string
@@ -378,16 +375,28 @@ export interface RunRow {
   /** Committed steps, and the step the run is at (`null`: at the end, or not started). */
   readonly position: { readonly seq: number; readonly next: string | null } | null
   /**
-   * Effects by state, unknown first. Incomplete effects are read (they are
-   * listed by their markers); `settled` (confirmed or failed) is counted from
-   * the key listing, so a run with many settled effects reads none of them.
+   * Effects by state, unknown first (runtime `summarizeRun`): `unknown` is counted from the
+   * listing of the run's index of unknown effects, the effects in flight (planned or
+   * submitted) are the other incomplete-markers, and `settled` (confirmed or failed) is the
+   * effects listed minus those, so a row reads a bounded number of records whatever the
+   * run's size. `submitted` and `planned` are split by reading the in-flight effects' records,
+   * at most `RUN_SUMMARY_IN_FLIGHT` (100): when more are in flight, the row has `inFlight`
+   * (their exact total) and `splitOf` (how many were read, the first by id), and `submitted`
+   * and `planned` count the ones read (the table prints them `≥n`).
    */
   readonly effects: {
     readonly unknown: number
     readonly submitted: number
     readonly planned: number
     readonly settled: number
-    /** The incomplete ones, unknown first: id, kind, state. */
+    /** Effects planned or submitted, exact; only when `splitOf` is set. */
+    readonly inFlight?: number
+    /** How many in-flight effects `submitted` and `planned` count, when more are in flight. */
+    readonly splitOf?: number
+    /**
+     * The first incomplete ones (at most `RUN_SUMMARY_EFFECTS`, 20), unknown first, then by
+     * id: id, kind, state. The counts above say how many there are in all.
+     */
     readonly incomplete: readonly { effectId: string; kind: string; state: string }[]
   } | null
   readonly error: RowError | null
@@ -411,33 +420,33 @@ export async function countKeys(backend: Backend, prefix: string): Promise<numbe
 
 async function runRow(backend: Backend, runId: string): Promise<RunRow> {
   try {
-    const [view, total] = await Promise.all([
-      inspectRun(backend, runId),
+    const [summary, total] = await Promise.all([
+      summarizeRun(backend, runId),
       countKeys(backend, `${RUNS_PREFIX}${runId}/effects/`),
     ])
-    const incomplete = [...view.incomplete]
-      .map((record) => ({ effectId: record.effectId, kind: record.kind, state: record.state }))
-      .sort(
-        (a, b) =>
-          INCOMPLETE_ORDER.indexOf(a.state as (typeof INCOMPLETE_ORDER)[number]) -
-            INCOMPLETE_ORDER.indexOf(b.state as (typeof INCOMPLETE_ORDER)[number]) ||
-          (a.effectId < b.effectId ? -1 : 1),
-      )
-    const count = (state: string): number => incomplete.filter((e) => e.state === state).length
+    const { unknown, submitted, planned } = summary.unsettled
+    const incomplete = summary.first.map((record) => ({
+      effectId: record.effectId,
+      kind: record.kind,
+      state: record.state,
+    }))
     return {
       runId,
-      status: view.head.status,
+      status: summary.head.status,
       attempt: {
-        attemptId: view.head.attempt.attemptId,
-        holder: view.head.attempt.holder,
-        count: view.head.attemptCount,
+        attemptId: summary.head.attempt.attemptId,
+        holder: summary.head.attempt.holder,
+        count: summary.head.attemptCount,
       },
-      position: { seq: view.steps, next: view.lastStep?.next ?? null },
+      position: { seq: summary.steps, next: summary.lastStep?.next ?? null },
       effects: {
-        unknown: count('unknown'),
-        submitted: count('submitted'),
-        planned: count('planned'),
-        settled: Math.max(0, total - incomplete.length),
+        unknown,
+        submitted,
+        planned,
+        settled: Math.max(0, total - unknown - summary.inFlight),
+        ...(summary.splitOf === null
+          ? {}
+          : { inFlight: summary.inFlight, splitOf: summary.splitOf }),
         incomplete,
       },
       error: null,
@@ -445,6 +454,11 @@ async function runRow(backend: Backend, runId: string): Promise<RunRow> {
   } catch (error) {
     return errorRow<RunRow, 'runId'>({ runId }, ['status', 'attempt', 'position', 'effects'], error)
   }
+}
+
+/** A submitted or planned count: `≥n` when it counts only the in-flight effects read (`splitOf`). */
+function split(effects: NonNullable<RunRow['effects']>, count: number): string {
+  return effects.splitOf === undefined ? String(count) : `\u2265${count}`
 }
 
 /** Effect-ledger runs (runtime `openRun`): attempt, position, effects by state (unknown first). */
@@ -474,8 +488,8 @@ export const runsView: AgentView<RunRow> = {
     row.position === null ? '-' : String(row.position.seq),
     row.position === null ? '-' : printable(row.position.next ?? '-'),
     row.effects === null ? '-' : String(row.effects.unknown),
-    row.effects === null ? '-' : String(row.effects.submitted),
-    row.effects === null ? '-' : String(row.effects.planned),
+    row.effects === null ? '-' : split(row.effects, row.effects.submitted),
+    row.effects === null ? '-' : split(row.effects, row.effects.planned),
     row.effects === null ? '-' : String(row.effects.settled),
   ],
   broken: (row) => row.error !== null,

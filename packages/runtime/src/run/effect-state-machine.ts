@@ -29,6 +29,10 @@
  * 3. The outcome (`confirmed` with its result, `failed`, or `unknown`) is stored after the call;
  *    only a final record then has its marker removed (and its lease no longer renewed). A crash
  *    between the two leaves a stale marker on a final record, which recovery drops (`final`).
+ * 4. A record write that enters or leaves `unknown` moves the effect's `unknown` marker
+ *    (`effect-state-index.ts`), bracketed by a `moving` marker, so a crash leaves the effect
+ *    ambiguous in the listing, never under a wrong marker; the next owner repairs it before
+ *    recovery. Every other write (the normal path) moves no marker.
  *
  * Recovery rules ({@link recoverEffect}, at every resume and on a repeated `effect` call):
  *
@@ -54,6 +58,7 @@ import {
   type ReconcileAnswer,
 } from './effect.js'
 import { type LedgerContext, type LoadedEffect, loadEffect } from './effect-ledger.js'
+import { moveUnknownMarker } from './effect-state-index.js'
 import { encodeRunRecord } from './run-codec.js'
 import {
   type EffectError,
@@ -165,21 +170,27 @@ export function transition(
 
 /**
  * Stores `record` with one fenced, conditional write: create-only for a new
- * effect, else over the version read. A final record's lease is no longer
+ * effect (`from` null), else over the version `from` was read at. Its `unknown` marker
+ * follows when it enters or leaves `unknown` (effect-state-index.ts). A final record's lease is no longer
  * renewed and its incomplete-marker is removed.
  */
 export async function storeEffect(
   ctx: LedgerContext,
   record: EffectRecord,
-  version: string | null,
+  from: LoadedEffect | null,
 ): Promise<LoadedEffect> {
   const key = runEffectKey(ctx.runId, record.effectId)
   const lease = await ctx.ownership.leaseFor(key)
-  const meta = await ctx.backend.put(key, encodeRunRecord('effect', effectRecordSchema, record), {
-    ...(version === null ? { ifNoneMatch: '*' as const } : { ifMatch: version }),
-    lease,
-    writer: { writerId: lease.holder },
-  })
+  const version = from?.version ?? null
+  // Entering or leaving `unknown`, the marker moves around the record write in the order
+  // that leaves any crash window visible to a listing (effect-state-index.ts); else no call.
+  const meta = await moveUnknownMarker(ctx, record, from?.record.state ?? null, () =>
+    ctx.backend.put(key, encodeRunRecord('effect', effectRecordSchema, record), {
+      ...(version === null ? { ifNoneMatch: '*' as const } : { ifMatch: version }),
+      lease,
+      writer: { writerId: lease.holder },
+    }),
+  )
   if (version === null) {
     // After the planned record: a marker without a record is then always a
     // loss, and a crash before the marker leaves an effect never submitted.
@@ -265,7 +276,7 @@ export async function dispatchEffect(
   const submitted = await storeEffect(
     ctx,
     transition(ctx, loaded.record, 'submitted', reason),
-    loaded.version,
+    loaded,
   )
   let result: JsonValue
   try {
@@ -296,7 +307,7 @@ export async function dispatchEffect(
       await storeEffect(
         ctx,
         transition(ctx, submitted.record, state, why, { error: errorOf(error) }),
-        submitted.version,
+        submitted,
       )
     } catch (storeError) {
       // Still `submitted` when this write did not land: recovery treats it as unknown.
@@ -309,7 +320,7 @@ export async function dispatchEffect(
     await storeEffect(
       ctx,
       transition(ctx, submitted.record, 'confirmed', 'dispatch', { result }),
-      submitted.version,
+      submitted,
     )
   } catch (error) {
     if (isAgentStateError(error, 'LEASE_LOST')) throw error
@@ -392,7 +403,7 @@ export async function recoverEffect(
     const stored = await storeEffect(
       ctx,
       transition(ctx, loaded.record, 'confirmed', 'reconciler:confirmed', { result }),
-      loaded.version,
+      loaded,
     )
     return {
       decision: decide(loaded, 'confirmed', 'reconciler:confirmed').decision,
@@ -418,7 +429,7 @@ async function markUnknown(
   const stored =
     found === 'unknown'
       ? loaded
-      : await storeEffect(ctx, transition(ctx, loaded.record, 'unknown', rule), loaded.version)
+      : await storeEffect(ctx, transition(ctx, loaded.record, 'unknown', rule), loaded)
   return { decision: decide(stored, 'needs_attention', rule, found).decision, loaded: stored }
 }
 

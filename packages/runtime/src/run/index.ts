@@ -5,6 +5,7 @@ export {
   idempotencyKeyOf,
   type ReconcileAnswer,
 } from './effect.js'
+export { UNSETTLED_STATES, type UnsettledState } from './effect-state-index.js'
 export {
   RECOVERY_OUTCOMES,
   type RecoveryDecision,
@@ -28,9 +29,14 @@ export {
 export {
   type EffectResolution,
   inspectRun,
+  RUN_SUMMARY_EFFECTS,
+  RUN_SUMMARY_IN_FLIGHT,
+  type RunSummary,
   type RunView,
   readEffect,
+  readEffects,
   resolveEffect,
+  summarizeRun,
 } from './run-operator.js'
 export {
   type Attempt,

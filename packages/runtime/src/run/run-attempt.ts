@@ -12,10 +12,12 @@ import type { JsonValue } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { isValidId, uuidv7 } from '../shared/ids.js'
 import { runHeadKey } from '../shared/layout.js'
-import type { LedgerContext } from './effect-ledger.js'
+import { type LedgerContext, loadEffect } from './effect-ledger.js'
+import { repairUnknownIndex } from './effect-state-index.js'
 import { decodeRunRecord, encodeRunRecord } from './run-codec.js'
 import { RunOwnership } from './run-ownership.js'
 import {
+  type EffectRecord,
   MAX_RUN_AUDIT_ENTRIES,
   type RunAuditEntry,
   type RunHead,
@@ -88,6 +90,22 @@ async function rootLease(backend: Backend, runId: string, options: RunOwnerOptio
         error,
       )
     }
+    throw error
+  }
+}
+
+/**
+ * An effect's record for the unknown index's repair; an unreadable one is left as it is
+ * (still ambiguous, so every reader reads it and meets its error, and recovery stops on it).
+ */
+async function readForRepair(
+  ctx: LedgerContext,
+  effectId: string,
+): Promise<EffectRecord | null | undefined> {
+  try {
+    return (await loadEffect(ctx.backend, ctx.runId, effectId, ctx.token))?.record ?? null
+  } catch (error) {
+    if (isAgentStateError(error) && error.code.startsWith('RUN_RECORD_')) return undefined
     throw error
   }
 }
@@ -190,6 +208,7 @@ export async function beginAttempt(
         createdAt: now,
         updatedAt: now,
         audit: [auditEntry(ctx, 'run_created', { holder: headLease.holder })],
+        unknownIndex: true,
       }
       const meta = await backend.put(key, encodeRunRecord('run', runHeadSchema, head), {
         ifNoneMatch: '*',
@@ -205,8 +224,21 @@ export async function beginAttempt(
         { runId, storedToken: stored.head.attempt.token, token },
       )
     }
+    // Owned now (the lease), before the head names this attempt: the index of unknown effects
+    // is made true before anything reads or moves an effect (a crash window of the last
+    // owner), or built for a run written before it; so a head saying `unknownIndex` is true.
+    await repairUnknownIndex(
+      ctx,
+      (effectId) => readForRepair(ctx, effectId),
+      stored.head.unknownIndex !== true,
+    )
     const head = withAudit(
-      { ...stored.head, attempt: attemptRecord, attemptCount: stored.head.attemptCount + 1 },
+      {
+        ...stored.head,
+        attempt: attemptRecord,
+        attemptCount: stored.head.attemptCount + 1,
+        unknownIndex: true,
+      },
       [
         auditEntry(ctx, 'attempt_started', {
           holder: headLease.holder,

@@ -6,8 +6,18 @@ import { runtimeError } from '../shared/errors.js'
 
 /** The format name every ledger record carries. */
 export const RUN_RECORD_FORMAT = 'agent-state/run-record'
-/** The ledger schema version this runtime writes and the only one it reads. */
-export const RUN_RECORD_SCHEMA_VERSION = 1
+/**
+ * The ledger schema version this runtime writes. 2: the run keeps a per-state index of its
+ * unsettled effects (effect-state-index.ts), which a runtime reading only version 1 would
+ * not maintain; it refuses these records (`RUN_RECORD_INCOMPATIBLE`) instead.
+ */
+export const RUN_RECORD_SCHEMA_VERSION = 2
+/**
+ * The oldest version this runtime reads: version-1 bodies are the same; a run written by
+ * version 1 has no state index, which its listing shows (every effect ambiguous) and its
+ * next owner builds.
+ */
+export const RUN_RECORD_OLDEST_READ_VERSION = 1
 
 /** The kinds of ledger record. */
 export const RUN_RECORD_KINDS = ['run', 'effect', 'step'] as const
@@ -82,7 +92,7 @@ export function decodeRunRecord<T>(
   ) {
     throw runtimeError(
       'RUN_RECORD_INCOMPATIBLE',
-      `The ${kind} record ${key} has schema version ${version}; this runtime reads ${RUN_RECORD_SCHEMA_VERSION}`,
+      `The ${kind} record ${key} has schema version ${version}; this runtime reads versions ${RUN_RECORD_OLDEST_READ_VERSION} to ${RUN_RECORD_SCHEMA_VERSION}`,
       { ...context, schemaVersion: version, supported: RUN_RECORD_SCHEMA_VERSION },
     )
   }
@@ -94,10 +104,10 @@ export function decodeRunRecord<T>(
     })
   }
   const { schemaVersion, checksum, body } = envelope.data
-  if (schemaVersion !== RUN_RECORD_SCHEMA_VERSION) {
+  if (schemaVersion < RUN_RECORD_OLDEST_READ_VERSION || schemaVersion > RUN_RECORD_SCHEMA_VERSION) {
     throw runtimeError(
       'RUN_RECORD_INCOMPATIBLE',
-      `The ${kind} record ${key} has schema version ${schemaVersion}; this runtime reads ${RUN_RECORD_SCHEMA_VERSION}`,
+      `The ${kind} record ${key} has schema version ${schemaVersion}; this runtime reads versions ${RUN_RECORD_OLDEST_READ_VERSION} to ${RUN_RECORD_SCHEMA_VERSION}`,
       { ...context, schemaVersion, supported: RUN_RECORD_SCHEMA_VERSION },
     )
   }

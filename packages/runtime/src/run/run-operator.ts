@@ -1,7 +1,13 @@
-import type { Backend } from '@agent-state/core'
+import { type Backend, mapLimited } from '@agent-state/core'
 import { type JsonValue, jsonValueSchema } from '../shared/canonical-json.js'
 import { runtimeError } from '../shared/errors.js'
 import { type LoadedEffect, listIncomplete, loadEffect } from './effect-ledger.js'
+import {
+  isUnsettled,
+  listStates,
+  UNSETTLED_STATES,
+  type UnsettledState,
+} from './effect-state-index.js'
 import { storeEffect, transition } from './effect-state-machine.js'
 import {
   assertRunId,
@@ -74,7 +80,7 @@ export async function resolveEffect(
     } else {
       next = transition(ctx, loaded.record, 'unknown', reason, { retryAllowed: true })
     }
-    const stored = await storeEffect(ctx, next, loaded.version)
+    const stored = await storeEffect(ctx, next, loaded)
     const now = new Date(ctx.clock()).toISOString()
     await storeHead(
       attempt,
@@ -132,4 +138,140 @@ export async function readEffect(
   const stored = await loadHead(backend, runId)
   if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
   return (await loadEffect(backend, runId, effectId, stored.head.attempt.token))?.record ?? null
+}
+
+/**
+ * Effects of a run by their verified records, in the order asked (`null` for an id with no
+ * record), reading the head once: a page of `n` effects costs `n + 1` reads, where `n`
+ * calls of {@link readEffect} cost `2n`. Read-only.
+ *
+ * @throws `RUN_NOT_FOUND`, `RUN_RECORD_*` (the first unreadable record).
+ */
+export async function readEffects(
+  backend: Backend,
+  runId: string,
+  effectIds: readonly string[],
+): Promise<(EffectRecord | null)[]> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  const token = stored.head.attempt.token
+  return Promise.all(
+    effectIds.map(async (id) => (await loadEffect(backend, runId, id, token))?.record ?? null),
+  )
+}
+
+/** How many effects `summarizeRun` reads for its first unsettled effects unless told. */
+export const RUN_SUMMARY_EFFECTS = 20
+/**
+ * How many in-flight (planned or submitted) effects `summarizeRun` reads to split them by
+ * state unless told; beyond it the split is counted over the first ones by id (`splitOf`).
+ */
+export const RUN_SUMMARY_IN_FLIGHT = 100
+/** How many records `summarizeRun` reads side by side. */
+const SUMMARY_READS_IN_FLIGHT = 16
+
+/** A run at a glance: {@link summarizeRun}. */
+export interface RunSummary {
+  readonly head: RunHead
+  readonly steps: number
+  readonly lastStep: StepRecord | null
+  /**
+   * Unsettled effects by state. `unknown` is exact (counted from the index's listing);
+   * `submitted` and `planned` are exact when `splitOf` is `null`, else counted over the
+   * `splitOf` in-flight effects read (the first by id), so they add up to at most `splitOf`.
+   */
+  readonly unsettled: Readonly<Record<UnsettledState, number>>
+  /** Effects planned or submitted, exact: the incomplete-markers without an `unknown` marker. */
+  readonly inFlight: number
+  /** `null`: every in-flight effect was read; else how many were (more are in flight). */
+  readonly splitOf: number | null
+  /**
+   * Whether the run keeps its index of unknown effects (its head's `unknownIndex`); a run not
+   * yet opened by a runtime that keeps it is counted by reading every incomplete effect.
+   */
+  readonly indexed: boolean
+  /** The first unsettled effects (up to the limit): unknown, then submitted, then planned, each by id. */
+  readonly first: readonly EffectRecord[]
+}
+
+/**
+ * Reads a run for a dashboard row without reading all its effects: the head, the newest
+ * step, its unknown effects counted from the listing of its index (effect-state-index.ts),
+ * its effects in flight (planned or submitted) counted as the other incomplete-markers, and
+ * split by state by reading at most `inFlightBound` of them ({@link RUN_SUMMARY_IN_FLIGHT};
+ * beyond it the split is over the first ones, `splitOf`), and the records of the first
+ * `limit` unsettled ones ({@link RUN_SUMMARY_EFFECTS}). So a run costs at most
+ * `2 + limit + inFlightBound` reads whatever its size, plus one read per effect a crash left
+ * in a marker move. A run written before the index (until its next open) is read whole, one
+ * read per incomplete effect, as {@link inspectRun} does. Read-only.
+ *
+ * @throws `RUN_NOT_FOUND`, `RUN_RECORD_*` as {@link inspectRun}.
+ */
+export async function summarizeRun(
+  backend: Backend,
+  runId: string,
+  limit: number = RUN_SUMMARY_EFFECTS,
+  inFlightBound: number = RUN_SUMMARY_IN_FLIGHT,
+): Promise<RunSummary> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  const token = stored.head.attempt.token
+  const indexed = stored.head.unknownIndex === true
+  const [steps, listing] = await Promise.all([
+    loadSteps(backend, runId, token),
+    listStates(backend, runId),
+  ])
+  // Without the index an unknown effect has no marker: every incomplete effect is read.
+  const candidates = indexed ? listing.inFlight : [...listing.unknown, ...listing.inFlight]
+  const sample = indexed ? candidates.slice(0, inFlightBound) : candidates
+  const toRead = [...listing.ambiguous, ...sample.map((effectId) => ({ effectId, marked: true }))]
+  const loaded = await mapLimited(toRead, SUMMARY_READS_IN_FLIGHT, async ({ effectId, marked }) => {
+    const found = await loadEffect(backend, runId, effectId, token)
+    if (found === null && marked) throw missingRecord(runId, effectId)
+    return found
+  })
+  const byState: Record<UnsettledState, string[]> = {
+    unknown: indexed ? [...listing.unknown] : [],
+    submitted: [],
+    planned: [],
+  }
+  const read = new Map<string, EffectRecord>()
+  for (const found of loaded) {
+    // A settled effect (a stale marker), or a marker whose create never landed: not unsettled.
+    if (found === null || !isUnsettled(found.record.state)) continue
+    read.set(found.record.effectId, found.record)
+    byState[found.record.state].push(found.record.effectId)
+  }
+  const unread = candidates.length - sample.length
+  const firstIds = UNSETTLED_STATES.flatMap((state) => byState[state].sort()).slice(0, limit)
+  const first = await mapLimited(firstIds, SUMMARY_READS_IN_FLIGHT, async (effectId) => {
+    const known = read.get(effectId) ?? (await loadEffect(backend, runId, effectId, token))?.record
+    if (known === undefined) throw missingRecord(runId, effectId)
+    return known
+  })
+  return {
+    head: stored.head,
+    steps: steps.count,
+    lastStep: steps.last,
+    unsettled: {
+      unknown: byState.unknown.length,
+      submitted: byState.submitted.length,
+      planned: byState.planned.length,
+    },
+    inFlight: byState.submitted.length + byState.planned.length + unread,
+    splitOf: unread > 0 ? sample.length : null,
+    indexed,
+    first,
+  }
+}
+
+/** `RUN_RECORD_MISSING` for an effect marked incomplete whose record is gone. */
+function missingRecord(runId: string, effectId: string) {
+  return runtimeError(
+    'RUN_RECORD_MISSING',
+    `Effect ${effectId} of run ${runId} is marked incomplete but its record is missing`,
+    { runId, effectId },
+  )
 }

@@ -66,6 +66,12 @@ export const runHeadSchema = z.strictObject({
   createdAt: timestamp,
   updatedAt: timestamp,
   audit: z.array(runAuditEntrySchema),
+  /**
+   * `true` once the run keeps the index of its unknown effects (effect-state-index.ts): set at
+   * creation, or by the first open by a runtime that keeps it, after it built the index.
+   * Absent on a run written before the index, whose unknown effects have no marker.
+   */
+  unknownIndex: z.literal(true).optional(),
 })
 /** See {@link runHeadSchema}. */
 export type RunHead = z.infer<typeof runHeadSchema>
