@@ -11,7 +11,7 @@ import {
   type EffectRecord,
   inspectRun,
   inspectWorker,
-  readEffect,
+  readEffects,
 } from '@agent-state/runtime'
 import {
   decodeHandoffEnvelope,
@@ -392,7 +392,7 @@ export interface EffectPage {
 /**
  * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position
  * and last committed step, and one page of its unsettled effects ({@link EFFECT_PAGE_SIZE}
- * open markers, each effect's verified record read with `readEffect`), with their transition
+ * open markers, each effect's verified record read with `readEffects`, the run head once), with their transition
  * histories, unknown first within the page, and only those in `page.state` when it is given;
  * `effectsNext` continues. So every unknown effect is found by following the pages, and no
  * view reads more than one page of records whatever the run's size. The run's effects and
@@ -417,8 +417,11 @@ export async function runDetail(backend: Backend, runId: string, page: EffectPag
       ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
     }),
   ])
-  const records = await Promise.all(
-    markers.entries.map((entry) => readEffect(backend, runId, entry.key.slice(openPrefix.length))),
+  // One head read for the page, not one per effect (readEffects).
+  const records = await readEffects(
+    backend,
+    runId,
+    markers.entries.map((entry) => entry.key.slice(openPrefix.length)),
   )
   // A marker whose effect is settled (a crash between outcome and marker removal) is stale,
   // as inspectRun treats it; a marker without a record is what inspectRun refuses to show.
