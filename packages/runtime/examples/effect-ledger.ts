@@ -68,7 +68,9 @@ try {
   const open = () =>
     openRun(backend, runId, {
       handlers: { charge },
-      leaseTtlMs: 2000, // short for the example; use minutes in production and call run.heartbeat()
+      // Short for the example (a resume waits it out after the crash), yet long enough for one whole
+      // attempt on a loaded machine; use minutes in production and call run.heartbeat().
+      leaseTtlMs: 5000,
       revalidate: [
         {
           name: 'approval-still-valid',
