@@ -16,36 +16,20 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
-import { openRun, RUN_SUMMARY_EFFECTS } from '@agent-state/runtime'
+import { RUN_SUMMARY_EFFECTS } from '@agent-state/runtime'
 import { createSqliteBackend } from '@agent-state/sqlite'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { RunRow } from '../src/commands/agent-views.js'
 import { countingBackend } from './counting-backend.js'
+import { scaleEffect, seedScaleRun, unknownOf } from './ui-scale-seed.js'
 
 const EFFECTS = Number(process.env.AGENT_STATE_RUN_ROWS_EFFECTS ?? 10_000)
 /** Every even-numbered effect is unknown, every odd one confirmed. */
-const UNKNOWN = Math.ceil(EFFECTS / 2)
-const pad = (i: number) => String(i).padStart(5, '0')
+const UNKNOWN = unknownOf(EFFECTS)
 
-/** Run `big`: {@link EFFECTS} effects, the even ones left unknown (a dispatch error). */
+/** Run `big`: {@link EFFECTS} effects, the even ones left unknown, and one step. */
 async function seed(backend: Backend): Promise<void> {
-  const run = await openRun(backend, 'big', {
-    handlers: {
-      pay: {
-        retrySafe: false,
-        reconcile: async () => ({ status: 'unknown' as const }),
-        dispatch: async (call) => {
-          if ((call.request as { i: number }).i % 2 === 0) throw new Error('connection reset')
-          return { ok: true }
-        },
-      },
-    },
-  })
-  for (let i = 0; i < EFFECTS; i++) {
-    await run.effect('pay', `e-${pad(i)}`, { i }).catch((error: { code?: string }) => {
-      if (error.code !== 'EFFECT_UNKNOWN') throw error
-    })
-  }
+  const run = await seedScaleRun(backend, EFFECTS)
   await run.commitStep('charge', { ok: true }, { next: 'notify' })
   await run.close()
 }
@@ -93,7 +77,7 @@ async function expectBoundedRow(views: Views, backend: Backend): Promise<Record<
   })
   expect(row?.effects?.incomplete).toEqual(
     Array.from({ length: Math.min(RUN_SUMMARY_EFFECTS, UNKNOWN) }, (_, i) => ({
-      effectId: `e-${pad(2 * i)}`,
+      effectId: scaleEffect(2 * i),
       kind: 'pay',
       state: 'unknown',
     })),

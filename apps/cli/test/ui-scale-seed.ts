@@ -7,7 +7,7 @@
  * it from here: the benchmarks depend on the CLI, never the other way round).
  */
 import type { Backend } from '@agent-state/core'
-import { openRun } from '@agent-state/runtime'
+import { openRun, type Run } from '@agent-state/runtime'
 
 /** `i` with leading zeros to `width` digits (the seeded names sort in numeric order). */
 export const pad = (i: number, width: number): string => String(i).padStart(width, '0')
@@ -33,6 +33,15 @@ export async function seedUiScale(
     while (next < sizes.keys) await backend.put(scaleKey(next++), value)
   }
   await Promise.all(Array.from({ length: 16 }, putter))
+  const run = await seedScaleRun(backend, sizes.effects)
+  await run.close()
+}
+
+/**
+ * Opens run `big` and records its `effects` effects (above); the run is left open, so a
+ * caller can add a step before it closes it.
+ */
+export async function seedScaleRun(backend: Backend, effects: number): Promise<Run> {
   const run = await openRun(backend, 'big', {
     handlers: {
       pay: {
@@ -46,10 +55,10 @@ export async function seedUiScale(
       },
     },
   })
-  for (let i = 0; i < sizes.effects; i++) {
+  for (let i = 0; i < effects; i++) {
     await run.effect('pay', scaleEffect(i), { i }).catch((error: { code?: string }) => {
       if (error.code !== 'EFFECT_UNKNOWN') throw error
     })
   }
-  await run.close()
+  return run
 }
