@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { MultiProcessBackend, UrlTarget } from '@agent-state/backend-targets'
+import { freshName, type MultiProcessBackend, type UrlTarget } from '@agent-state/backend-targets'
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { type Daemon, type Delivery, openDaemonQueue, resumeDaemon } from '../src/index.js'
@@ -64,8 +64,13 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
     'daemon queue across processes on $name',
     ({ name, target: make, path }) => {
       const createDaemonQueue = createOnPath(path)
+      // A namespace of this run's own: the generic and native files run side by side on one
+      // server, with the same daemon ids.
+      const namespace = freshName('queues')
+      /** What every child needs: the backend's environment and this run's namespace. */
+      const childEnv = () => ({ ...target.env, QUEUE_TEST_NAMESPACE: namespace })
       /** The daemon children create their queue on the same path. */
-      const daemonEnv = () => ({ ...target.env, DAEMON_QUEUE_PATH: path })
+      const daemonEnv = () => ({ ...childEnv(), DAEMON_QUEUE_PATH: path })
       let dir: string
       let target: UrlTarget
       beforeAll(async () => {
@@ -81,7 +86,7 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
       it('4 producers and a consumer under random kill -9: at-least-once, in order, nothing invented', async () => {
         const started = Date.now()
         const perProducer = triggersPerProducer(name, path)
-        const backend = await target.open('queues')
+        const backend = await target.open(namespace)
         const daemonId = 'crash'
         const queue = await createDaemonQueue(backend, daemonId, { capacity: 1024 })
         const producerLog = (p: number) => join(dir, `producer-${name}-${p}.log`)
@@ -127,7 +132,7 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
           const child = spawnChild(
             PRODUCER,
             [target.url, daemonId, String(p), String(from), String(perProducer), producerLog(p)],
-            target.env,
+            childEnv(),
           )
           const errors = watch(child)
           producers.set(p, { child, exit: exited(child), logLength: lines(producerLog(p)).length })
@@ -148,7 +153,7 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
           const child = spawnChild(
             CONSUMER,
             [target.url, daemonId, `c${++incarnations}`, String(VISIBILITY_MS), consumerLog],
-            target.env,
+            childEnv(),
           )
           const errors = watch(child)
           consumer = { child, exit: exited(child), logLength: lines(consumerLog).length }
@@ -303,14 +308,14 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
       }, 600_000)
 
       it('a SIGSTOPped consumer whose delivery expired cannot ack after another consumer took the event', async () => {
-        const backend = await target.open('queues')
+        const backend = await target.open(namespace)
         const queue = await createDaemonQueue(backend, 'frozen')
         await queue.trigger({ p: 0, i: 0 })
         await queue.trigger({ p: 0, i: 1 })
         const frozen = spawnChild(
           CONSUMER,
           [target.url, 'frozen', 'frozen', '1000', join(dir, 'frozen.log'), 'once'],
-          target.env,
+          childEnv(),
         )
         try {
           expect(await waitForLine(frozen, /^claimed /)).toBe('claimed 0 1')
@@ -338,7 +343,7 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
 
       it('a daemon killed mid-turn is recovered in another process, the interrupted event first', async () => {
         const child = spawnChild(DAEMON, [target.url, 'killed'], daemonEnv())
-        const backend = await target.open('queues')
+        const backend = await target.open(namespace)
         try {
           expect(await waitForLine(child, /^claimed /)).toBe('claimed 0 1')
           child.kill('SIGKILL')
@@ -381,7 +386,7 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
 
       it('a daemon killed between ack and next (a kept delivery) loses nothing: the kept event comes next', async () => {
         const child = spawnChild(DAEMON, [target.url, 'killed-kept', 'kept'], daemonEnv())
-        const backend = await target.open('queues')
+        const backend = await target.open(namespace)
         try {
           expect(await waitForLine(child, /^acked /)).toBe('acked 0')
           child.kill('SIGKILL')

@@ -149,18 +149,24 @@ export const concurrencyChecks: ContractCheck[] = [
     let holders = 0
     let acquisitions = 0
     let lastToken = 0
-    const deadline = Date.now() + 10_000
+    // The losers back off (up to 32 ms, randomized) rather than retry every millisecond: on a
+    // networked backend on a loaded host a tight loop of N losers queued the holder's own put
+    // and release behind their refusals, and the storm starved (11 acquisitions in 10 s on S3).
+    // The contention the check needs stays: every release meets waiting acquirers.
+    const deadline = Date.now() + 20_000
     await Promise.all(
       all.map(async (b, i) => {
-        for (let n = 0; n < 3 && Date.now() < deadline; ) {
+        for (let n = 0, refused = 0; n < 3 && Date.now() < deadline; ) {
           let lease: Lease
           try {
             lease = await b.acquireLease('storm/loop', { holder: `h${i}`, ttlMs: h.leaseTtlMs })
           } catch (error) {
             if (!isAgentStateError(error, 'LEASE_HELD')) throw error
-            await new Promise((resolve) => setTimeout(resolve, 1 + (i % 3)))
+            refused = Math.min(refused + 1, 5)
+            await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 2 ** refused))
             continue
           }
+          refused = 0
           holders++
           acquisitions++
           n++
