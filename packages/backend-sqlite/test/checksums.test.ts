@@ -52,7 +52,10 @@ async function readAll(
     } catch (error) {
       if (isAgentStateError(error, 'CORRUPT')) tally.corrupt++
       else {
-        const code = isAgentStateError(error) ? error.code : `raw ${String(error)}`
+        // The SQLite code and where, so a failure names what to map and how to replay it.
+        const code = isAgentStateError(error)
+          ? `${error.code} (${String(error.context.sqliteCode ?? '')}) at ${where}: ${label}`
+          : `raw ${String(error)}`
         tally.other[code] = (tally.other[code] ?? 0) + 1
       }
     }
@@ -162,7 +165,7 @@ describe('sqlite integrity checks', () => {
     }
     // FLIP_SEED=<seed> replays a failing run.
     expect({ seed, silent: tally.silent }).toEqual({ seed, silent: [] })
-    expect(tally.other).toEqual({})
+    expect({ seed, other: tally.other }).toEqual({ seed, other: {} })
     // The damage must actually have been noticed often, or this test proves nothing.
     expect(tally.corrupt).toBeGreaterThan(pages)
     expect(tally.right).toBeGreaterThan(0)

@@ -1,4 +1,4 @@
-import type { Lease } from './backend.js'
+import type { Lease } from './lease.js'
 
 /**
  * The optional `nativeQueue` capability of a backend: the daemon queue's
