@@ -3,9 +3,7 @@
  * ends, SIGKILL included, with its JSON output lines: for the crash tests, whose children
  * kill themselves at a chosen point.
  */
-import { spawn } from 'node:child_process'
-import { join } from 'node:path'
-import { childArgs } from '@agent-state/backend-targets'
+import { runChild } from '@agent-state/backend-targets'
 import { PACKAGE_DIR } from './child-process.js'
 
 /** How a fixture child ended. */
@@ -23,30 +21,10 @@ export async function runFixtureChild(
   args: readonly string[],
   env: Readonly<Record<string, string>>,
 ): Promise<FixtureChildResult> {
-  const node = await childArgs(join(PACKAGE_DIR, fixture))
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...node, ...args], {
-      cwd: PACKAGE_DIR,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-    })
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-    child.on('error', reject)
-    child.on('close', (code, signal) => {
-      clearTimeout(timer)
-      const lines = stdout
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-      resolve({ code, signal, lines, stderr })
-    })
-  })
+  const { code, signal, stdout, stderr } = await runChild(PACKAGE_DIR, fixture, args, 90_000, env)
+  const lines = stdout
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+  return { code, signal, lines, stderr }
 }

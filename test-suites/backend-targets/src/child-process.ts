@@ -35,6 +35,32 @@ async function runTsIn(
   timeoutMs: number,
   env: Readonly<Record<string, string>>,
 ): Promise<string> {
+  const ended = await runChild(cwd, file, args, timeoutMs, env)
+  if (ended.code === 0) return ended.stdout
+  throw new Error(`${file} exited with ${ended.code}: ${ended.stderr}`)
+}
+
+/** How a child process ended, with everything it printed. */
+export interface ChildEnd {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/**
+ * Runs TypeScript `file` (relative to `cwd` unless absolute) in a child Node
+ * process with `args`, `env` added to this process's environment, and resolves
+ * however it ends (a SIGKILL included: crash tests kill their children, or the
+ * children themselves); killed with SIGKILL after `timeoutMs`.
+ */
+export async function runChild(
+  cwd: string,
+  file: string,
+  args: readonly string[],
+  timeoutMs: number,
+  env: Readonly<Record<string, string>>,
+): Promise<ChildEnd> {
   const node = await childArgs(isAbsolute(file) ? file : join(cwd, file))
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...node, ...args], {
@@ -52,10 +78,9 @@ async function runTsIn(
     })
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
     child.on('error', reject)
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer)
-      if (code === 0) resolve(stdout)
-      else reject(new Error(`${file} exited with ${code}: ${stderr}`))
+      resolve({ code, signal, stdout, stderr })
     })
   })
 }

@@ -5,7 +5,13 @@ export {
   backendTargets,
 } from './backends.js'
 export { childArgs, preparedChildArgs } from './child-bundle.js'
-export { packageDir, type TsRunner, tsRunner } from './child-process.js'
+export {
+  type ChildEnd,
+  packageDir,
+  runChild,
+  type TsRunner,
+  tsRunner,
+} from './child-process.js'
 export { type BackendServersOptions, startBackendServers } from './global-setup.js'
 export {
   type ChildBackend,
