@@ -94,6 +94,23 @@ export const MUTANTS: Record<string, MutantFactory> = {
     }
   },
 
+  // Every acquirer that finds the key free is granted it, the later grant replacing the earlier:
+  // the shape of a backend that reads the lease and writes it in two steps.
+  'racy lease acquire (awaits between the free check and the grant)': (store) => (ctx) => {
+    const { inner, states } = base(store, ctx)
+    return {
+      ...inner,
+      async acquireLease(key, options) {
+        const held = states.get(key)?.lease
+        if (held != null && held.expiresAt > ctx.clock()) return inner.acquireLease(key, options)
+        await tick()
+        const state = states.get(key)
+        if (state?.lease != null) states.set(key, { ...state, lease: null })
+        return inner.acquireLease(key, options)
+      },
+    }
+  },
+
   'list sorted in UTF-16 order': (store) => (ctx) => {
     const { inner } = base(store, ctx)
     return { ...inner, list: (options) => naiveList(inner, options, utf16, false) }

@@ -18,6 +18,9 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
     'concurrency/n-by-m-compare-and-set-increments-lose-no-update',
     'linearizability/concurrent-compare-and-set-and-delete-histories-are-linearizable',
   ],
+  'racy lease acquire (awaits between the free check and the grant)': [
+    'concurrency/never-two-lease-holders-at-once-under-acquire-storms',
+  ],
   'list sorted in UTF-16 order': [
     'keys/lists-astral-characters-after-u-e000-u-ffff-in-utf-8-byte-order',
     'keys/odd-keys-round-trip-exactly-through-put-get-and-list',
