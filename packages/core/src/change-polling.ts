@@ -16,6 +16,7 @@ import {
   type HintStream,
   type WatchOptions,
 } from './change-notification.js'
+import { walkList } from './list-walk.js'
 
 /** Options of {@link createPollingWatcher}. */
 export interface PollingWatcherOptions {
@@ -63,15 +64,10 @@ async function listVersions(
   prefix: string,
 ): Promise<Map<string, string>> {
   const out = new Map<string, string>()
-  let cursor: string | undefined
-  for (;;) {
-    const page = await list(
-      cursor === undefined ? { prefix, limit: 1000 } : { prefix, limit: 1000, cursor },
-    )
+  for await (const page of walkList({ list }, { prefix, limit: 1000 })) {
     for (const entry of page.entries) out.set(entry.key, entry.version)
-    if (page.cursor === undefined) return out
-    cursor = page.cursor
   }
+  return out
 }
 
 /**

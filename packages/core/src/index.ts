@@ -109,6 +109,7 @@ export {
   utf8ByteLength,
 } from './keys.js'
 export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
+export { walkList } from './list-walk.js'
 export { mapLimited } from './map-limited.js'
 export {
   describeModuleLoadFailure,

@@ -5,6 +5,7 @@ import {
   type ListEntry,
   mapLimited,
   parseOptions,
+  walkList,
 } from '@agent-state/core'
 import type { KeyvStoreAdapter, StoredData } from 'keyv'
 import { createKeyLayout, type KeyLayout } from './key-layout.js'
@@ -144,14 +145,7 @@ export class AgentStateKeyvStore extends EventEmitter implements KeyvStoreAdapte
 
   private async *pages(namespace: string | undefined): AsyncGenerator<readonly ListEntry[]> {
     const prefix = this.layout.namespacePrefix(namespace)
-    let cursor: string | undefined
-    do {
-      const page = await this.settings.backend.list(
-        cursor === undefined ? { prefix } : { prefix, cursor },
-      )
-      yield page.entries
-      cursor = page.cursor
-    } while (cursor !== undefined)
+    for await (const page of walkList(this.settings.backend, { prefix })) yield page.entries
   }
 
   /**

@@ -1,4 +1,4 @@
-import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
+import { type Backend, isAgentStateError, type Lease, walkList } from '@agent-state/core'
 import {
   daemonSnapshot,
   inspectWorker,
@@ -405,16 +405,7 @@ export interface RunRow {
 /** How many keys start with `prefix` (a listing, no value read). */
 export async function countKeys(backend: Backend, prefix: string): Promise<number> {
   let count = 0
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({
-      prefix,
-      limit: 1000,
-      ...(cursor === undefined ? {} : { cursor }),
-    })
-    count += page.entries.length
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  for await (const page of walkList(backend, { prefix, limit: 1000 })) count += page.entries.length
   return count
 }
 

@@ -1,4 +1,4 @@
-import type { Backend } from '@agent-state/core'
+import { type Backend, walkList } from '@agent-state/core'
 import cliProgress from 'cli-progress'
 import { printable } from '../output.js'
 import {
@@ -60,16 +60,10 @@ const CHECKS: readonly CopyCheck[] = ['same', 'differs', 'missing', 'error']
 
 async function listAll(backend: Backend, prefix: string | undefined): Promise<string[]> {
   const keys: string[] = []
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({
-      limit: 1000,
-      ...(prefix === undefined || prefix === '' ? {} : { prefix }),
-      ...(cursor === undefined ? {} : { cursor }),
-    })
+  const options = prefix === undefined || prefix === '' ? { limit: 1000 } : { limit: 1000, prefix }
+  for await (const page of walkList(backend, options)) {
     for (const entry of page.entries) keys.push(entry.key)
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  }
   return keys
 }
 

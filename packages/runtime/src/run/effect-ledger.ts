@@ -1,4 +1,4 @@
-import { type Backend, type Clock, isAgentStateError } from '@agent-state/core'
+import { type Backend, type Clock, isAgentStateError, walkList } from '@agent-state/core'
 import { runtimeError } from '../shared/errors.js'
 import { runEffectKey, runOpenMarkerKey, runOpenPrefix } from '../shared/layout.js'
 import { idempotencyKeyOf } from './effect.js'
@@ -100,9 +100,7 @@ export async function listIncomplete(
 ): Promise<LoadedEffect[]> {
   const prefix = runOpenPrefix(runId)
   const found: LoadedEffect[] = []
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({ prefix, ...(cursor === undefined ? {} : { cursor }) })
+  for await (const page of walkList(backend, { prefix })) {
     for (const entry of page.entries) {
       const effectId = entry.key.slice(prefix.length)
       const loaded = await loadEffect(backend, runId, effectId, newestToken)
@@ -115,8 +113,7 @@ export async function listIncomplete(
       }
       found.push(loaded)
     }
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  }
   return found
 }
 

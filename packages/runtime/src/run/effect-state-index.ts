@@ -13,7 +13,7 @@
  * marker and no incomplete-marker, is *ambiguous*, and only those are read. The next owner
  * of the run repairs them ({@link repairUnknownIndex}).
  */
-import type { Backend } from '@agent-state/core'
+import { type Backend, walkList } from '@agent-state/core'
 import { RUNS_PREFIX, runOpenPrefix } from '../shared/layout.js'
 import type { LedgerContext } from './effect-ledger.js'
 import type { EffectRecord, EffectState } from './run-records.js'
@@ -75,16 +75,9 @@ export async function moveUnknownMarker<T>(
 /** Every key under `prefix`, suffix only, by listing pages of keys (no value is read). */
 async function listSuffixes(backend: Backend, prefix: string): Promise<string[]> {
   const found: string[] = []
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({
-      prefix,
-      limit: 1000,
-      ...(cursor === undefined ? {} : { cursor }),
-    })
+  for await (const page of walkList(backend, { prefix, limit: 1000 })) {
     for (const entry of page.entries) found.push(entry.key.slice(prefix.length))
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  }
   return found
 }
 

@@ -1,4 +1,4 @@
-import type { Backend } from '@agent-state/core'
+import { type Backend, walkList } from '@agent-state/core'
 import { runtimeError } from '../shared/errors.js'
 import { runStepKey, runStepsPrefix } from '../shared/layout.js'
 import type { LedgerContext } from './effect-ledger.js'
@@ -58,9 +58,7 @@ export async function loadSteps(
 ): Promise<StepsState> {
   const prefix = runStepsPrefix(runId)
   let count = 0
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({ prefix, ...(cursor === undefined ? {} : { cursor }) })
+  for await (const page of walkList(backend, { prefix })) {
     for (const entry of page.entries) {
       count++
       if (entry.key !== runStepKey(runId, count)) {
@@ -75,8 +73,7 @@ export async function loadSteps(
         )
       }
     }
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  }
   if (count === 0) return { count, last: null }
   const last = await readStep(backend, runId, count, newestToken)
   if (last === null) {

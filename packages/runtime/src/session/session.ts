@@ -8,6 +8,7 @@ import {
   systemClock,
   utf8ByteLength,
   type WriterIdentity,
+  walkList,
 } from '@agent-state/core'
 import { z } from 'zod'
 import { assertSessionId, uuidv7 } from '../shared/ids.js'
@@ -286,12 +287,9 @@ function createSession(
 
     async list() {
       const keys: string[] = []
-      let cursor: string | undefined
-      do {
-        const page = await backend.list(cursor === undefined ? { prefix } : { prefix, cursor })
+      for await (const page of walkList(backend, { prefix })) {
         for (const entry of page.entries) keys.push(entry.key.slice(prefix.length))
-        cursor = page.cursor
-      } while (cursor !== undefined)
+      }
       return keys
     },
 

@@ -6,6 +6,7 @@ import {
   type Clock,
   isAgentStateError,
   systemClock,
+  walkList,
 } from '@agent-state/core'
 import { z } from 'zod'
 import { runtimeError } from '../shared/errors.js'
@@ -206,18 +207,11 @@ export interface QuarantineEntry {
  */
 export async function listQuarantined(backend: Backend): Promise<QuarantineEntry[]> {
   const ids: string[] = []
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({
-      prefix: QUARANTINE_PREFIX,
-      delimiter: '/',
-      ...(cursor === undefined ? {} : { cursor }),
-    })
+  for await (const page of walkList(backend, { prefix: QUARANTINE_PREFIX, delimiter: '/' })) {
     for (const group of page.prefixes ?? []) {
       ids.push(group.slice(QUARANTINE_PREFIX.length, -1))
     }
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  }
   const entries: QuarantineEntry[] = []
   for (const quarantineId of ids) {
     const key = reportKeyOf(quarantineId)
