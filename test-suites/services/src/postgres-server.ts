@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
 import { reportCpu } from './process-cpu.js'
+import { killOnExit } from './server-processes.js'
 import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /** Where Debian's PostgreSQL 15 server binaries live (not on PATH). */
@@ -62,18 +63,6 @@ export interface PostgresServer {
   stop(): Promise<void>
   /** Stops the server and starts it again on the same port and data directory. */
   restart(options?: PostgresRestartOptions): Promise<void>
-}
-
-/** Every server process this module started, killed when the test process exits. */
-const running = new Set<ChildProcess>()
-let exitHookInstalled = false
-
-function installExitHook(): void {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  process.on('exit', () => {
-    for (const child of running) child.kill('SIGKILL')
-  })
 }
 
 /** Installs PostgreSQL 15 and PgBouncer from Debian when missing (fails loudly otherwise). */
@@ -188,7 +177,6 @@ export async function startPostgresServer(
   options: PostgresServerOptions = {},
 ): Promise<PostgresServer> {
   ensurePostgresInstalled()
-  installExitHook()
   const ids = serviceIds()
   const dir = serviceTempDir('agent-state-pg-', ids)
   const data = join(dir, 'data')
@@ -272,8 +260,7 @@ export async function startPostgresServer(
     for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`)
     const [command, argv] = asServiceUser(ids, join(POSTGRES_BIN, 'postgres'), args)
     const proc = spawn(command, argv, { stdio: 'ignore' })
-    running.add(proc)
-    proc.once('exit', () => running.delete(proc))
+    killOnExit(proc)
     child = proc
     launchedAt = Date.now()
     stopWatchdog(watchdog)

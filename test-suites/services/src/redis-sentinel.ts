@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './free-port.js'
 import { ensureRedisInstalled, waitForPing } from './redis-server.js'
+import { killOnExit } from './server-processes.js'
 import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /** Options of {@link startRedisSentinel}. */
@@ -27,10 +28,6 @@ export interface RedisSentinel {
   stop(): Promise<void>
 }
 
-/** Every Sentinel process this module started, killed when the test process exits. */
-const running = new Set<ChildProcess>()
-let exitHookInstalled = false
-
 /**
  * Starts `redis-server --sentinel` (Debian's redis-server package) on a free
  * port, monitoring one primary with quorum 1, from a config file in a fresh
@@ -39,12 +36,6 @@ let exitHookInstalled = false
  */
 export async function startRedisSentinel(options: RedisSentinelOptions): Promise<RedisSentinel> {
   ensureRedisInstalled()
-  if (!exitHookInstalled) {
-    exitHookInstalled = true
-    process.on('exit', () => {
-      for (const child of running) child.kill('SIGKILL')
-    })
-  }
   const name = options.name ?? 'mymaster'
   const dir = mkdtempSync(join(tmpdir(), 'agent-state-sentinel-'))
   const port = await freePort()
@@ -67,8 +58,7 @@ export async function startRedisSentinel(options: RedisSentinelOptions): Promise
     cwd: dir,
     stdio: 'ignore',
   })
-  running.add(child)
-  child.once('exit', () => running.delete(child))
+  killOnExit(child)
   const watchdog = startWatchdog(dir, [child])
   try {
     await waitForPing(port, 15_000, undefined, child)

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
 import { reportCpu } from './process-cpu.js'
+import { killOnExit } from './server-processes.js'
 import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /** Options of {@link startRedisServer}. */
@@ -56,18 +57,6 @@ export interface RedisServer {
 
 const REDIS_SERVER = '/usr/bin/redis-server'
 const REDIS_CLI = '/usr/bin/redis-cli'
-
-/** Every server process this module started, killed when the test process exits. */
-const running = new Set<ChildProcess>()
-let exitHookInstalled = false
-
-function installExitHook(): void {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  process.on('exit', () => {
-    for (const child of running) child.kill('SIGKILL')
-  })
-}
 
 /** Installs redis-server/redis-cli from Debian when missing (fails loudly otherwise). */
 export function ensureRedisInstalled(): void {
@@ -159,7 +148,6 @@ function clockEnvironment(offsetSeconds: number | undefined): NodeJS.ProcessEnv 
  */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   ensureRedisInstalled()
-  installExitHook()
   const dir = mkdtempSync(join(tmpdir(), 'agent-state-redis-'))
   const timeoutMs = options.startTimeoutMs ?? 15_000
   let child: ChildProcess | undefined
@@ -198,8 +186,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let launchedAt = Date.now()
   const launch = async (): Promise<void> => {
     const proc = spawn(REDIS_SERVER, args(), { cwd: dir, stdio: 'ignore', env })
-    running.add(proc)
-    proc.once('exit', () => running.delete(proc))
+    killOnExit(proc)
     child = proc
     launchedAt = Date.now()
     stopWatchdog(watchdog)

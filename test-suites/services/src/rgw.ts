@@ -6,6 +6,7 @@ import { basename, join } from 'node:path'
 import { ensureDebianPackages } from './debian-packages.js'
 import { freePort } from './free-port.js'
 import { reportCpu } from './process-cpu.js'
+import { killOnExit } from './server-processes.js'
 import { startWatchdog, stopWatchdog } from './watchdog.js'
 
 /**
@@ -135,19 +136,6 @@ rgw enable lc threads = false
 `
 }
 
-/** Every daemon still running, across all gateways of this process, for the exit hook. */
-const liveDaemons = new Set<ChildProcess>()
-let exitHookInstalled = false
-
-function installExitHook(): void {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  // 'exit' handlers must be synchronous: SIGKILL is all that is left to do.
-  process.on('exit', () => {
-    for (const child of liveDaemons) child.kill('SIGKILL')
-  })
-}
-
 /** Signs a GET of `/` (ListBuckets) with SigV4 and reports the HTTP status. */
 async function signedStatus(endpoint: string, accessKeyId: string, secret: string) {
   const host = new URL(endpoint).host
@@ -208,16 +196,12 @@ async function waitFor(
 }
 
 async function stopDaemon(child: ChildProcess, graceMs: number): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) {
-    liveDaemons.delete(child)
-    return
-  }
+  if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   child.kill('SIGTERM')
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
   await exited
   clearTimeout(timer)
-  liveDaemons.delete(child)
 }
 
 function spawnDaemon(dir: string, file: string, args: string[]): ChildProcess {
@@ -226,8 +210,7 @@ function spawnDaemon(dir: string, file: string, args: string[]): ChildProcess {
     stdio: 'ignore',
     env: { ...process.env, CEPH_CONF: join(dir, 'ceph.conf') },
   })
-  liveDaemons.add(child)
-  child.once('exit', () => liveDaemons.delete(child))
+  killOnExit(child)
   return child
 }
 
@@ -239,7 +222,6 @@ function spawnDaemon(dir: string, file: string, args: string[]): ChildProcess {
  */
 export async function startRgw(options: RgwOptions = {}): Promise<RgwServer> {
   ensureDebianPackages(BINARIES, PACKAGES)
-  installExitHook()
   // A port the kernel reported free can be taken before a daemon binds it: start afresh.
   for (let attempt = 1; ; attempt++) {
     try {
