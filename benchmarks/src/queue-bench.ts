@@ -10,14 +10,16 @@
  * SQLite; `sqlite-normal` is our SQLite backend with plainjob's
  * `synchronous = NORMAL`.
  *
- * Knobs: `QUEUE_BENCH_BACKENDS` (default all five, sqlite-normal and the peers), `QUEUE_BENCH_SIZES`
+ * Knobs: `QUEUE_BENCH_BACKENDS` (default all five, sqlite-normal, the native rows and the peers), `QUEUE_BENCH_SIZES`
  * (default 1000,10000,100000), `QUEUE_BENCH_OPS` (timed operations per cell,
  * default 300), `QUEUE_BENCH_S3_MAX` (largest size on S3, default 10000:
  * filling RGW with 100k objects takes longer than the rest of the run).
  * Closed loop at concurrency 1 (one producer, then one consumer: the queue
  * allows one delivery in flight), then triggers from 16 concurrent callers
  * on one handle (which the queue combines into shared writes) and from 16
- * handles on 16 backend instances (which it cannot: as with 16 processes),
+ * handles on 16 backend instances (which it cannot: as with 16 processes)
+ * and from 16 handles on the measured instance (one process's producers:
+ * SQLite's group commit shares a transaction between them),
  * then `triggerMany` batches of 16 and a consumer that keeps its delivery
  * lease (`ackAndClaim`) (and, for the peers, claim+ack from 16 concurrent
  * consumers, which a daemon queue does not allow by design). Counts beside
@@ -29,7 +31,10 @@
  * Lua script per trigger, claim and ack; docs/runtime/daemons.md, "Queue
  * paths"); its rows also carry the server's own command counts per
  * operation (`INFO commandstats`: scripts run and Redis commands inside
- * them), which load does not change either.
+ * them), which load does not change either. `sqlite-native` and
+ * `sqlite-normal-native` are the SQLite rows with queues on the native path
+ * (one group-committed transaction per trigger, claim and ack), under the
+ * default `synchronous = FULL` and plainjob's `NORMAL`.
  * Results: stdout (a markdown table) and `results/queue-latest.json`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -84,7 +89,7 @@ interface Row {
 
 const backends = (
   process.env.QUEUE_BENCH_BACKENDS ??
-  'memory,sqlite,sqlite-normal,fs,redis,redis-native,s3,bullmq,plainjob'
+  'memory,sqlite,sqlite-native,sqlite-normal,sqlite-normal-native,fs,redis,redis-native,s3,bullmq,plainjob'
 ).split(',')
 const sizes = (process.env.QUEUE_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
 const timedOps = Number(process.env.QUEUE_BENCH_OPS ?? 300)
@@ -98,7 +103,9 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
   }
   const make = async (): Promise<Pair> => {
     const namespace = `queue-${cell}`
-    switch (name) {
+    // `<backend>-native`: the same backend, its queue on the native path (measureCell).
+    const base = name.replace(/-native$/, '')
+    switch (base) {
       case 'memory': {
         const store = createMemoryStore()
         return {
@@ -111,7 +118,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
       case 'sqlite-normal': {
         const path = join(root, `${cell}.db`)
         // sqlite-normal: synchronous = NORMAL, what plainjob sets, for a like-for-like row.
-        const synchronous = name === 'sqlite' ? 'FULL' : 'NORMAL'
+        const synchronous = base === 'sqlite' ? 'FULL' : 'NORMAL'
         return {
           measured: createSqliteBackend({ path, namespace, synchronous }),
           filler: createSqliteBackend({ path, namespace, synchronous: 'NORMAL' }),
@@ -127,8 +134,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
           another: () => createFsBackend({ root: dir, namespace }),
         }
       }
-      case 'redis':
-      case 'redis-native': {
+      case 'redis': {
         redis ??= startRedisServer()
         const { host, port } = await redis
         return {
@@ -290,14 +296,14 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
   try {
     const daemonId = 'bench'
     const { backend: measured, counts } = countingBackend(pair.measured)
-    const native = name === 'redis-native'
+    const native = name.endsWith('-native')
     const queue = await createDaemonQueue(measured, daemonId, {
       capacity: pending + 10 * timedOps + 10,
       path: native ? 'native' : 'generic',
     })
     const fillStart = Date.now()
     await fillBacklog(pair.filler, daemonId, pending, native)
-    const server = native ? await serverCommands() : null
+    const server = name === 'redis-native' ? await serverCommands() : null
     const fillMs = Date.now() - fillStart
     // Warm-up outside the timed loops.
     for (let i = 0; i < 10; i++) await queue.trigger({ warm: i })
@@ -327,12 +333,13 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
     const producers = await Promise.all(
       handles.map((backend) => openDaemonQueue(backend, daemonId)),
     )
-    const trigger16Handles = await retriesOver(producers, () => {
+    /** `timedOps` triggers from `from`, each handle triggering one at a time. */
+    const triggersFrom = (from: readonly DaemonQueue[]) => () => {
       let next = 0
       const samples: number[] = []
       const start = performance.now()
       return Promise.all(
-        producers.map(async (producer) => {
+        from.map(async (producer) => {
           for (let i = next++; i < timedOps; i = next++) {
             const t0 = performance.now()
             await producer.trigger(event(i))
@@ -340,8 +347,15 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
           }
         }),
       ).then(() => ({ samples, totalMs: performance.now() - start }))
-    })
+    }
+    const trigger16Handles = await retriesOver(producers, triggersFrom(producers))
     await Promise.all(handles.map((backend) => backend.close()))
+    // 16 handles on the measured instance itself (producers of one process): the runtime
+    // combines nothing between handles, the backend's group commit (SQLite) may.
+    const sharing = await Promise.all(
+      Array.from({ length: 16 }, () => openDaemonQueue(measured, daemonId)),
+    )
+    const trigger16Shared = await retriesOver(sharing, triggersFrom(sharing))
     // Batches of 16 events, one conditional write each.
     const batches = Math.ceil(timedOps / 16)
     const many = await perOp(counts, batches, () =>
@@ -371,6 +385,9 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
       }),
       summarise(name, pending, 'trigger c=16, 16 handles', trigger16Handles.run, {
         retriesPerTrigger: trigger16Handles.retriesPerTrigger,
+      }),
+      summarise(name, pending, 'trigger c=16, 16 handles, 1 instance', trigger16Shared.run, {
+        retriesPerTrigger: trigger16Shared.retriesPerTrigger,
       }),
       summarise(name, pending, 'triggerMany of 16', many.result, { callsPerOp: many.callsPerOp }),
       summarise(name, pending, 'ackAndClaim (kept lease)', kept.result, {

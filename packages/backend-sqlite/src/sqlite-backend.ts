@@ -48,7 +48,7 @@ import {
 import { openConnection } from './connection.js'
 import { isBusy, toAgentStateError, withStoredSize } from './errors.js'
 import { createGroupCommit } from './group-commit.js'
-
+import { SQLITE_NATIVE_QUEUE, sqliteNativeQueue } from './native-queue.js'
 import { MEMORY_PATH, type SqliteBackendOptions, sqliteOptionsSchema } from './options.js'
 import {
   decodeLeaseRow,
@@ -105,6 +105,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
     changeNotification: SQLITE_CHANGE_NOTIFICATION,
+    nativeQueue: SQLITE_NATIVE_QUEUE,
   }
   const connection = openConnection(resolved.path, {
     synchronous: resolved.synchronous,
@@ -238,12 +239,10 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
     bytes = 0,
   ): Promise<T> {
-    const committed = writes.submit(
+    return submit(
       operation,
       () => {
-        const row = statements.readState(key)
-        if (row === undefined) absent(key)
-        const loaded = row === undefined ? undefined : decodeStateRow(namespace, key, row)
+        const loaded = load(key)
         let outcome: { next: KeyState | undefined; result: T }
         try {
           outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
@@ -255,11 +254,22 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       },
       bytes,
     )
+  }
+
+  /** Runs `body` in the group commit; settles after the commit. */
+  function submit<T>(operation: string, body: () => T, bytes = 0): Promise<T> {
     // After the commit: this connection's own writes do not move its data_version.
-    return committed.then((result) => {
+    return writes.submit(operation, body, bytes).then((result) => {
       watcher.committed()
       return result
     })
+  }
+
+  /** A key's state for a write (no value), `undefined` without a row (the listing index agreeing). */
+  function load(key: string): LoadedState | undefined {
+    const row = statements.readState(key)
+    if (row === undefined) absent(key)
+    return row === undefined ? undefined : decodeStateRow(namespace, key, row)
   }
 
   const backend: Backend = {
@@ -398,9 +408,23 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     },
 
     async destroy(): Promise<void> {
-      await writes.submit('destroy', () => statements.destroy())
-      watcher.committed()
+      await submit('destroy', () => statements.destroy())
     },
+
+    // The daemon queue's operations, one group-committed transaction each (native-queue.ts).
+    nativeQueue: sqliteNativeQueue({
+      submit,
+      load,
+      read: (key) => {
+        const row = statements.readValue(key)
+        return row === undefined ? absent(key) : decodeValueRow(namespace, key, row)
+      },
+      store,
+      clock: () => clock(),
+      assertOpen: () => {
+        if (closed) throw closedError()
+      },
+    }),
 
     watch(prefix, watchOptions) {
       return watcher.poller.watch(prefix, watchOptions, () => {

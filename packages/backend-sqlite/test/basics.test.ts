@@ -12,7 +12,7 @@ describe('sqlite backend on a real file', () => {
   const db = useTempDatabase()
   const open = db.open
 
-  it('declares a durable, multi-process, host-clock backend', () => {
+  it('declares a durable, multi-process, host-clock backend with native daemon queues', () => {
     expect(open().capabilities).toEqual({
       durable: true,
       multiProcess: true,
@@ -21,7 +21,9 @@ describe('sqlite backend on a real file', () => {
       maxKeyBytes: 1024,
       maxValueBytes: 64 * 1024 * 1024,
       changeNotification: { mode: 'poll', maxDelayMs: 500 },
+      nativeQueue: { version: 1 },
     })
+    expect(typeof open().nativeQueue?.queueAppend).toBe('function')
   })
 
   it('creates the database, its -wal and -shm files with mode 0600 and uses WAL', async () => {

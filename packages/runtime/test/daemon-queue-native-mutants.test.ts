@@ -1,14 +1,28 @@
 /**
  * The native queue path's checks run against deliberately broken Redis
  * scripts (the backend's own `withScriptMutant`: the script's source is
- * replaced while backends created inside load it). Each mutant must make
- * the scenario of daemon-queue.test.ts see the failure it exists to catch.
+ * replaced while backends created inside load it) and a deliberately broken
+ * SQLite backend (its `queue-steps.ts` replaced, the backend imported afresh).
+ * Each mutant must make the scenario of daemon-queue.test.ts see the failure
+ * it exists to catch.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { KeyState } from '@agent-state/core'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { z } from 'zod'
 import { QUEUE_APPEND, QUEUE_CLAIM } from '../../backend-redis/src/queue-scripts.js'
 import { withScriptMutant } from '../../backend-redis/test/script-mutant.js'
+import type * as SqliteQueueSteps from '../../backend-sqlite/src/queue-steps.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
-import { capacityExact, tokenPerClaim } from './daemon-queue-scenarios.js'
+import {
+  capacityExact,
+  gainedCapability,
+  tokenPerClaim,
+  withoutNativeQueue,
+} from './daemon-queue-scenarios.js'
+import { mutated, unmockAll } from './mutants.js'
 import { createOnPath } from './queue-paths.js'
 
 const redis = BACKENDS.find((factory) => factory.name === 'redis') as BackendFactory
@@ -48,5 +62,94 @@ describe('native queue script mutants on redis', () => {
     // The check expects the second token to be larger.
     expect(outcome.second).toBe(outcome.first)
     expect(outcome.attempts).toEqual([1, 2])
+  })
+})
+
+/** The SQLite backend's queue decisions, replaced by `mutate` of the original module. */
+const STEPS = '../../backend-sqlite/src/queue-steps.js'
+type Steps = typeof SqliteQueueSteps
+
+describe('native queue mutants on sqlite', () => {
+  let dir: string
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-sqlite-mutant-'))
+  })
+  afterEach(() => {
+    vi.doUnmock(STEPS)
+    vi.resetModules()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** A fixture whose backends come from a SQLite backend imported with `STEPS` mutated. */
+  async function mutantFixture(
+    mutate: (original: Steps) => Partial<Steps>,
+  ): Promise<BackendFixture> {
+    vi.resetModules()
+    vi.doMock(STEPS, async (importOriginal) => {
+      const original = await importOriginal<Steps>()
+      return { ...original, ...mutate(original) }
+    })
+    const { createSqliteBackend } = await import('../../backend-sqlite/src/index.js')
+    const path = join(dir, 'state.db')
+    return {
+      create: () => createSqliteBackend({ path, namespace: 'mutant' }),
+    } as unknown as BackendFixture
+  }
+
+  it('an append that skips the capacity check stores past the capacity, which the check sees', async () => {
+    const fixture = await mutantFixture(() => ({
+      appendRoom: (_capacity, _next, _head, count) => count,
+    }))
+    // The check expects QUEUE_FULL twice and 2 queued.
+    expect(await capacityExact(createNative, fixture)).toEqual({
+      single: 'resolved',
+      batch: 'resolved',
+      queued: 4,
+    })
+  })
+
+  it('a claim that does not bump the fencing token hands one token out twice, which the check sees', async () => {
+    const fixture = await mutantFixture((original) => ({
+      grantDelivery: (key, state: KeyState, holder, ttlMs, now) => {
+        // The counter not moved: the token is the last one handed out (1 for the first claim).
+        const fenced = { ...state, fence: Math.max(state.fence - 1, 0) }
+        return original.grantDelivery(key, fenced, holder, ttlMs, now)
+      },
+    }))
+    const outcome = await tokenPerClaim(createNative, fixture)
+    // The check expects the second token to be larger.
+    expect(outcome.second).toBe(outcome.first)
+    expect(outcome.attempts).toEqual([1, 2])
+  })
+})
+
+describe('queue path mutants', () => {
+  afterEach(unmockAll)
+
+  it('a runtime that moves a generic queue to the native path once the backend has it loses the tail events, which the check sees', async () => {
+    const rt = await mutated('../src/daemon/queue-records.ts', (original) => ({
+      ...original,
+      // Every stored configuration read as native: the path chosen at open, not at creation.
+      queueConfigSchema: (original.queueConfigSchema as z.ZodType<object>).transform((config) => ({
+        ...config,
+        path: 'native',
+      })),
+    }))
+    const sqlite = BACKENDS.find((factory) => factory.name === 'sqlite') as BackendFactory
+    const fixture = sqlite.setup()
+    try {
+      const outcome = await gainedCapability(
+        rt,
+        withoutNativeQueue(fixture.create()),
+        fixture.create(),
+      )
+      // The check expects both generic and events 0, 1, 2 delivered; the native claim finds
+      // no record of event 0 (it lives in the tail record only).
+      expect(outcome.paths).toEqual(['generic', 'native'])
+      expect(outcome.drained).toBe('QUEUE_CORRUPT')
+      expect(outcome.seen).toEqual([])
+    } finally {
+      await fixture.cleanup()
+    }
   })
 })

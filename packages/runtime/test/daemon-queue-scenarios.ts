@@ -216,3 +216,46 @@ export async function tokenPerClaim(create: CreateOnPath, fixture: BackendFixtur
   await second.ack()
   return { first: first.token, second: second.token, attempts: [first.attempt, second.attempt] }
 }
+
+/** `inner` as a backend that lacks the `nativeQueue` capability (an older or wrapped client). */
+export function withoutNativeQueue(inner: Backend): Backend {
+  const { nativeQueue: _operations, capabilities, ...rest } = inner
+  const { nativeQueue: _claimed, ...kept } = capabilities
+  return { ...rest, capabilities: { ...kept, durable: capabilities.durable } }
+}
+
+/**
+ * A backend that gains the capability (docs/runtime/daemons.md, "When a
+ * backend gains or loses the capability"): a queue created generically
+ * through `without` holds its latest write's events in `tail.json` only;
+ * opened through `capable` it stays generic, so a trigger and a drain
+ * deliver every event in order. A runtime that switched it to the native
+ * path would lose those events (the native claim finds no record of them).
+ */
+export async function gainedCapability(
+  rt: Pick<Runtime, 'createDaemonQueue' | 'openDaemonQueue'>,
+  without: Backend,
+  capable: Backend,
+) {
+  const queue = await rt.createDaemonQueue(without, 'gained', { path: 'auto', capacity: 4 })
+  await queue.triggerMany([{ n: 0 }, { n: 1 }])
+  const reopened = await rt.openDaemonQueue(capable, 'gained')
+  const trigger = await codeOf(reopened.trigger({ n: 2 }))
+  const seen: unknown[] = []
+  const drained = await codeOf(
+    (async () => {
+      for (let delivery = await reopened.claim({ holder: 'h' }); delivery !== null; ) {
+        seen.push(delivery.event)
+        delivery = await delivery.ackAndClaim()
+      }
+    })(),
+  )
+  const { head, queuedCount, iterations } = await reopened.counts()
+  return {
+    paths: [queue.path, reopened.path],
+    trigger,
+    drained,
+    seen,
+    counts: { head, queuedCount, iterations },
+  }
+}

@@ -1,25 +1,20 @@
 /**
- * The queue paths (docs/runtime/daemons.md, "Queue paths"): a native queue
+ * The queue paths (docs/runtime/daemons.md, "Queue paths") on every backend with the
+ * `nativeQueue` capability (SQLite, Redis): a native queue
  * is refused, never used generically, on a backend without the `nativeQueue`
  * capability; both paths leave the same records, so the readers (`counts`,
  * `peek`, `daemonSnapshot`, which `agent-state daemons` and the inspector
  * use) read a queue whichever path wrote it.
  */
-import type { Backend } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createDaemonQueue, daemonSnapshot, openDaemonQueue } from '../src/index.js'
 import { daemonHeadKey } from '../src/internal.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
+import { gainedCapability, withoutNativeQueue } from './daemon-queue-scenarios.js'
 import { codeOf } from './error-code.js'
+import { NATIVE_QUEUE_BACKENDS } from './queue-paths.js'
 
 const byName = (name: string) => BACKENDS.find((factory) => factory.name === name) as BackendFactory
-
-/** `inner` as a backend that lost the `nativeQueue` capability (an older or wrapped client). */
-function withoutNativeQueue(inner: Backend): Backend {
-  const { nativeQueue: _operations, capabilities, ...rest } = inner
-  const { nativeQueue: _claimed, ...kept } = capabilities
-  return { ...rest, capabilities: { ...kept, durable: capabilities.durable } }
-}
 
 /** A record's JSON with what differs between two runs (ids, times, tokens, names) masked. */
 function shape(bytes: Uint8Array, daemonId: string): unknown {
@@ -33,18 +28,18 @@ function shape(bytes: Uint8Array, daemonId: string): unknown {
   })
 }
 
-let memory: BackendFixture
-let redis: BackendFixture
-beforeEach(() => {
-  memory = byName('memory').setup()
-  redis = byName('redis').setup()
-})
-afterEach(async () => {
-  await memory.cleanup()
-  await redis.cleanup()
-})
+describe.each(NATIVE_QUEUE_BACKENDS)('queue paths on %s', (nativeName) => {
+  let memory: BackendFixture
+  let capable: BackendFixture
+  beforeEach(() => {
+    memory = byName('memory').setup()
+    capable = byName(nativeName).setup()
+  })
+  afterEach(async () => {
+    await memory.cleanup()
+    await capable.cleanup()
+  })
 
-describe('queue paths', () => {
   it('refuses the native path on a backend without the capability, storing nothing; auto falls to generic', async () => {
     const backend = memory.create()
     expect(backend.capabilities.nativeQueue).toBeUndefined()
@@ -54,18 +49,18 @@ describe('queue paths', () => {
     expect((await backend.list({ prefix: 'daemons/' })).entries).toEqual([])
     const auto = await createDaemonQueue(backend, 'a', { path: 'auto' })
     expect(auto.path).toBe('generic')
-    const onRedis = await createDaemonQueue(redis.create(), 'a', { path: 'auto' })
-    expect(onRedis.path).toBe('native')
+    const onNative = await createDaemonQueue(capable.create(), 'a', { path: 'auto' })
+    expect(onNative.path).toBe('native')
   })
 
   it('a native queue on a backend that lost the capability: opening refused, readers unchanged', async () => {
-    const queue = await createDaemonQueue(redis.create(), 'lost', { path: 'native', capacity: 4 })
+    const queue = await createDaemonQueue(capable.create(), 'lost', { path: 'native', capacity: 4 })
     await queue.triggerMany([{ n: 0 }, { n: 1 }])
     const claimed = await queue.claim({ holder: 'h1' })
     expect(claimed?.seq).toBe(0)
     await claimed?.ack()
     await queue.trigger({ n: 2 })
-    const lost = withoutNativeQueue(redis.create())
+    const lost = withoutNativeQueue(capable.create())
     expect(await codeOf(openDaemonQueue(lost, 'lost'))).toBe('QUEUE_PATH_UNAVAILABLE')
     // The inspectors' reader needs no capability: same records, same view.
     const snapshot = await daemonSnapshot(lost, 'lost')
@@ -79,10 +74,25 @@ describe('queue paths', () => {
     })
   })
 
+  it('a generic queue on a backend that gained the capability stays generic and loses nothing', async () => {
+    const outcome = await gainedCapability(
+      { createDaemonQueue, openDaemonQueue },
+      withoutNativeQueue(capable.create()),
+      capable.create(),
+    )
+    expect(outcome).toEqual({
+      paths: ['generic', 'generic'],
+      trigger: 'resolved',
+      drained: 'resolved',
+      seen: [{ n: 0 }, { n: 1 }, { n: 2 }],
+      counts: { head: 3, queuedCount: 0, iterations: 3 },
+    })
+  })
+
   it.each(['generic', 'native'] as const)(
     'ackAndClaim of the last event acknowledges it and releases the lease (%s)',
     async (path) => {
-      const backend = redis.create()
+      const backend = capable.create()
       const queue = await createDaemonQueue(backend, `last-${path}`, { path })
       await queue.trigger({ n: 0 })
       const delivery = await queue.claim({ holder: 'a', visibilityTimeoutMs: 20_000 })
@@ -97,7 +107,7 @@ describe('queue paths', () => {
   )
 
   it('both paths leave the same records: same keys, same JSON, read by the same readers', async () => {
-    const backend = redis.create()
+    const backend = capable.create()
     const run = async (daemonId: string, path: 'generic' | 'native') => {
       const queue = await createDaemonQueue(backend, daemonId, { path, capacity: 8 })
       await queue.triggerMany([{ n: 0 }, { n: 1 }])
