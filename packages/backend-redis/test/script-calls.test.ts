@@ -1,4 +1,3 @@
-import type { Backend } from '@agent-state/core'
 import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisBackend } from '../src/index.js'
@@ -37,7 +36,7 @@ async function commandCalls(): Promise<Record<string, number>> {
 }
 
 /** The commands `step` ran on the server, per command name, each step run `ROUNDS` times. */
-async function countOf(backend: Backend, step: (round: number) => Promise<unknown>) {
+async function countOf(step: (round: number) => Promise<unknown>) {
   await redisCli(server.port, ['CONFIG', 'RESETSTAT'])
   for (let round = 0; round < ROUNDS; round++) await step(round)
   const calls = await commandCalls()
@@ -54,13 +53,13 @@ async function writeCounts(namespace: string) {
     // Every script loaded (a first EVALSHA is refused NOSCRIPT and repeated as EVAL) before counting.
     await backend.put('kept', bytes('v0'))
     await backend.delete('never-written')
-    const overwrite = await countOf(backend, () => backend.put('kept', bytes('v1')))
-    const compareAndSet = await countOf(backend, async () => {
+    const overwrite = await countOf(() => backend.put('kept', bytes('v1')))
+    const compareAndSet = await countOf(async () => {
       const current = await backend.head('kept')
       await backend.put('kept', bytes('v2'), { ifMatch: current?.version as string })
     })
-    const create = await countOf(backend, (round) => backend.put(`new-${round}`, bytes('v')))
-    const remove = await countOf(backend, (round) => backend.delete(`new-${round}`))
+    const create = await countOf((round) => backend.put(`new-${round}`, bytes('v')))
+    const remove = await countOf((round) => backend.delete(`new-${round}`))
     return { overwrite, compareAndSet, create, remove }
   } finally {
     await backend.destroy?.()
