@@ -1,4 +1,5 @@
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
+import { type RedisServer, startRedisServer } from '@agent-state/test-services'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisBackend } from '../src/index.js'
 import { DELETE, PUT } from '../src/lua-scripts.js'
@@ -17,17 +18,21 @@ import { type ScriptMutant, withScriptMutant } from './script-mutant.js'
 const bytes = (text: string) => new TextEncoder().encode(text)
 const ROUNDS = 5
 let server: RedisServer
+/** The counting's own connection (its INFO and RESETSTAT are left out of the counts). */
+let stats: Redis
 
 beforeAll(async () => {
   server = await startRedisServer()
+  stats = new Redis({ host: server.host, port: server.port })
 })
 afterAll(async () => {
+  stats.disconnect()
   await server.stop()
 })
 
 /** Calls per command name since the last `CONFIG RESETSTAT`. */
 async function commandCalls(): Promise<Record<string, number>> {
-  const info = await redisCli(server.port, ['INFO', 'commandstats'])
+  const info = await stats.info('commandstats')
   const calls: Record<string, number> = {}
   for (const match of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+),/gm)) {
     calls[match[1] as string] = Number(match[2])
@@ -37,7 +42,7 @@ async function commandCalls(): Promise<Record<string, number>> {
 
 /** The commands `step` ran on the server, per command name, each step run `ROUNDS` times. */
 async function countOf(step: (round: number) => Promise<unknown>) {
-  await redisCli(server.port, ['CONFIG', 'RESETSTAT'])
+  await stats.config('RESETSTAT')
   for (let round = 0; round < ROUNDS; round++) await step(round)
   const calls = await commandCalls()
   // The counting's own commands.
