@@ -117,7 +117,10 @@ async function startUnderCallgrind() {
       break
     } catch (error) {
       probe.disconnect()
-      if (tries > 150) throw error
+      if (tries > 150) {
+        child.kill('SIGTERM')
+        throw error
+      }
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
   }
@@ -221,41 +224,45 @@ const sources = (scripts: Scripts): Scripts =>
 const variants: [string, Scripts][] = [['after', sources(current)]]
 if (before !== undefined && before !== '') variants.unshift(['before', await scriptsAt(before)])
 const raw = new Redis({ host: server.host, port: server.port })
-const samples = new Map<string, Sample[]>()
-const add = (name: string, sample: Sample) =>
-  samples.set(name, [...(samples.get(name) ?? []), sample])
-for (let round = 0; round < ROUNDS; round++) {
-  // Rotate the order, so neither variant always runs first.
-  const order = round % 2 === 0 ? variants : [...variants].reverse()
-  for (const [name, scripts] of order) {
-    useScripts(scripts)
-    const backend = createRedisBackend({ port: server.port, namespace: `${name}-${round}` })
-    try {
-      for (const [p, sample] of Object.entries(await phases(backend))) add(`${name} ${p}`, sample)
-    } finally {
-      await backend.destroy?.()
-      await backend.close()
+// The servers stop however the run ends (a callgrind server would otherwise outlive it).
+try {
+  const samples = new Map<string, Sample[]>()
+  const add = (name: string, sample: Sample) =>
+    samples.set(name, [...(samples.get(name) ?? []), sample])
+  for (let round = 0; round < ROUNDS; round++) {
+    // Rotate the order, so neither variant always runs first.
+    const order = round % 2 === 0 ? variants : [...variants].reverse()
+    for (const [name, scripts] of order) {
+      useScripts(scripts)
+      const backend = createRedisBackend({ port: server.port, namespace: `${name}-${round}` })
+      try {
+        for (const [p, sample] of Object.entries(await phases(backend))) add(`${name} ${p}`, sample)
+      } finally {
+        await backend.destroy?.()
+        await backend.close()
+      }
     }
+    add(
+      'raw SET',
+      await phase(() => pool((i) => raw.set(`raw${i % KEYS}`, Buffer.from(value))), 'set'),
+    )
   }
-  add(
-    'raw SET',
-    await phase(() => pool((i) => raw.set(`raw${i % KEYS}`, Buffer.from(value))), 'set'),
-  )
-}
-useScripts(variants[variants.length - 1]?.[1] ?? {})
-console.log(
-  `${ROUNDS} rounds of ${OPS} operations at c=${CONCURRENCY}, 1 KiB values, redis-server with appendonly yes`,
-)
-const unit = CALLGRIND ? 'server instructions per operation' : 'server µs per script call'
-console.log(`| phase | ${unit} (median of rounds) | [min–max] | commands per operation |`)
-console.log('|---|---:|---|---|')
-const fmt = (x: number) => (CALLGRIND ? Math.round(x).toLocaleString('en') : x.toFixed(2))
-for (const [name, list] of samples) {
-  const us = list.map((s) => s.usecPerScript)
+  useScripts(variants[variants.length - 1]?.[1] ?? {})
   console.log(
-    `| ${name} | ${fmt(median(us))} | [${fmt(Math.min(...us))}–${fmt(Math.max(...us))}] | ${list[0]?.commandsPerOp} |`,
+    `${ROUNDS} rounds of ${OPS} operations at c=${CONCURRENCY}, 1 KiB values, redis-server with appendonly yes`,
   )
+  const unit = CALLGRIND ? 'server instructions per operation' : 'server µs per script call'
+  console.log(`| phase | ${unit} (median of rounds) | [min–max] | commands per operation |`)
+  console.log('|---|---:|---|---|')
+  const fmt = (x: number) => (CALLGRIND ? Math.round(x).toLocaleString('en') : x.toFixed(2))
+  for (const [name, list] of samples) {
+    const us = list.map((s) => s.usecPerScript)
+    console.log(
+      `| ${name} | ${fmt(median(us))} | [${fmt(Math.min(...us))}–${fmt(Math.max(...us))}] | ${list[0]?.commandsPerOp} |`,
+    )
+  }
+} finally {
+  raw.disconnect()
+  client.disconnect()
+  await server.stop()
 }
-raw.disconnect()
-client.disconnect()
-await server.stop()
