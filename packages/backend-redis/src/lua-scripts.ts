@@ -20,13 +20,33 @@ export interface LuaScript {
   readonly source: string
 }
 
-/** Helpers every script starts with (exported for the native queue's scripts). */
-export const PRELUDE = `
+/*
+ * The helpers, in fragments: a script defines only the ones it calls,
+ * because every `local function` of a script is a closure created (and later
+ * collected) on every run. `PRELUDE` is all of them, for the native queue's
+ * scripts.
+ */
+
+/** now_ms(): the server clock (`TIME`) in milliseconds. */
+const CLOCK = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function num(x) return string.format('%.0f', x) end
+`
+
+/**
+ * num(x): an integer as a decimal string. '%d' (a C long) is exact for every
+ * integer the scripts format (below 2^53); '%.0f' gave the same digits through
+ * glibc's floating-point printer at about four times the server instructions
+ * per call (callgrind), and tostring switches to exponents above 14 digits.
+ */
+const NUM = `
+local function num(x) return string.format('%d', x) end
+`
+
+/** same_lease: whether a presented lease is the stored one. */
+const SAME_LEASE = `
 -- Whether a presented lease (token, id) is the stored one. A lease granted
 -- since 0.3 stores its id as '<token>:<random>' in 'li'; the id must then
 -- match exactly, so a token number re-issued after a failover never passes
@@ -38,6 +58,14 @@ local function same_lease(lt, li, token, id)
   if li and string.sub(li, 1, #lt + 1) == lt .. ':' then return li == id end
   return true
 end
+`
+
+/**
+ * The lease and precondition checks of put and delete, and their refusals
+ * (needs SAME_LEASE). Only a write that involves a lease or a precondition
+ * runs them, so PUT and DELETE define them inside that branch.
+ */
+const CHECKS = `${SAME_LEASE}
 -- Nil when the lease allows the write; an error reply otherwise. The holder
 -- is read only for the LEASE_HELD reply, so a successful write skips it.
 local function lease_check(key, given, id, now, lt, le, li)
@@ -50,6 +78,28 @@ local function lease_check(key, given, id, now, lt, le, li)
   end
   return nil
 end
+-- The current meta for a PRECONDITION_FAILED reply; read only on failure.
+local function mismatch(key, v)
+  if not v then return {'PRECONDITION_FAILED', '', '', '', ''} end
+  local f = redis.call('HMGET', key, '${F.writer}', '${F.updatedAt}')
+  return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, '${F.value}')), f[1] or '', f[2] or ''}
+end
+-- put's checks on the fields f of PUT_FIELDS: the lease (given token and id,
+-- or none), then the precondition (ifMatch version or '', '1' for
+-- ifNoneMatch). An error reply, or nil.
+local function put_refused(key, f, token, id, if_match, if_none, now)
+  local bad = lease_check(key, token, id, now, f[3], f[4], f[5])
+  if bad then return bad end
+  if (if_match ~= '' and f[1] ~= if_match) or (if_none == '1' and f[1]) then return mismatch(key, f[1]) end
+  return nil
+end
+`
+
+/** The fields put reads before it writes (`put_refused` and `write_value` take them in this order). */
+const PUT_FIELDS = `'${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}'`
+
+/** The namespace's longest granted TTL, read and raised by grants and renewals. */
+const TTL = `
 -- The namespace's longest granted TTL ('mt' of the meta hash): 0 when absent,
 -- false when corrupt. Raised only when a grant is longer, so one HGET is the
 -- usual cost.
@@ -60,48 +110,62 @@ end
 local function record_ttl(meta, known, ttl)
   if ttl > known then redis.call('HSET', meta, '${M.longestTtl}', num(ttl)) end
 end
--- The current meta for a PRECONDITION_FAILED reply; read only on failure.
-local function mismatch(key, v)
-  if not v then return {'PRECONDITION_FAILED', '', '', '', ''} end
-  local f = redis.call('HMGET', key, '${F.writer}', '${F.updatedAt}')
-  return {'PRECONDITION_FAILED', v, tostring(redis.call('HSTRLEN', key, '${F.value}')), f[1] or '', f[2] or ''}
-end
--- put's checks: the lease (given token and id, or none), then the precondition
--- (ifMatch version or '', '1' for ifNoneMatch). An error reply, or nil and the
--- key's version, revision and lease fields.
-local function put_check(key, token, id, if_match, if_none, now)
-  local f = redis.call('HMGET', key, '${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
-  local bad = lease_check(key, token, id, now, f[3], f[4], f[5])
-  if bad then return bad end
-  if (if_match ~= '' and f[1] ~= if_match) or (if_none == '1' and f[1]) then return mismatch(key, f[1]) end
-  return nil, f
-end
+`
+
+/** write_value: stores a value as put does (needs NUM). */
+const WRITE_VALUE = `
 -- Stores a value as put does, its checks done: the next revision, a version
 -- carrying the size, writer and server time; a new value is indexed and a new
 -- key registered. v and r: the key's current version and revision (or nil).
+-- Returns the version and updatedAt as written.
 local function write_value(key, index, records, member, value, writer, suffix, now, v, r)
-  local rev = (tonumber(r) or 0) + 1
-  local version = num(rev) .. '.' .. suffix .. '.' .. #value
-  redis.call('HSET', key, '${F.version}', version, '${F.value}', value, '${F.writer}', writer, '${F.updatedAt}', num(now), '${F.revision}', num(rev))
+  local rev = num((tonumber(r) or 0) + 1)
+  local version = rev .. '.' .. suffix .. '.' .. num(#value)
+  local at = num(now)
+  redis.call('HSET', key, '${F.version}', version, '${F.value}', value, '${F.writer}', writer, '${F.updatedAt}', at, '${F.revision}', rev)
   -- An existing value is already indexed, and a key with a revision is already registered.
   if not v then redis.call('ZADD', index, 0, member) end
   if not r then redis.call('SADD', records, member) end
-  return version
+  return version, at
 end
+`
+
+/** remove_value: removes a value as delete does. */
+const REMOVE_VALUE = `
 -- Removes a value as delete does, its checks done (revision, lease and fence stay).
 local function remove_value(key, index, member)
   redis.call('HDEL', key, '${F.version}', '${F.value}', '${F.writer}', '${F.updatedAt}')
   redis.call('ZREM', index, member)
 end
+`
+
+/** drop_lease: removes a lease as releaseLease does. */
+const DROP_LEASE = `
 -- Removes a lease as releaseLease does (the fencing counter stays).
 local function drop_lease(key)
   redis.call('HDEL', key, '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}', '${F.leaseId}')
 end
+`
+
+/** hint: the change hint of watch. */
+const HINT = `
 -- The change hint of watch, after the write (the script is atomic: a subscriber's re-read sees it).
 local function hint(channel, member)
   if channel and channel ~= '' then redis.call('SPUBLISH', channel, member) end
 end
 `
+
+/** Every helper, for the native queue's scripts (`queue-scripts.ts`). */
+export const PRELUDE = `${CLOCK}${NUM}${CHECKS}${TTL}
+-- put's checks, reading the fields they need: an error reply, or nil and the
+-- key's version, revision and lease fields.
+local function put_check(key, token, id, if_match, if_none, now)
+  local f = redis.call('HMGET', key, ${PUT_FIELDS})
+  local bad = put_refused(key, f, token, id, if_match, if_none, now)
+  if bad then return bad end
+  return nil, f
+end
+${WRITE_VALUE}${REMOVE_VALUE}${DROP_LEASE}${HINT}`
 
 /**
  * put. KEYS: record, index, records. ARGV: member, value, writer JSON or '',
@@ -119,14 +183,18 @@ end
 export const PUT: LuaScript = {
   name: 'put',
   numberOfKeys: 3,
-  source: `${PRELUDE}
+  source: `${CLOCK}${NUM}${WRITE_VALUE}${HINT}
+local f = redis.call('HMGET', KEYS[1], ${PUT_FIELDS})
 local now = now_ms()
-local bad, f = put_check(KEYS[1], ARGV[6], ARGV[8], ARGV[4], ARGV[5], now)
-if bad then return bad end
-local v = f[1]
-local version = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, v, f[2])
+-- Without a stored lease, a given token or a precondition there is nothing to check.
+if f[3] or ARGV[6] ~= '' or ARGV[4] ~= '' or ARGV[5] == '1' then
+${CHECKS}
+  local bad = put_refused(KEYS[1], f, ARGV[6], ARGV[8], ARGV[4], ARGV[5], now)
+  if bad then return bad end
+end
+local version, at = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, f[1], f[2])
 hint(ARGV[9], ARGV[1])
-return {'OK', version, num(now)}
+return {'OK', version, at}
 `,
 }
 
@@ -142,14 +210,18 @@ return {'OK', version, num(now)}
 export const DELETE: LuaScript = {
   name: 'delete',
   numberOfKeys: 2,
-  source: `${PRELUDE}
+  source: `${REMOVE_VALUE}${HINT}
 local f = redis.call('HMGET', KEYS[1], '${F.version}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
 local v = f[1]
-if f[2] or ARGV[3] ~= '' then
-  local bad = lease_check(KEYS[1], ARGV[3], ARGV[4], f[2] and now_ms() or 0, f[2], f[3], f[4])
-  if bad then return bad end
+-- Without a stored lease, a given token or a precondition there is nothing to check.
+if f[2] or ARGV[3] ~= '' or ARGV[2] ~= '' then
+${CLOCK}${CHECKS}
+  if f[2] or ARGV[3] ~= '' then
+    local bad = lease_check(KEYS[1], ARGV[3], ARGV[4], f[2] and now_ms() or 0, f[2], f[3], f[4])
+    if bad then return bad end
+  end
+  if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 end
-if ARGV[2] ~= '' and v ~= ARGV[2] then return mismatch(KEYS[1], v) end
 if not v then return {'OK', '0'} end
 remove_value(KEYS[1], KEYS[2], ARGV[1])
 hint(ARGV[5], ARGV[1])
@@ -246,7 +318,7 @@ end
 export const ACQUIRE: LuaScript = {
   name: 'acquire',
   numberOfKeys: 3,
-  source: `${PRELUDE}${GRANT_LEASE}
+  source: `${NUM}${TTL}${GRANT_LEASE}
 return grant_lease(KEYS, ARGV)
 `,
 }
@@ -278,7 +350,7 @@ end
 export const RENEW: LuaScript = {
   name: 'renew',
   numberOfKeys: 2,
-  source: `${PRELUDE}${RENEW_LEASE}
+  source: `${CLOCK}${NUM}${SAME_LEASE}${TTL}${RENEW_LEASE}
 return renew_lease(KEYS, ARGV, now_ms())
 `,
 }
@@ -287,7 +359,7 @@ return renew_lease(KEYS, ARGV, now_ms())
 export const RELEASE: LuaScript = {
   name: 'release',
   numberOfKeys: 1,
-  source: `${PRELUDE}
+  source: `${SAME_LEASE}${DROP_LEASE}
 local f = redis.call('HMGET', KEYS[1], '${F.leaseToken}', '${F.leaseId}')
 if same_lease(f[1], f[2], ARGV[1], ARGV[2]) then
   drop_lease(KEYS[1])
@@ -301,7 +373,7 @@ return 0
 export const GET_LEASE: LuaScript = {
   name: 'getLease',
   numberOfKeys: 1,
-  source: `${PRELUDE}
+  source: `${CLOCK}
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], '${F.leaseHolder}', '${F.leaseToken}', '${F.leaseTtl}', '${F.leaseExpiresAt}')
 if f[2] and tonumber(f[4]) > now then return {'OK', f[1], f[2], f[3], f[4]} end
