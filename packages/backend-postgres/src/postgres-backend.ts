@@ -62,7 +62,12 @@ import {
   type WrittenRow,
 } from './row-codec.js'
 import { type MigrationHooks, migrate } from './schema.js'
-import { buildStatements, changeChannel, type Statements } from './statements.js'
+import {
+  buildStatements,
+  type ConditionShape,
+  changeChannel,
+  type Statements,
+} from './statements.js'
 
 /** Test hooks (frozen-writer tier): not part of the options, never set in production. */
 export interface PostgresBackendHooks {
@@ -488,11 +493,7 @@ function createBackend(
       const writer: WriterIdentity | null = checkPut(key, value, putOptions, capabilities)
       // A copy: the caller may reuse its buffer as soon as put returns.
       const bytes = value.slice()
-      const shape = {
-        fenced: putOptions?.lease !== undefined,
-        ifMatch: putOptions?.ifMatch !== undefined,
-        ifNoneMatch: putOptions?.ifNoneMatch === '*',
-      }
+      const conditions = conditionsOf(putOptions)
       const params: unknown[] = [
         namespace,
         key,
@@ -501,13 +502,12 @@ function createBackend(
         bytes.byteLength,
         Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
         valueCrc(bytes),
+        ...conditions.params,
       ]
-      if (shape.fenced) params.push(putOptions?.lease?.token)
-      if (shape.ifMatch) params.push(putOptions?.ifMatch)
       return writeInOneStatement(
         'put',
         key,
-        sql.put(shape),
+        sql.put({ ...conditions.shape, ifNoneMatch: putOptions?.ifNoneMatch === '*' }),
         params,
         (row) =>
           typeof row.written_version !== 'string'
@@ -529,18 +529,12 @@ function createBackend(
     async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
       assertOpen()
       checkDelete(key, deleteOptions, MAX_KEY_BYTES)
-      const shape = {
-        fenced: deleteOptions?.lease !== undefined,
-        ifMatch: deleteOptions?.ifMatch !== undefined,
-      }
-      const params: unknown[] = [namespace, key]
-      if (shape.fenced) params.push(deleteOptions?.lease?.token)
-      if (shape.ifMatch) params.push(deleteOptions?.ifMatch)
+      const conditions = conditionsOf(deleteOptions)
       return writeInOneStatement(
         'delete',
         key,
-        sql.delete(shape),
-        params,
+        sql.delete(conditions.shape),
+        [namespace, key, ...conditions.params],
         (row) => (Number(row.written) === 1 ? true : undefined),
         (state, now) => {
           const next = applyDelete(key, state, deleteOptions, now)
@@ -619,6 +613,24 @@ function createBackend(
     watcher.watch(prefix, watchOptions)
   // The contract's resync check (and `agent-state verify`) ends the listen connection's server process.
   return setWatchInterrupt(backend, () => watcher.interrupt())
+}
+
+/**
+ * The conditions a value write's statement checks (`Statements.put`,
+ * `Statements.delete`) and their parameters, in the statement's order:
+ * the lease token, then the expected version.
+ */
+function conditionsOf(options: { lease?: Lease; ifMatch?: string } | undefined): {
+  shape: ConditionShape
+  params: unknown[]
+} {
+  const params: unknown[] = []
+  if (options?.lease !== undefined) params.push(options.lease.token)
+  if (options?.ifMatch !== undefined) params.push(options.ifMatch)
+  return {
+    shape: { fenced: options?.lease !== undefined, ifMatch: options?.ifMatch !== undefined },
+    params,
+  }
 }
 
 /**

@@ -84,16 +84,19 @@ export interface ListedCheckpoint {
  * neighbours in key order): a caller learns each checkpoint's pending-write
  * keys without listing them one checkpoint at a time. A checkpoint whose
  * records straddle two listing pages is yielded with the later page.
- * `keysPerPage` is the listing's page size (1 to 1000).
+ * `keysPerPage` is the first listing page's size (1 to 1000); later pages
+ * take `laterKeysPerPage` (1000), so a checkpoint with many pending writes
+ * costs a listing per 1000 of them, not per `keysPerPage`.
  */
 export async function* checkpointsNewestFirst(
   ctx: ReaderContext,
   threadId: string,
   ns: string,
   keysPerPage: number,
+  laterKeysPerPage = 1000,
 ): AsyncGenerator<ListedCheckpoint[]> {
   const prefix = ctx.layout.checkpointsPrefix(threadId, ns)
-  const limit = Math.max(1, Math.min(keysPerPage, 1000))
+  let limit = Math.max(1, Math.min(keysPerPage, 1000))
   let open: { base: string; keys: string[] } | undefined
   const finish = ({ base, keys }: { base: string; keys: string[] }): ListedCheckpoint => {
     const id = ctx.layout.checkpointIdOf(prefix, base)
@@ -120,6 +123,7 @@ export async function* checkpointsNewestFirst(
       open.keys.push(key)
     }
     cursor = page.cursor
+    limit = Math.max(1, Math.min(laterKeysPerPage, 1000))
     if (cursor === undefined && open !== undefined) {
       done.push(finish(open))
       open = undefined
