@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
-import { createPostgresBackend } from '@agent-state/postgres'
+import { buildStatements, createPostgresBackend } from '@agent-state/postgres'
 import { startPostgresServer } from '@agent-state/test-services'
 import KeyvPostgres from '@keyv/postgres'
 import Keyv from 'keyv'
@@ -15,10 +15,11 @@ import { rebuildReports } from './report/rebuild.js'
  * the same private PostgreSQL 15, in one process (`bench:postgres`).
  *
  * Paths, all on pools of the same size:
- * - `agent-state`: `createPostgresBackend` (read + one conditional statement per write);
- * - `raw-same`: `pg` running the backend's own statements (the read with the
- *   clock, then the conditional `UPDATE … WHERE row_version = $n`), without
- *   core's rules, the checksum or the row decoding: what the library adds;
+ * - `agent-state`: `createPostgresBackend` (one conditional statement per
+ *   write, its change hint pipelined behind it: one round trip);
+ * - `raw-same`: `pg` running the backend's own statements (`buildStatements`:
+ *   the write statement, the read), without the change hint, core's rules, the
+ *   checksum or the row decoding: what the library adds;
  * - `raw-upsert`: one `INSERT … ON CONFLICT DO UPDATE` (last writer wins, no
  *   version check, no fencing): the floor, and what LangGraph's saver does;
  * - `keyv`: `@keyv/postgres` 2 (upsert, no versions).
@@ -78,45 +79,29 @@ async function agentStatePath(url: string): Promise<Path & { backend: Backend }>
 
 async function rawSamePath(url: string): Promise<Path & { pool: pg.Pool }> {
   const pool = new pg.Pool({ connectionString: url, max: POOL })
-  const table = 'agent_state.agent_state_entries'
-  const read = `SELECT n.now_ms, e.row_version, e.version, e.revision, e.writer, e.updated_at, e.size, e.value_crc,
-      e.lease_holder, e.lease_token, e.lease_ttl_ms, e.lease_expires_at, e.fence
-    FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms) n
-    LEFT JOIN ${table} e ON e.namespace = $1 AND e.key = $2`
-  const readValue = read.replace('e.fence\n', 'e.fence, e.value\n')
-  const write = `UPDATE ${table} SET version = $4, revision = revision + 1, writer = NULL, updated_at = $5,
-      size = $6, value = $7, value_crc = 0, row_version = nextval('agent_state.agent_state_row_versions')
-    WHERE namespace = $1 AND key = $2 AND row_version = $3 RETURNING row_version`
+  // The backend's own SQL (its one write statement, its read), without its change hint.
+  const sql = buildStatements('agent_state')
+  const put = sql.put({ fenced: false, ifMatch: false, ifNoneMatch: false })
+  const cas = sql.put({ fenced: false, ifMatch: true, ifNoneMatch: false })
   const value = Buffer.from(VALUE)
-  const put = async (k: string) => {
-    const client = await pool.connect()
-    try {
-      const row = (await client.query(read, ['raw', k])).rows[0]
-      await client.query(write, [
-        'raw',
-        k,
-        row.row_version,
-        `v${Math.random()}`,
-        row.now_ms,
-        1024,
-        value,
-      ])
-    } finally {
-      client.release()
-    }
-  }
+  const params = (k: string) => ['raw', k, 'abcdefghABCDEFGH', null, 1024, value, 0]
+  const versions = new Map<string, string>()
   // Rows in their own namespace, created by the backend so the layout is the same.
   const seed = createPostgresBackend({ connectionString: url, namespace: 'raw', poolSize: 4 })
   for (let k = 0; k < KEYS; k++) await seed.put(`bench/${k}`, VALUE)
-  for (let w = 0; w < 64; w++) await seed.put(`cas/${w}`, VALUE)
+  for (let w = 0; w < 64; w++) versions.set(`cas/${w}`, (await seed.put(`cas/${w}`, VALUE)).version)
   await seed.close()
   return {
     name: 'raw-same',
     pool,
     ops: {
-      'put-1KiB': (w, i) => put(key(w, i)),
-      'get-1KiB': (w, i) => pool.query(readValue, ['raw', key(w, i)]),
-      cas: (w) => put(`cas/${w}`),
+      'put-1KiB': (w, i) => pool.query(put, params(key(w, i))),
+      'get-1KiB': (w, i) => pool.query(sql.readWithValue, ['raw', key(w, i)]),
+      cas: async (w) => {
+        const k = `cas/${w}`
+        const result = await pool.query(cas, [...params(k), versions.get(k)])
+        versions.set(k, result.rows[0].written_version)
+      },
     },
   }
 }

@@ -12,3 +12,9 @@ export {
 } from './options.js'
 export { createPostgresBackend, openPostgresBackend } from './postgres-backend.js'
 export { MIGRATIONS_TABLE, SCHEMA_VERSION } from './schema.js'
+export {
+  buildStatements,
+  type ConditionShape,
+  type PutShape,
+  type Statements,
+} from './statements.js'

@@ -31,6 +31,7 @@ import {
   parseBackendOptions,
   prefixRange,
   quoteForMessage,
+  randomSuffix,
   type StoredValue,
   setWatchInterrupt,
   type ValueMeta,
@@ -56,15 +57,31 @@ import {
   type LoadedState,
   leaseParams,
   type StateRow,
+  valueCrc,
   valueParams,
+  type WrittenRow,
 } from './row-codec.js'
 import { type MigrationHooks, migrate } from './schema.js'
-import { buildStatements, changeChannel, type Statements } from './statements.js'
+import {
+  buildStatements,
+  type ConditionShape,
+  changeChannel,
+  type Statements,
+} from './statements.js'
 
 /** Test hooks (frozen-writer tier): not part of the options, never set in production. */
 export interface PostgresBackendHooks {
-  /** Called synchronously between a write's read and its conditional write statement. */
+  /**
+   * Called synchronously right before a write's conditional statement: for
+   * `put`/`delete` before their one statement, for a lease step between its
+   * read and its write.
+   */
   readonly beforeWrite?: () => void
+  /**
+   * `true`: `put`/`delete` read the row in a statement of its own before
+   * their write statement (a mutant: two round trips per write).
+   */
+  readonly readFirst?: boolean
   /** Hooks of the migration (see `MigrationHooks`). */
   readonly migration?: MigrationHooks
   /** Replaces statements (mutants of the fencing guard in tests). */
@@ -101,15 +118,18 @@ interface Step<T> {
  * (`INCOMPATIBLE_SCHEMA`, or `UNAVAILABLE` for an unreachable server, tried
  * again by the next operation). {@link openPostgresBackend} migrates first.
  *
- * Each operation reads the key's row together with the database clock in
- * one statement, applies core's pure transition rules to it, and writes the
- * result with one conditional statement: `INSERT … ON CONFLICT DO NOTHING`
- * for a key without a row, otherwise `UPDATE … WHERE row_version = $read`
- * (every write draws a new row version from a sequence), which for a fenced
- * write also requires `lease_token = $token AND lease_expires_at >
- * clock_timestamp()` in the same statement. A statement that matches no row
- * lost a race: the operation reads again and re-applies the rules. Lease
- * expiry is judged on the database clock (`leaseClock: 'server'`).
+ * A `put` or `delete` is ONE statement (one round trip): it writes only if
+ * the contract's conditions (no live lease, or the given token unexpired;
+ * `ifMatch`/`ifNoneMatch`) hold on the row when written, and returns the
+ * row as its snapshot saw it, which core's pure rules judge when nothing was
+ * written (the error to reply, or a race: the statement is sent again). A
+ * lease step reads the key's row together with the database clock in one
+ * statement, applies core's rules, and writes the result with one
+ * conditional statement (`INSERT … ON CONFLICT DO NOTHING` for a key without
+ * a row, otherwise `UPDATE … WHERE row_version = $read`, which for a renew
+ * also requires `lease_token = $token AND lease_expires_at >
+ * clock_timestamp()`). Lease expiry is judged on the database clock
+ * (`leaseClock: 'server'`).
  *
  * @throws `INVALID_ARGUMENT` for bad options.
  *
@@ -263,74 +283,59 @@ function createBackend(
   }
 
   /**
-   * Writes `next` over the loaded row; resolves whether the conditional
-   * statement matched and, for a statement that writes a value (`announces`),
-   * the outcome of its change hint: `Statements.announce`, queued on the same
-   * connection right behind the write (node-postgres pipeline mode), so the
-   * server runs it once the write committed without waiting for the client.
-   * It goes whether or not the write matched: a lost race costs a spurious
-   * hint, which the contract allows. Resolves to the hint's error, if any.
+   * Sends a write statement with its change hint (`Statements.announce`)
+   * queued on the same connection right behind it (node-postgres pipeline
+   * mode), so the server runs the hint once the write committed without
+   * waiting for the client: one round trip. The hint goes whether or not the
+   * write matched (a spurious hint, which the contract allows). `hinted`
+   * resolves to the hint's error, if any.
    */
-  async function store(
+  async function sendWithHint<R extends pg.QueryResultRow>(
+    client: pg.ClientBase,
+    key: string,
+    text: string,
+    params: unknown[],
+  ): Promise<{ result: pg.QueryResult<R>; hinted: Promise<unknown> }> {
+    const written = client.query<R>(text, params)
+    const hinted = client.query(sql.announce, [namespace, key]).then(
+      () => undefined,
+      (error: unknown) => error ?? new Error('change hint failed'),
+    )
+    try {
+      return { result: await written, hinted }
+    } catch (error) {
+      await hinted
+      throw error
+    }
+  }
+
+  /**
+   * Writes the lease step `next` over the loaded row: `INSERT … ON CONFLICT
+   * DO NOTHING` for a key without a row, otherwise `UPDATE … WHERE
+   * row_version = $read` (for a renew also on the lease token and expiry).
+   * Lease steps change no value and announce nothing. Resolves whether the
+   * conditional statement matched.
+   */
+  async function storeLease(
     client: pg.ClientBase,
     key: string,
     loaded: LoadedState,
     next: KeyState,
     fence: Lease | undefined,
-    announces: boolean,
-  ): Promise<{ matched: boolean; hinted?: Promise<unknown> | undefined }> {
-    const previous = loaded.state
-    const write = async <R extends pg.QueryResultRow>(text: string, params: unknown[]) => {
-      const written = client.query<R>(text, params)
-      if (!announces) return { result: await written }
-      const hinted = client.query(sql.announce, [namespace, key]).then(
-        () => undefined,
-        (error: unknown) => error ?? new Error('change hint failed'),
-      )
-      try {
-        return { result: await written, hinted }
-      } catch (error) {
-        await hinted
-        throw error
-      }
-    }
+  ): Promise<boolean> {
     if (loaded.rowVersion === null) {
-      const { result, hinted } = await write(sql.insert, [
+      const result = await client.query(sql.insert, [
         namespace,
         key,
         ...valueParams(next),
         ...leaseParams(next),
       ])
-      return { matched: result.rowCount === 1, hinted }
+      return result.rowCount === 1
     }
-    const valueChanged = next.revision !== previous.revision
-    const leaseChanged = next.lease !== previous.lease || next.fence !== previous.fence
-    if (valueChanged && next.version === null && next.fence === 0 && next.lease === null) {
-      // A delete of a key that never had a lease: nothing must outlive the value.
-      const { result, hinted } = await write(sql.remove, [namespace, key, loaded.rowVersion])
-      return { matched: result.rowCount === 1, hinted }
-    }
-    let rowVersion = loaded.rowVersion
-    let hinted: Promise<unknown> | undefined
-    if (valueChanged) {
-      const params = [namespace, key, rowVersion, ...valueParams(next)]
-      if (fence !== undefined) params.push(fence.token)
-      const written = await write<{ row_version: string }>(
-        sql.writeValue(fence !== undefined),
-        params,
-      )
-      hinted = written.hinted
-      if (written.result.rowCount !== 1) return { matched: false, hinted }
-      rowVersion = (written.result.rows[0] as { row_version: string }).row_version
-    }
-    if (leaseChanged) {
-      // Never together with a value change: core's rules change one or the other.
-      const params = [namespace, key, rowVersion, ...leaseParams(next)]
-      if (fence !== undefined) params.push(fence.token)
-      const result = await client.query(sql.writeLease(fence !== undefined), params)
-      return { matched: result.rowCount === 1, hinted }
-    }
-    return { matched: true, hinted }
+    const params = [namespace, key, loaded.rowVersion, ...leaseParams(next)]
+    if (fence !== undefined) params.push(fence.token)
+    const result = await client.query(sql.writeLease(fence !== undefined), params)
+    return result.rowCount === 1
   }
 
   /** Sends the change hint of `key` (see `Statements.announce`). */
@@ -339,26 +344,24 @@ function createBackend(
   }
 
   /**
-   * Reads the key's state, applies `step`, writes its next state
-   * conditionally, and starts over on a lost race. The read carries the
-   * database time `step` judges leases by.
-   *
-   * A write that changed a value (not a lease step) is announced right after
-   * its commit (see `store`) and acknowledged only once the announcement
-   * committed too. If the announcement failed (its connection lost, an
-   * error), it is sent once more on another connection; if that fails too the
-   * write is `INDETERMINATE` (it committed, but its watchers cannot be told):
-   * an acknowledged write was always announced.
+   * Runs `attempts` on one pooled connection. A write that changed a value
+   * (`hinted` set) is acknowledged only once its change hint committed too.
+   * If the hint failed (its connection lost, an error), it is sent once more
+   * on another connection; if that fails too the write is `INDETERMINATE`
+   * (it committed, but its watchers cannot be told): an acknowledged write
+   * was always announced.
    */
   async function update<T>(
     operation: string,
     key: string,
-    step: (state: KeyState, now: number) => Step<T>,
+    attempts: (
+      client: pg.ClientBase,
+    ) => Promise<{ result: T; hinted?: Promise<unknown> | undefined }>,
   ): Promise<T> {
     let committed: { result: T } | undefined
     try {
       return await connection.use(operation, true, async (client) => {
-        const written = await writeOnce(client, key, step)
+        const written = await attempts(client)
         if (written.hinted === undefined) return written.result
         committed = written
         if (hooks.announceBeforeAck === false) return written.result
@@ -384,43 +387,86 @@ function createBackend(
     }
   }
 
+  /** Throws once an operation lost `lost + 1` races in a row. */
+  function assertRaceBudget(key: string, lost: number): void {
+    if (lost + 1 < MAX_LOST_RACES) return
+    throw backendFailure({
+      operation: 'conditional write',
+      mayHaveApplied: false,
+      message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
+      context: { key, attempts: lost + 1 },
+    })
+  }
+
   /**
-   * The attempts of {@link update} on one connection: the result and, for a
-   * write that changed a value, the outcome of its change hint (see `store`).
+   * A value write (`put`, `delete`) in ONE round trip: one statement that
+   * writes only if the contract's conditions hold on the row when written
+   * (see `Statements.put`), its change hint pipelined behind it. The
+   * statement returns the row as its snapshot saw it; when nothing was
+   * written, `step` (core's rule) judges that snapshot: its error is the
+   * reply (`LEASE_HELD`, `LEASE_LOST`, `PRECONDITION_FAILED`), a step with
+   * nothing to write is the result (a delete of a key without a value), and
+   * a step that would have written means a concurrent write changed the row
+   * after the snapshot: the statement is sent again.
    */
-  async function writeOnce<T>(
-    client: pg.ClientBase,
+  function writeInOneStatement<T>(
+    operation: string,
+    key: string,
+    text: string,
+    params: unknown[],
+    written: (row: WrittenRow) => T | undefined,
+    step: (state: KeyState, now: number) => Step<T>,
+  ): Promise<T> {
+    return update(operation, key, async (client) => {
+      for (let lost = 0; ; lost++) {
+        assertOpen()
+        // A mutant (round-trip count test): the read a two-statement write would send first.
+        if (hooks.readFirst === true) await load(client, key, false)
+        hooks.beforeWrite?.()
+        const { result, hinted } = await sendWithHint<WrittenRow>(client, key, text, params)
+        const row = result.rows[0] as WrittenRow
+        const done = written(row)
+        if (done !== undefined) return { result: done, hinted }
+        // Nothing written: the snapshot explains why, or a race does.
+        await hinted
+        const loaded = decodeState(key, row)
+        let outcome: Step<T>
+        try {
+          outcome = step(loaded.state, loaded.now)
+        } catch (error) {
+          throw withStoredSize(error, loaded)
+        }
+        if (outcome.next === undefined) return { result: outcome.result }
+        assertRaceBudget(key, lost)
+      }
+    })
+  }
+
+  /**
+   * A lease step (acquire, renew, release): reads the key's state, applies
+   * `step`, writes its next state conditionally on the row version read, and
+   * starts over on a lost race. The read carries the database time `step`
+   * judges leases by.
+   */
+  function updateLease<T>(
+    operation: string,
     key: string,
     step: (state: KeyState, now: number) => Step<T>,
-  ): Promise<{ result: T; hinted?: Promise<unknown> | undefined }> {
-    for (let lost = 0; ; lost++) {
-      assertOpen()
-      const loaded = await load(client, key, false)
-      let outcome: Step<T>
-      try {
-        outcome = step(loaded.state, loaded.now)
-      } catch (error) {
-        throw withStoredSize(error, loaded)
+  ): Promise<T> {
+    return update(operation, key, async (client) => {
+      for (let lost = 0; ; lost++) {
+        assertOpen()
+        const loaded = await load(client, key, false)
+        const outcome = step(loaded.state, loaded.now)
+        const next = outcome.next
+        if (next === undefined) return { result: outcome.result }
+        hooks.beforeWrite?.()
+        if (await storeLease(client, key, loaded, next, outcome.fence)) {
+          return { result: outcome.result }
+        }
+        assertRaceBudget(key, lost)
       }
-      const next = outcome.next
-      if (next === undefined) return { result: outcome.result }
-      hooks.beforeWrite?.()
-      // A created row holding a value, or a changed value (a put or a delete): lease steps are not announced.
-      const announces =
-        loaded.rowVersion === null ? next.version !== null : next.revision !== loaded.state.revision
-      const { matched, hinted } = await store(client, key, loaded, next, outcome.fence, announces)
-      if (matched) return { result: outcome.result, hinted }
-      // A lost race: its hint (spurious) is done with before the connection is used again.
-      await hinted
-      if (lost + 1 >= MAX_LOST_RACES) {
-        throw backendFailure({
-          operation: 'conditional write',
-          mayHaveApplied: false,
-          message: `Gave up on key ${quoteForMessage(key)} after ${lost + 1} lost races`,
-          context: { key, attempts: lost + 1 },
-        })
-      }
-    }
+    })
   }
 
   const backend: Backend = {
@@ -447,19 +493,54 @@ function createBackend(
       const writer: WriterIdentity | null = checkPut(key, value, putOptions, capabilities)
       // A copy: the caller may reuse its buffer as soon as put returns.
       const bytes = value.slice()
-      return update('put', key, (state, now) => {
-        const next = applyPut(key, state, bytes, writer, putOptions, now)
-        return { next, result: metaOf(key, next) as ValueMeta, fence: putOptions?.lease }
-      })
+      const conditions = conditionsOf(putOptions)
+      const params: unknown[] = [
+        namespace,
+        key,
+        `${randomSuffix()}${randomSuffix()}`,
+        writer === null ? null : JSON.stringify(writer),
+        bytes.byteLength,
+        Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        valueCrc(bytes),
+        ...conditions.params,
+      ]
+      return writeInOneStatement(
+        'put',
+        key,
+        sql.put({ ...conditions.shape, ifNoneMatch: putOptions?.ifNoneMatch === '*' }),
+        params,
+        (row) =>
+          typeof row.written_version !== 'string'
+            ? undefined
+            : {
+                key,
+                version: row.written_version,
+                size: bytes.byteLength,
+                writer,
+                updatedAt: Number(row.written_updated_at),
+              },
+        (state, now) => {
+          const next = applyPut(key, state, bytes, writer, putOptions, now)
+          return { next, result: metaOf(key, next) as ValueMeta }
+        },
+      )
     },
 
     async delete(key: string, deleteOptions?: DeleteOptions): Promise<boolean> {
       assertOpen()
       checkDelete(key, deleteOptions, MAX_KEY_BYTES)
-      return update('delete', key, (state, now) => {
-        const next = applyDelete(key, state, deleteOptions, now)
-        return { next, result: next !== undefined, fence: deleteOptions?.lease }
-      })
+      const conditions = conditionsOf(deleteOptions)
+      return writeInOneStatement(
+        'delete',
+        key,
+        sql.delete(conditions.shape),
+        [namespace, key, ...conditions.params],
+        (row) => (Number(row.written) === 1 ? true : undefined),
+        (state, now) => {
+          const next = applyDelete(key, state, deleteOptions, now)
+          return { next, result: next !== undefined }
+        },
+      )
     },
 
     async list(listOptions?: ListOptions): Promise<ListPage> {
@@ -485,7 +566,7 @@ function createBackend(
     async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {
       assertOpen()
       checkAcquire(key, leaseOptions, MAX_KEY_BYTES)
-      return update('acquireLease', key, (state, now) => {
+      return updateLease('acquireLease', key, (state, now) => {
         const { state: next, lease } = applyAcquire(key, state, leaseOptions, now)
         return { next, result: lease }
       })
@@ -495,7 +576,7 @@ function createBackend(
       assertOpen()
       assertLeaseShape(lease)
       assertValidKey(lease.key, MAX_KEY_BYTES)
-      return update('renewLease', lease.key, (state, now) => {
+      return updateLease('renewLease', lease.key, (state, now) => {
         const { state: next, lease: renewed } = applyRenew(state, lease, now)
         return { next, result: renewed, fence: lease }
       })
@@ -505,7 +586,7 @@ function createBackend(
       assertOpen()
       assertLeaseShape(lease)
       assertValidKey(lease.key, MAX_KEY_BYTES)
-      return update('releaseLease', lease.key, (state) => {
+      return updateLease('releaseLease', lease.key, (state) => {
         const next = applyRelease(state, lease)
         return { next, result: next !== undefined }
       })
@@ -532,6 +613,24 @@ function createBackend(
     watcher.watch(prefix, watchOptions)
   // The contract's resync check (and `agent-state verify`) ends the listen connection's server process.
   return setWatchInterrupt(backend, () => watcher.interrupt())
+}
+
+/**
+ * The conditions a value write's statement checks (`Statements.put`,
+ * `Statements.delete`) and their parameters, in the statement's order:
+ * the lease token, then the expected version.
+ */
+function conditionsOf(options: { lease?: Lease; ifMatch?: string } | undefined): {
+  shape: ConditionShape
+  params: unknown[]
+} {
+  const params: unknown[] = []
+  if (options?.lease !== undefined) params.push(options.lease.token)
+  if (options?.ifMatch !== undefined) params.push(options.ifMatch)
+  return {
+    shape: { fenced: options?.lease !== undefined, ifMatch: options?.ifMatch !== undefined },
+    params,
+  }
 }
 
 /**

@@ -33,6 +33,19 @@ export interface StateRow {
   readonly value?: Buffer | null
 }
 
+/**
+ * A row of a one-statement write (`Statements.put`, `Statements.delete`): the
+ * row as the statement's snapshot saw it, and what the statement wrote.
+ */
+export interface WrittenRow extends StateRow {
+  /** `put`: the version written, null when nothing was. */
+  readonly written_version?: string | null
+  /** `put`: `updated_at` of the value written (database clock). */
+  readonly written_updated_at?: string | null
+  /** `delete`: 1 when the value was removed, else 0. */
+  readonly written?: string
+}
+
 /** A key's state as read: the database time of the read, and the row version to write against. */
 export interface LoadedState {
   /** Milliseconds since the epoch on the database clock, when the row was read. */

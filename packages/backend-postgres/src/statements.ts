@@ -36,12 +36,26 @@ export interface Statements {
    * after the write committed; the writer acknowledges once it committed.
    */
   readonly announce: string
-  /** Value columns of a row, conditional on its row version; `fenced`: also on the lease token and expiry. */
-  writeValue(fenced: boolean): string
+  /**
+   * A `put` in ONE statement (one round trip): writes the value only if the
+   * contract's conditions hold on the row as it is when written (lease
+   * free or, `fenced`, the given token unexpired, on the database clock;
+   * `ifMatch`/`ifNoneMatch`), and returns the row as the statement's snapshot
+   * saw it (`STATE_COLUMNS` and `now_ms`, which the backend judges a refusal
+   * by) with `written_version`/`written_updated_at` (null when nothing was
+   * written). See {@link PutShape} for the parameters.
+   */
+  put(shape: PutShape): string
+  /**
+   * A `delete` in ONE statement, as {@link Statements.put}: removes the row
+   * of a key that never had a lease, keeps the row of one that did (its
+   * fencing counter) without its value. Returns the snapshot's row with
+   * `written` (0 or 1). `$1` namespace, `$2` key, then the lease token
+   * (`fenced`), then the expected version (`ifMatch`).
+   */
+  delete(shape: ConditionShape): string
   /** Lease columns of a row, conditional on its row version; `fenced`: also on the lease token and expiry. */
   writeLease(fenced: boolean): string
-  /** Removes a row conditionally on its row version (a delete of a key that never had a lease). */
-  readonly remove: string
   /** Live keys of a range in byte order: `$1` namespace, `$2` from, [`$3` to], then the limit. */
   scan(range: KeyRange): string
   /**
@@ -49,6 +63,37 @@ export interface Statements {
    * no key) in its own transaction: `destroy` is rare, its serialized commit costs nothing.
    */
   readonly destroy: string
+}
+
+/** Which conditions a one-statement write checks (each adds a parameter). */
+export interface ConditionShape {
+  /** A lease is given: its token must be the row's and unexpired. Otherwise no live lease may exist. */
+  readonly fenced: boolean
+  /** `ifMatch` is given: the row's version must equal it. */
+  readonly ifMatch: boolean
+}
+
+/**
+ * The parameters of {@link Statements.put}: `$1` namespace, `$2` key, `$3`
+ * 16 random version characters (a first revision uses all of them, a later
+ * one the first 8, as core's `newVersion`), `$4` writer (JSON), `$5` size,
+ * `$6` value, `$7` its CRC-32, then the lease token (`fenced`), then the
+ * expected version (`ifMatch`).
+ */
+export interface PutShape extends ConditionShape {
+  /** `ifNoneMatch: '*'`: the key must hold no value. */
+  readonly ifNoneMatch: boolean
+}
+
+/**
+ * The revision `expr` in base 36, as core's `newVersion` writes it: the digits
+ * of the 13 powers of 36 that fit a bigint, leading zeros trimmed (a revision
+ * is at least 1). Every `36^i` is `2^2i * 3^2i` with `3^24 < 2^53`, so
+ * `power(36, i)` is exact as a double.
+ */
+function base36(expr: string): string {
+  return `(SELECT ltrim(string_agg(substr('0123456789abcdefghijklmnopqrstuvwxyz', ((${expr}) / power(36, i)::bigint % 36)::int + 1, 1), '' ORDER BY i DESC), '0')
+     FROM generate_series(0, 12) i)`
 }
 
 /** The columns `row-codec.ts` decodes, in its order. */
@@ -90,6 +135,25 @@ export function buildStatements(schema: string): Statements {
   const guard = (fenced: boolean, tokenParam: number) =>
     fenced ? ` AND lease_token = $${tokenParam} AND lease_expires_at > ${NOW_MS}` : ''
   const nextRowVersion = `nextval('${schema}.${ROW_VERSIONS}')`
+  // The conditions of a one-statement write on the row `t` as it is when
+  // written: PostgreSQL re-checks them on the newest row version once it
+  // holds the row lock (READ COMMITTED), and NOW_MS is evaluated then.
+  const conditions = (shape: ConditionShape, firstParam: number) => {
+    let next = firstParam
+    const parts = [
+      shape.fenced
+        ? `t.lease_token = $${next++} AND t.lease_expires_at > ${NOW_MS}`
+        : `(t.lease_holder IS NULL OR t.lease_expires_at <= ${NOW_MS})`,
+    ]
+    if (shape.ifMatch) parts.push(`t.version = $${next++}`)
+    return parts.join(' AND ')
+  }
+  // The row as the statement's snapshot saw it, with the database clock: what
+  // the backend judges a refusal by (core's rules). A refusal the snapshot
+  // does not explain was a concurrent write: the backend sends the statement again.
+  const snapshot = `snapshot AS (${read(false)})`
+  const putCache = new Map<string, string>()
+  const deleteCache = new Map<string, string>()
   return {
     read: read(false),
     readWithValue: read(true),
@@ -98,18 +162,54 @@ export function buildStatements(schema: string): Statements {
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
       ON CONFLICT (namespace, key) DO NOTHING RETURNING row_version`,
     announce: `SELECT set_config('synchronous_commit', 'off', true), pg_notify(${channel}, $1 || '/' || $2)`,
-    writeValue: (fenced) =>
-      `UPDATE ${table} SET version = $4, revision = $5, writer = $6, updated_at = $7, size = $8,
-         value = $9, value_crc = $10, row_version = ${nextRowVersion}
-       WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 11)}
-       RETURNING row_version`,
+    put: (shape) => {
+      const id = `${shape.fenced}/${shape.ifMatch}/${shape.ifNoneMatch}`
+      let text = putCache.get(id)
+      if (text !== undefined) return text
+      const set = `version = ${base36('t.revision + 1')} || '.' || left($3, 8), revision = t.revision + 1,
+          writer = $4, updated_at = ${NOW_MS}, size = $5, value = $6, value_crc = $7,
+          row_version = ${nextRowVersion}`
+      const where = `${conditions(shape, 8)}${shape.ifNoneMatch ? ' AND t.version IS NULL' : ''}`
+      // Without a lease or an expected version a key without a row is
+      // created (an upsert); with either, the row must exist already.
+      const write =
+        shape.fenced || shape.ifMatch
+          ? `UPDATE ${table} t SET ${set} WHERE t.namespace = $1 AND t.key = $2 AND ${where}`
+          : `INSERT INTO ${table} AS t (namespace, key, version, revision, writer, updated_at, size,
+               value, value_crc, fence)
+             VALUES ($1, $2, '1.' || $3, 1, $4, ${NOW_MS}, $5, $6, $7, 0)
+             ON CONFLICT (namespace, key) DO UPDATE SET ${set} WHERE ${where}`
+      text = `WITH ${snapshot}, written AS (${write} RETURNING t.version, t.updated_at)
+        SELECT s.*, w.version AS written_version, w.updated_at AS written_updated_at
+        FROM snapshot s LEFT JOIN written w ON true`
+      putCache.set(id, text)
+      return text
+    },
+    delete: (shape) => {
+      const id = `${shape.fenced}/${shape.ifMatch}`
+      let text = deleteCache.get(id)
+      if (text !== undefined) return text
+      const where = `t.namespace = $1 AND t.key = $2 AND t.version IS NOT NULL AND ${conditions(shape, 3)}`
+      // A key that never had a lease (fence 0) loses its row; one that did
+      // keeps it without a value, for its fencing counter. The two
+      // conditions exclude each other, so at most one sub-statement writes.
+      text = `WITH ${snapshot},
+        removed AS (DELETE FROM ${table} t WHERE ${where} AND t.fence = 0 RETURNING 1),
+        emptied AS (UPDATE ${table} t SET version = NULL, revision = t.revision + 1, writer = NULL,
+            updated_at = ${NOW_MS}, size = 0, value = NULL, value_crc = NULL,
+            row_version = ${nextRowVersion}
+          WHERE ${where} AND t.fence > 0 RETURNING 1)
+        SELECT s.*, (SELECT count(*) FROM removed) + (SELECT count(*) FROM emptied) AS written
+        FROM snapshot s`
+      deleteCache.set(id, text)
+      return text
+    },
     // Lease steps change no value and announce nothing (the contract promises them no hint).
     writeLease: (fenced) =>
       `UPDATE ${table} SET lease_holder = $4, lease_token = $5, lease_ttl_ms = $6,
          lease_expires_at = $7, fence = $8, row_version = ${nextRowVersion}
        WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 9)}
        RETURNING row_version`,
-    remove: `DELETE FROM ${table} WHERE namespace = $1 AND key = $2 AND row_version = $3 RETURNING row_version`,
     scan: (range) =>
       `SELECT key, version, size, updated_at FROM ${table}
        WHERE namespace = $1 AND version IS NOT NULL AND key ${range.inclusive ? '>=' : '>'} $2

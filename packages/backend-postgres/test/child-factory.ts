@@ -13,8 +13,8 @@ export function createBackend(options: unknown, ctx: { namespace: string }): Pro
 
 /**
  * For the contract suite's frozen-writer tier: the same backend, reporting
- * the step `before-write` between a write's read and its conditional
- * statement. A holder stopped there holds no lock and no transaction (each
+ * the step `before-write` right before a write's conditional statement
+ * (a value write's only statement; a lease step's second). A holder stopped there holds no lock and no transaction (each
  * statement commits on its own), so contenders take over once its lease expires.
  */
 export function createSteppedBackend(

@@ -12,16 +12,16 @@ afterAll(() => server.stop())
 const open = (namespace: string, hooks: PostgresBackendHooks = {}) =>
   openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, hooks)
 
-/** Blocks the event loop until `ms` have passed (a holder stalled between its read and its write). */
+/** Blocks the event loop until `ms` have passed (a holder stalled right before its write statement). */
 function stall(ms: number): void {
   const until = Date.now() + ms
   while (Date.now() < until) {}
 }
 
 /**
- * A fenced put whose lease expires between the read (which saw it live) and
- * the conditional write: only the expiry check inside the write statement,
- * on the database clock, can refuse it.
+ * A fenced put whose lease expires right before its one statement is sent:
+ * only the expiry check inside the write statement, on the database clock,
+ * can refuse it (the backend checks nothing before it writes).
  */
 async function putAcrossExpiry(hooks: PostgresBackendHooks): Promise<unknown> {
   let armed = false
@@ -44,17 +44,16 @@ async function putAcrossExpiry(hooks: PostgresBackendHooks): Promise<unknown> {
 }
 
 describe('the fenced write checks the lease in its own statement', () => {
-  it('a lease that expires between read and write is LEASE_LOST', async () => {
+  it('a lease that expires before the write statement runs is LEASE_LOST', async () => {
     expect(await putAcrossExpiry({})).toBe('LEASE_LOST')
   }, 30_000)
 
-  it('mutant: without the guard in the UPDATE, the write lands after expiry', async () => {
+  it('mutant: without the guard in the write statement, the write lands after expiry', async () => {
     const unguarded: PostgresBackendHooks = {
       // The token check stays; only the expiry check on the database clock goes.
       statements: (statements) => ({
         ...statements,
-        writeValue: (fenced) =>
-          statements.writeValue(fenced).replace(` AND lease_expires_at > ${NOW_MS}`, ''),
+        put: (shape) => statements.put(shape).replace(` AND t.lease_expires_at > ${NOW_MS}`, ''),
       }),
     }
     expect(await putAcrossExpiry(unguarded)).toBe('written')

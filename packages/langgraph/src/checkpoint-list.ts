@@ -1,17 +1,24 @@
-import { AgentStateError } from '@agent-state/core'
+import { AgentStateError, mapLimited } from '@agent-state/core'
 import type { RunnableConfig } from '@langchain/core/runnables'
 import {
   type CheckpointListOptions,
   type CheckpointTuple,
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint'
-import { listChildren, metadataMatches, metaPagesNewestFirst } from './thread-scan.js'
+import {
+  checkpointsNewestFirst,
+  type ListedCheckpoint,
+  listChildren,
+  metadataMatches,
+} from './thread-scan.js'
 import {
   EpochCache,
   loadTuple,
   type ReaderContext,
   readMeta,
   type StoredMeta,
+  startTupleReads,
+  type TupleReads,
 } from './tuple-reader.js'
 
 /** A required string id of `config.configurable`; `INVALID_ARGUMENT` when absent. */
@@ -63,8 +70,10 @@ export async function* listCheckpoints(
       : (await listChildren(ctx.backend, ctx.layout.threadsPrefix())).map((prefix) =>
           ctx.layout.threadIdOf(prefix),
         )
+  const filtering = filter !== undefined && Object.keys(filter).length > 0
   const epochs = new EpochCache(ctx.backend, ctx.layout)
   for (const threadId of threadIds) {
+    if (ctx.owned) epochs.prefetch(threadId)
     const threadPrefix = ctx.layout.thread(threadId)
     const namespaces =
       config.configurable?.checkpoint_ns !== undefined
@@ -74,28 +83,51 @@ export async function* listCheckpoints(
             return ns === undefined ? [] : [ns]
           })
     for (const ns of namespaces) {
-      const pages =
+      const pages: AsyncIterable<ListedCheckpoint[]> | ListedCheckpoint[][] =
         onlyId !== ''
-          ? [[await readMeta(ctx.backend, ctx.layout.checkpoint(threadId, ns, onlyId).meta)]]
-          : metaPagesNewestFirst(ctx, threadId, ns, Math.min((remaining ?? 15) + 1, 16))
+          ? [[onlyCheckpoint(ctx, threadId, ns, onlyId)]]
+          : checkpointsNewestFirst(ctx, threadId, ns, 2 * Math.min((remaining ?? 15) + 1, 16))
       for await (const page of pages) {
-        const chosen: StoredMeta[] = []
-        for (const meta of page) {
+        const candidates = page.filter(
+          (listed) => listed.hasMeta && (beforeId === '' || listed.id < beforeId),
+        )
+        // Without a filter, the first `remaining` candidates are the tuples asked
+        // for (unless uncommitted): their body and writes are read beside their
+        // metadata, not after it. With a filter, only for the metadata that matches.
+        const speculate = remaining !== undefined && !filtering
+        const reads = candidates.map((listed, i): TupleReads | undefined =>
+          speculate && i < (remaining ?? 0)
+            ? startTupleReads(ctx, threadId, ns, listed.id, epochs, listed.writeKeys)
+            : undefined,
+        )
+        const metas = await mapLimited(candidates, ctx.concurrency, (listed) =>
+          readMeta(ctx.backend, listed.keys.meta),
+        )
+        const chosen: Array<{ meta: StoredMeta; reads: TupleReads | undefined }> = []
+        for (const [i, meta] of metas.entries()) {
           if (meta === null) continue
-          if (beforeId !== '' && !(meta.header.id < beforeId)) continue
           if (!(await epochs.committed(threadId, meta.header.o))) continue
-          if (filter !== undefined && Object.keys(filter).length > 0) {
+          if (filtering && filter !== undefined) {
             const metadata = await ctx.serde.loadsTyped(meta.header.mt, meta.payload)
             if (!metadataMatches(metadata, filter)) continue
           }
-          chosen.push(meta)
+          const listed = candidates[i] as ListedCheckpoint
+          chosen.push({
+            meta,
+            reads:
+              reads[i] ??
+              (remaining === undefined
+                ? undefined
+                : startTupleReads(ctx, threadId, ns, listed.id, epochs, listed.writeKeys)),
+          })
         }
         // With a limit the caller asked for these tuples, so they load together;
         // without one, one at a time, so a consumer that stops early read no extra body.
-        const load = (meta: StoredMeta) => loadTuple(ctx, threadId, ns, meta, epochs)
+        const load = ({ meta, reads }: (typeof chosen)[number]) =>
+          loadTuple(ctx, threadId, ns, meta, epochs, reads)
         const batch =
           remaining === undefined
-            ? chosen.map((meta) => () => load(meta))
+            ? chosen.map((one) => () => load(one))
             : (await Promise.all(chosen.slice(0, remaining).map(load))).map((tuple) => () => tuple)
         for (const next of batch) {
           if (remaining !== undefined && remaining <= 0) return
@@ -107,5 +139,19 @@ export async function* listCheckpoints(
         if (remaining !== undefined && remaining <= 0) return
       }
     }
+  }
+}
+
+/** The checkpoint `checkpointId` as a listing would name it (its pending writes listed when loaded). */
+function onlyCheckpoint(
+  ctx: ReaderContext,
+  threadId: string,
+  ns: string,
+  checkpointId: string,
+): ListedCheckpoint {
+  return {
+    id: checkpointId,
+    keys: ctx.layout.checkpoint(threadId, ns, checkpointId),
+    hasMeta: true,
   }
 }

@@ -21,6 +21,7 @@ import {
 } from '@langchain/langgraph-checkpoint'
 import { KeyLayout } from './key-layout.js'
 import { assertFits } from './limits.js'
+import { listKeys } from './list-keys.js'
 import {
   type CheckpointSaverOptions,
   checkpointSaverOptionsSchema,
@@ -30,8 +31,14 @@ import { buildCheckpointRecords, buildWriteRecords } from './record-builders.js'
 import type { OwnerStamp } from './records.js'
 import { type PruneResult, pruneNamespace } from './retention.js'
 import { ThreadOwnership } from './thread-ownership.js'
-import { listChildren, listKeys, metaPagesNewestFirst } from './thread-scan.js'
-import { EpochCache, loadTuple, type ReaderContext, readMeta } from './tuple-reader.js'
+import { checkpointsNewestFirst, listChildren } from './thread-scan.js'
+import {
+  EpochCache,
+  loadTuple,
+  type ReaderContext,
+  readMeta,
+  startTupleReads,
+} from './tuple-reader.js'
 
 /** A stamp as wide as any real one, so the size check before writing covers the stamped record. */
 const WIDEST_STAMP: OwnerStamp = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
@@ -72,6 +79,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       layout: this.layout,
       serde: this.serde,
       concurrency: this.concurrency,
+      owned: this.ownership !== undefined,
       nextVersion: (current) => this.getNextVersion(current),
     }
   }
@@ -97,19 +105,34 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (typeof threadId !== 'string') required(config, 'thread_id', 'getTuple')
     const ns = namespaceOf(config)
     const epochs = new EpochCache(this.backend, this.layout)
+    if (this.ownership !== undefined) epochs.prefetch(threadId)
     const checkpointId = getCheckpointId(config)
     if (checkpointId !== '') {
+      // The body and writes are read beside the metadata, not after it.
+      const reads = startTupleReads(this.reader, threadId, ns, checkpointId, epochs)
       const meta = await readMeta(
         this.backend,
         this.layout.checkpoint(threadId, ns, checkpointId).meta,
       )
       if (meta === null || !(await epochs.committed(threadId, meta.header.o))) return undefined
-      return loadTuple(this.reader, threadId, ns, meta, epochs)
+      return loadTuple(this.reader, threadId, ns, meta, epochs, reads)
     }
-    for await (const page of metaPagesNewestFirst(this.reader, threadId, ns, 2)) {
-      for (const meta of page) {
-        if (!(await epochs.committed(threadId, meta.header.o))) continue
-        const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs)
+    // One listing names the newest checkpoints' records (pending writes included);
+    // the newest one's metadata, body and writes are then read together.
+    for await (const page of checkpointsNewestFirst(this.reader, threadId, ns, 16)) {
+      for (const listed of page) {
+        if (!listed.hasMeta) continue
+        const reads = startTupleReads(
+          this.reader,
+          threadId,
+          ns,
+          listed.id,
+          epochs,
+          listed.writeKeys,
+        )
+        const meta = await readMeta(this.backend, listed.keys.meta)
+        if (meta === null || !(await epochs.committed(threadId, meta.header.o))) continue
+        const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs, reads)
         if (tuple !== undefined) return tuple
       }
     }

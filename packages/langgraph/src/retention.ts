@@ -1,7 +1,7 @@
 import { mapLimited } from '@agent-state/core'
+import { listKeys } from './list-keys.js'
 import { decodeRecord } from './record-codec.js'
 import { isBodyHeader, isWriteHeader, type MetaHeader } from './records.js'
-import { listKeys } from './thread-scan.js'
 import { EpochCache, type ReaderContext, readMeta } from './tuple-reader.js'
 
 /** What one `prune` removed. */

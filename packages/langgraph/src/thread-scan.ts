@@ -1,18 +1,7 @@
 import type { Backend } from '@agent-state/core'
 import { mapLimited } from '@agent-state/core'
+import type { CheckpointKeys } from './key-layout.js'
 import { type ReaderContext, readMeta, type StoredMeta } from './tuple-reader.js'
-
-/** Every key under `prefix`, all pages. */
-export async function listKeys(backend: Backend, prefix: string): Promise<string[]> {
-  const keys: string[] = []
-  let cursor: string | undefined
-  do {
-    const page = await backend.list(cursor === undefined ? { prefix } : { prefix, cursor })
-    for (const entry of page.entries) keys.push(entry.key)
-    cursor = page.cursor
-  } while (cursor !== undefined)
-  return keys
-}
 
 /** Every direct child group (`<prefix><segment>/`) under `prefix`, all pages. */
 export async function listChildren(backend: Backend, prefix: string): Promise<string[]> {
@@ -77,4 +66,68 @@ export function metadataMatches(metadata: unknown, filter: Record<string, unknow
   return Object.entries(filter).every(([key, value]) =>
     deepEqual((metadata as Record<string, unknown>)[key], value),
   )
+}
+
+/** One checkpoint's records as a listing found them. */
+export interface ListedCheckpoint {
+  readonly id: string
+  readonly keys: CheckpointKeys
+  /** Whether its metadata record was listed (a checkpoint still being written has none yet). */
+  readonly hasMeta: boolean
+  /** Its pending writes' keys, in key order; `undefined`: not listed (read their prefix). */
+  readonly writeKeys?: readonly string[] | undefined
+}
+
+/**
+ * The checkpoints of a thread's namespace, newest first, in pages, from ONE
+ * undelimited listing of their records (metadata, body and pending writes are
+ * neighbours in key order): a caller learns each checkpoint's pending-write
+ * keys without listing them one checkpoint at a time. A checkpoint whose
+ * records straddle two listing pages is yielded with the later page.
+ * `keysPerPage` is the first listing page's size (1 to 1000); later pages
+ * take `laterKeysPerPage` (1000), so a checkpoint with many pending writes
+ * costs a listing per 1000 of them, not per `keysPerPage`.
+ */
+export async function* checkpointsNewestFirst(
+  ctx: ReaderContext,
+  threadId: string,
+  ns: string,
+  keysPerPage: number,
+  laterKeysPerPage = 1000,
+): AsyncGenerator<ListedCheckpoint[]> {
+  const prefix = ctx.layout.checkpointsPrefix(threadId, ns)
+  let limit = Math.max(1, Math.min(keysPerPage, 1000))
+  let open: { base: string; keys: string[] } | undefined
+  const finish = ({ base, keys }: { base: string; keys: string[] }): ListedCheckpoint => {
+    const id = ctx.layout.checkpointIdOf(prefix, base)
+    const checkpoint = ctx.layout.checkpoint(threadId, ns, id)
+    return {
+      id,
+      keys: checkpoint,
+      hasMeta: keys.includes(checkpoint.meta),
+      writeKeys: keys.filter((key) => key.startsWith(checkpoint.writes)),
+    }
+  }
+  let cursor: string | undefined
+  do {
+    const page = await ctx.backend.list(
+      cursor === undefined ? { prefix, limit } : { prefix, limit, cursor },
+    )
+    const done: ListedCheckpoint[] = []
+    for (const { key } of page.entries) {
+      const base = key.slice(0, key.indexOf('/', prefix.length) + 1)
+      if (open?.base !== base) {
+        if (open !== undefined) done.push(finish(open))
+        open = { base, keys: [] }
+      }
+      open.keys.push(key)
+    }
+    cursor = page.cursor
+    limit = Math.max(1, Math.min(laterKeysPerPage, 1000))
+    if (cursor === undefined && open !== undefined) {
+      done.push(finish(open))
+      open = undefined
+    }
+    if (done.length > 0) yield done
+  } while (cursor !== undefined)
 }

@@ -1,4 +1,4 @@
-import { AgentStateError, type Backend, mapLimited } from '@agent-state/core'
+import { AgentStateError, type Backend, mapLimited, type StoredValue } from '@agent-state/core'
 import {
   type CheckpointPendingWrite,
   type CheckpointTuple,
@@ -9,6 +9,7 @@ import {
   writesSortKey,
 } from '@langchain/langgraph-checkpoint'
 import type { KeyLayout } from './key-layout.js'
+import { listKeys } from './list-keys.js'
 import { decodeRecord } from './record-codec.js'
 import {
   type BodyHeader,
@@ -27,6 +28,8 @@ export interface ReaderContext {
   readonly layout: KeyLayout
   readonly serde: SerializerProtocol
   readonly concurrency: number
+  /** The saver has thread ownership: its records are stamped, so reads need the thread's epochs. */
+  readonly owned: boolean
   nextVersion(current: number | undefined): number
 }
 
@@ -46,12 +49,24 @@ export class EpochCache {
 
   async committed(threadId: string, stamp: MetaHeader['o']): Promise<boolean> {
     if (stamp === undefined) return true
+    return isCommitted(stamp, await this.read(threadId))
+  }
+
+  /**
+   * Starts reading the thread's epochs now, beside the reads that follow (a
+   * saver with ownership stamps every record, so it will need them).
+   */
+  prefetch(threadId: string): void {
+    this.read(threadId).catch(() => {}) // awaited, with its error, by `committed`
+  }
+
+  private read(threadId: string): Promise<Epochs> {
     let epochs = this.cache.get(threadId)
     if (epochs === undefined) {
       epochs = readEpochs(this.backend, this.layout, threadId)
       this.cache.set(threadId, epochs)
     }
-    return isCommitted(stamp, await epochs)
+    return epochs
   }
 }
 
@@ -61,19 +76,17 @@ export async function readMeta(backend: Backend, key: string): Promise<StoredMet
   return stored === null ? null : decodeRecord(stored.value, key, isMetaHeader)
 }
 
+/**
+ * The pending writes under `writes`: a prefix (listed here), or their keys
+ * when a listing of the checkpoint's records already named them.
+ */
 async function readWrites(
   ctx: ReaderContext,
   threadId: string,
-  prefix: string,
+  writes: string | readonly string[],
   epochs: EpochCache,
 ): Promise<CheckpointPendingWrite[]> {
-  const keys: string[] = []
-  let cursor: string | undefined
-  do {
-    const page = await ctx.backend.list(cursor === undefined ? { prefix } : { prefix, cursor })
-    for (const entry of page.entries) keys.push(entry.key)
-    cursor = page.cursor
-  } while (cursor !== undefined)
+  const keys = typeof writes === 'string' ? await listKeys(ctx.backend, writes) : writes
   const records = await mapLimited(keys, ctx.concurrency, async (key) => {
     const stored = await ctx.backend.get(key)
     return stored === null ? null : decodeRecord(stored.value, key, isWriteHeader)
@@ -111,9 +124,40 @@ async function readWrites(
   )
 }
 
+/** The reads of a checkpoint's body and pending writes, started before its metadata is judged. */
+export interface TupleReads {
+  readonly body: Promise<StoredValue | null>
+  readonly writes: Promise<CheckpointPendingWrite[]>
+}
+
+/**
+ * Starts reading checkpoint `checkpointId`'s body and pending writes (by
+ * `writeKeys` when a listing named them, else by listing their prefix). A
+ * caller that learns the checkpoint is not to be loaded drops them unread.
+ */
+export function startTupleReads(
+  ctx: ReaderContext,
+  threadId: string,
+  ns: string,
+  checkpointId: string,
+  epochs: EpochCache,
+  writeKeys?: readonly string[],
+): TupleReads {
+  const keys = ctx.layout.checkpoint(threadId, ns, checkpointId)
+  const reads = {
+    body: ctx.backend.get(keys.body),
+    writes: readWrites(ctx, threadId, writeKeys ?? keys.writes, epochs),
+  }
+  // Awaited, with their errors, by loadTuple; dropped reads must not be unhandled rejections.
+  reads.body.catch(() => {})
+  reads.writes.catch(() => {})
+  return reads
+}
+
 /**
  * The full tuple of a committed checkpoint whose metadata was read: its body,
- * its channel values and its pending writes. Resolves `undefined` when the
+ * its channel values and its pending writes (from `reads`, when they were
+ * started beside the metadata's read). Resolves `undefined` when the
  * checkpoint was deleted in between (its metadata is gone too); a body missing
  * under live metadata is `CORRUPT`.
  */
@@ -123,12 +167,10 @@ export async function loadTuple(
   ns: string,
   meta: StoredMeta,
   epochs: EpochCache,
+  reads: TupleReads = startTupleReads(ctx, threadId, ns, meta.header.id, epochs),
 ): Promise<CheckpointTuple | undefined> {
   const keys = ctx.layout.checkpoint(threadId, ns, meta.header.id)
-  const [stored, pendingWrites] = await Promise.all([
-    ctx.backend.get(keys.body),
-    readWrites(ctx, threadId, keys.writes, epochs),
-  ])
+  const [stored, pendingWrites] = await Promise.all([reads.body, reads.writes])
   if (stored === null) {
     if ((await ctx.backend.head(keys.meta)) === null) return undefined
     throw new AgentStateError('CORRUPT', 'A LangGraph checkpoint has metadata but no body', {

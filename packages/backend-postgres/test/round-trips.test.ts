@@ -1,0 +1,129 @@
+import { type Backend, isAgentStateError } from '@agent-state/core'
+import { startPostgresServer } from '@agent-state/test-services'
+import pg from 'pg'
+import { afterAll, describe, expect, it } from 'vitest'
+import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
+
+/**
+ * Round trips and statements per operation, counted on the client (the
+ * load-independent cost the benchmark's latencies follow). A statement sent
+ * while its connection has none in flight starts a round trip; one sent while
+ * another is in flight (node-postgres pipeline mode) rides along with it.
+ */
+
+const server = await startPostgresServer()
+afterAll(() => server.stop())
+
+const counts = { roundTrips: 0, statements: 0 }
+const inFlight = new WeakMap<object, number>()
+const query = pg.Client.prototype.query
+// Every pooled connection is a pg.Client: wrap the prototype's query for this test process only.
+pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
+  const pending = inFlight.get(this) ?? 0
+  counts.statements++
+  if (pending === 0) counts.roundTrips++
+  inFlight.set(this, pending + 1)
+  const settle = () => inFlight.set(this, (inFlight.get(this) ?? 1) - 1)
+  const result = (query as (...a: unknown[]) => unknown).apply(this, args)
+  if (result instanceof Promise) result.then(settle, settle)
+  else settle()
+  return result
+} as typeof query
+
+let namespaces = 0
+async function open(hooks: PostgresBackendHooks = {}): Promise<Backend> {
+  namespaces++
+  const backend = await openWithHooks(
+    { connectionString: server.url, namespace: `trips-${namespaces}`, poolSize: 1 },
+    hooks,
+  )
+  await backend.head('warm') // migrations and the first connection stay out of the counts
+  return backend
+}
+
+/** Runs `operation` and returns its round trips and statements, and its error code if it failed. */
+async function cost(
+  operation: () => Promise<unknown>,
+): Promise<{ roundTrips: number; statements: number; code?: string }> {
+  const before = { ...counts }
+  let code: string | undefined
+  try {
+    await operation()
+  } catch (error) {
+    code = isAgentStateError(error) ? error.code : String(error)
+  }
+  return {
+    roundTrips: counts.roundTrips - before.roundTrips,
+    statements: counts.statements - before.statements,
+    ...(code === undefined ? {} : { code }),
+  }
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+/** Every value write and its refusals, each with the cost the backend must have. */
+async function writeCosts(backend: Backend) {
+  const lease = await backend.acquireLease('leased', { holder: 'a', ttlMs: 60_000 })
+  const first = await backend.put('cas', bytes('1'))
+  return {
+    create: await cost(() => backend.put('new', bytes('1'))),
+    overwrite: await cost(() => backend.put('new', bytes('2'))),
+    createOnly: await cost(() => backend.put('only', bytes('1'), { ifNoneMatch: '*' })),
+    createOnlyTaken: await cost(() => backend.put('only', bytes('2'), { ifNoneMatch: '*' })),
+    compareAndSet: await cost(() => backend.put('cas', bytes('2'), { ifMatch: first.version })),
+    compareAndSetStale: await cost(() =>
+      backend.put('cas', bytes('3'), { ifMatch: first.version }),
+    ),
+    fenced: await cost(() => backend.put('leased', bytes('1'), { lease })),
+    unfencedOnLeased: await cost(() => backend.put('leased', bytes('2'))),
+    fencedWrongToken: await cost(() =>
+      backend.put('leased', bytes('2'), { lease: { ...lease, token: lease.token + 1 } }),
+    ),
+    fencedNoRow: await cost(() =>
+      backend.put('nothing', bytes('2'), { lease: { ...lease, key: 'nothing' } }),
+    ),
+    delete: await cost(() => backend.delete('new')),
+    deleteMissing: await cost(() => backend.delete('new')),
+    fencedDelete: await cost(() => backend.delete('leased', { lease })),
+  }
+}
+
+describe('round trips per operation', () => {
+  it('every value write, and its refusal, is one round trip: its statement and the pipelined change hint', async () => {
+    const backend = await open()
+    try {
+      const costs = await writeCosts(backend)
+      const one = { roundTrips: 1, statements: 2 }
+      expect(costs).toEqual({
+        create: one,
+        overwrite: one,
+        createOnly: one,
+        createOnlyTaken: { ...one, code: 'PRECONDITION_FAILED' },
+        compareAndSet: one,
+        compareAndSetStale: { ...one, code: 'PRECONDITION_FAILED' },
+        fenced: one,
+        unfencedOnLeased: { ...one, code: 'LEASE_HELD' },
+        fencedWrongToken: { ...one, code: 'LEASE_LOST' },
+        fencedNoRow: { ...one, code: 'LEASE_LOST' },
+        delete: one,
+        deleteMissing: one,
+        fencedDelete: one,
+      })
+      expect(await cost(() => backend.get('cas'))).toEqual({ roundTrips: 1, statements: 1 })
+    } finally {
+      await backend.close()
+    }
+  }, 30_000)
+
+  it('mutant: a write that reads the row first costs two round trips, and the count shows it', async () => {
+    const backend = await open({ readFirst: true })
+    try {
+      const costs = await writeCosts(backend)
+      for (const [operation, { roundTrips }] of Object.entries(costs)) {
+        expect(roundTrips, operation).toBe(2)
+      }
+    } finally {
+      await backend.close()
+    }
+  }, 30_000)
+})
