@@ -95,9 +95,9 @@ export interface KillPlan {
 
 /** What one backend's kill cycles came to. */
 export interface KillOutcome {
-  /** Milliseconds spent parking workers, in the kill cycles (registration included), draining the index, verifying. */
+  /** Milliseconds spent starting the children, in the kill cycles (parking and registration included), draining the index, verifying. */
   readonly phases: {
-    readonly park: number
+    readonly start: number
     readonly cycles: number
     readonly drain: number
     readonly verify: number
@@ -132,7 +132,7 @@ export async function killCycles(
   const node = await childArgs(join(PACKAGE_DIR, 'test/fixtures/wake-dispatcher-child.ts'))
   // About five self-kills whatever the count: each costs a child's start-up, which the kills already pay.
   const selfKill = Math.min(0.02, 5 / count)
-  const phases = { park: 0, cycles: 0, drain: 0, verify: 0 }
+  const phases = { start: 0, cycles: 0, drain: 0, verify: 0 }
   let phaseStart = Date.now()
   const phase = (name: keyof typeof phases): void => {
     phases[name] = Date.now() - phaseStart
@@ -202,7 +202,9 @@ export async function killCycles(
     const tenth = Math.floor(count / 10)
     const timed = count - 2 * tenth
     // Workers parked on a topic and on webhook triggers: the children's own handlers count their wakes.
-    const parked = await inBatches(2 * tenth, async (i) => {
+    // Parked while the children start and the kills go on (seconds to a minute at load 25; nothing
+    // of theirs is due until the calls and the publish below, which wait for it).
+    const parking = inBatches(2 * tenth, async (i) => {
       const hook = i < tenth ? createWebhookTrigger() : null
       const worker = await startWorker(backend, { workerId: `p${i}`, holder: 'test' })
       const suspension = await worker.suspend({
@@ -211,9 +213,14 @@ export async function killCycles(
       })
       return { hook, triggerId: suspension.autoResumeTrigger ?? '' }
     })
-    // Parked while the children start: nothing of theirs is due yet.
+    parking.catch(() => undefined)
+    // Set once parked (a holder: the loop below reads what the callback wrote).
+    const parked: { hooks: Awaited<typeof parking> | null } = { hooks: null }
+    void parking.then((entries) => {
+      parked.hooks = entries.filter((entry) => entry.hook !== null)
+    })
     await started
-    phase('park')
+    phase('start')
     // Due at random over about as long as the kill cycles take (a cycle may wait for a child's
     // start-up, then 200 ms on average; a third of them freeze a child past its leases), from
     // 1.5 s on: registered while they run.
@@ -265,14 +272,24 @@ export async function killCycles(
         await sleep(50)
       }
     }
-    const hooks = parked.filter((entry) => entry.hook !== null)
+    let published = false
     for (let cycle = 0; cycle < kills; cycle++) {
-      // Calls spread over the cycles, the publish in the middle: due at random moments of the kills.
-      for (const entry of hooks.splice(0, Math.ceil(tenth / kills))) {
-        posting.push(call(entry.hook?.secret ?? '', entry.triggerId))
-      }
-      if (cycle === Math.floor(kills / 2)) {
-        posting.push(publishEvent(backend, 'kill-topic', { cycle }).then(() => undefined))
+      // The last cycle waits for the parking: every call and the publish come before the last kill.
+      if (cycle === kills - 1) await parking
+      // Calls spread over the cycles left once the workers are parked, the publish from the middle
+      // on: due at random moments of the kills.
+      const parkedHooks = parked.hooks
+      if (parkedHooks !== null) {
+        for (const entry of parkedHooks.splice(
+          0,
+          Math.ceil(parkedHooks.length / (kills - cycle)),
+        )) {
+          posting.push(call(entry.hook?.secret ?? '', entry.triggerId))
+        }
+        if (!published && cycle >= Math.floor(kills / 2)) {
+          published = true
+          posting.push(publishEvent(backend, 'kill-topic', { cycle }).then(() => undefined))
+        }
       }
       // Two children listen before the next kill (the one restarted last may still be starting):
       // never fewer than two dispatchers, without waiting out every start-up (seconds at load 20).
@@ -368,7 +385,7 @@ export async function killCycles(
       fired,
       exactlyOnce,
       indexLeft,
-      summary: `${name}${broken ? ' (unfenced mutant)' : ''}: ${ids.length} wakes (${mix}; ${calls.accepted}/${calls.made} calls answered 202, other answers ${JSON.stringify(Object.fromEntries(calls.refused))}), 3 dispatcher processes, ${tally.kills} SIGKILL, ${tally.stops} SIGSTOP, ${tally.selfKills} self-kills after a firing: fired ${fired}, exactly once ${exactlyOnce}, redelivered ${redelivered}; lateness ${latencySummary(lateness)}; ms parking ${phases.park}, cycles ${phases.cycles}, draining ${phases.drain}, verifying ${phases.verify}`,
+      summary: `${name}${broken ? ' (unfenced mutant)' : ''}: ${ids.length} wakes (${mix}; ${calls.accepted}/${calls.made} calls answered 202, other answers ${JSON.stringify(Object.fromEntries(calls.refused))}), 3 dispatcher processes, ${tally.kills} SIGKILL, ${tally.stops} SIGSTOP, ${tally.selfKills} self-kills after a firing: fired ${fired}, exactly once ${exactlyOnce}, redelivered ${redelivered}; lateness ${latencySummary(lateness)}; ms starting ${phases.start}, cycles ${phases.cycles}, draining ${phases.drain}, verifying ${phases.verify}`,
     }
   } finally {
     stopping = true
