@@ -3,13 +3,18 @@ import { join } from 'node:path'
 
 /**
  * The wake dispatcher's section of `BENCHMARKS.md`: the tables `bench:wakes`
- * (`results/wake-latency.md`) and `bench:wakes-notified`
+ * (`results/wake-latency.md`), its run with 10,000 timers due in one second
+ * (`results/wake-timers-10k.md`) and `bench:wakes-notified`
  * (`results/wake-notified.md`) last wrote, quoted as they are (each states its
  * date and load average), or nothing when neither was written.
  */
 export function readWakeSection(outDir: string): string[] | undefined {
   const tables = [
     ['`bench:wakes` (`benchmarks/src/wake-latency.ts`)', 'wake-latency.md'],
+    [
+      '10,000 timers due in one second (`WAKE_COUNT=10000 WAKE_SPREAD_MS=1000 WAKE_RESULT=wake-timers-10k bench:wakes`): the last column is the time until all have fired',
+      'wake-timers-10k.md',
+    ],
     ['`bench:wakes-notified` (`benchmarks/src/wake-notified.ts`)', 'wake-notified.md'],
   ].flatMap(([title, file]) => {
     const path = join(outDir, file ?? '')
