@@ -5,7 +5,8 @@ import { join } from 'node:path'
  * The wake dispatcher's section of `BENCHMARKS.md`: the tables `bench:wakes`
  * (`results/wake-latency.md`), its run with 10,000 timers due in one second
  * (`results/wake-timers-10k.md`) and `bench:wakes-notified`
- * (`results/wake-notified.md`) last wrote, quoted as they are (each states its
+ * (`results/wake-notified.md`) and `bench:wakes-idle` (`results/wake-idle.md`)
+ * last wrote, quoted as they are (each states its
  * date and load average), or nothing when neither was written.
  */
 export function readWakeSection(outDir: string): string[] | undefined {
@@ -16,6 +17,7 @@ export function readWakeSection(outDir: string): string[] | undefined {
       'wake-timers-10k.md',
     ],
     ['`bench:wakes-notified` (`benchmarks/src/wake-notified.ts`)', 'wake-notified.md'],
+    ['`bench:wakes-idle` (`benchmarks/src/wake-idle.ts`)', 'wake-idle.md'],
   ].flatMap(([title, file]) => {
     const path = join(outDir, file ?? '')
     if (!existsSync(path)) return []
