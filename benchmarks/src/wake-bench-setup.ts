@@ -76,6 +76,20 @@ export function wakeBenchStorages(prefix: string): WakeBenchStorages {
   }
 }
 
+/** `backend` with `count(method)` called on every method call (a dispatcher's round trips). */
+export function countingCalls(backend: Backend, count: (method: string) => void): Backend {
+  return new Proxy(backend, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        count(String(property))
+        return value.apply(target, args)
+      }
+    },
+  })
+}
+
 /** The `q` quantile (0 to 1) of `values`, nearest rank; `NaN` when empty. */
 export function quantile(values: readonly number[], q: number): number {
   return quantileSorted(sortedCopy(values), q)

@@ -201,7 +201,11 @@ function notesTable(result: RunSummary, backend: BackendKind): string[] {
  * figure in one table only. The hand-written analysis, `benchmarks/FINDINGS.md`,
  * is linked, not copied.
  */
-export function renderMarkdown(result: RunSummary, postgres?: PostgresResults): string {
+export function renderMarkdown(
+  result: RunSummary,
+  postgres?: PostgresResults,
+  wakes?: readonly string[],
+): string {
   const machine = result.machine
   const versions = Object.entries(result.versions)
     .map(([name, version]) => `${name} ${version}`)
@@ -278,6 +282,7 @@ export function renderMarkdown(result: RunSummary, postgres?: PostgresResults): 
     ...growthTable(result),
     '',
     ...(postgres === undefined ? [] : [...renderPostgresSection(postgres), '']),
+    ...(wakes ?? []),
     '## Full results',
     '',
     'Each cell: ops/s · p50 · p99. `↑`: in the Target 1 table (the headline workloads, with their ranges over',

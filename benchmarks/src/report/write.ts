@@ -6,10 +6,12 @@ import { readPostgresResults } from './postgres.js'
 import { renderReadmeHeadline, replaceReadmeHeadline } from './readme.js'
 import type { RunSummary } from './summary.js'
 import { renderRatioSvg } from './svg.js'
+import { readWakeSection } from './wakes.js'
 
 /**
  * Writes every view of one run's results: `ratios.svg`, the Markdown report
- * (with the PostgreSQL section from `postgres.json` when it exists) and the
+ * (with the PostgreSQL section from `postgres.json` and the wake section from
+ * `wake-latency.md` / `wake-notified.md` when they exist) and the
  * README's headline table, so none of them can disagree with `latest.json`.
  * Returns the paths written.
  */
@@ -19,7 +21,10 @@ export function writeReports(
 ): string[] {
   const written = [join(config.outDir, 'ratios.svg'), config.markdownPath]
   writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
-  writeFileSync(config.markdownPath, renderMarkdown(result, readPostgresResults(config.outDir)))
+  writeFileSync(
+    config.markdownPath,
+    renderMarkdown(result, readPostgresResults(config.outDir), readWakeSection(config.outDir)),
+  )
   if (config.readmePath !== undefined) {
     const readme = readFileSync(config.readmePath, 'utf8')
     writeFileSync(config.readmePath, replaceReadmeHeadline(readme, renderReadmeHeadline(result)))

@@ -105,6 +105,8 @@ const nextWakeFrom = (pick: WakePick) => (original: Record<string, unknown>) => 
           ? null
           : { wakeId: picked.wakeId, cause: picked.record.cause, dueAt: picked.record.dueAt },
       topic: registration.topic,
+      // The webhook trigger is not read: a worker parked on one alone shows no way to wake.
+      webhook: false,
     }
   },
 })
@@ -263,6 +265,12 @@ describe.each(WAKE_BACKENDS)('resume-condition mutants on $name', (kind) => {
     const rt = await mutated(WORKER_WAKES, nextWakeFrom(firstPendingInRegistrationOrder))
     // worker-wakes.test.ts expects the timeout first.
     expect((await nextWake(rt, kind)).parked?.[0]).toBe('schedule')
+  })
+
+  it('a next wake that does not read the webhook trigger: the next-wake check sees the webhook worker with nothing to wake it', async () => {
+    const rt = await mutated(WORKER_WAKES, nextWakeFrom(firstPendingInRegistrationOrder))
+    // worker-wakes.test.ts expects [null, null, null, true].
+    expect((await nextWake(rt, kind)).webhook).toEqual([null, null, null, false])
   })
 
   it('a next wake that ignores the state: the next-wake check sees the cancelled timeout still named', async () => {

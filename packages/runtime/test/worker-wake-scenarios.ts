@@ -581,18 +581,21 @@ export async function badPayload(rt: Runtime, kind: WakeBackendKind): Promise<Ba
 /** What the next-wake scenario saw: `[cause, dueAt, topic]` of each read, or `null`. */
 export interface NextWakeOutcome {
   /** Parked with a schedule (registered first, due tomorrow), a 1-minute timeout and a topic. */
-  readonly parked: readonly [string | null, number | null, string | null] | null
+  readonly parked: readonly [string | null, number | null, string | null, boolean] | null
   /** After the timeout's wake was cancelled by hand. */
-  readonly afterCancel: readonly [string | null, number | null, string | null] | null
+  readonly afterCancel: readonly [string | null, number | null, string | null, boolean] | null
   /** A running worker (no registration). */
   readonly running: null | object
+  /** A worker parked on a webhook trigger alone. */
+  readonly webhook: readonly [string | null, number | null, string | null, boolean] | null
 }
 
 /**
  * `nextWorkerWake` of a worker parked at T0 with a `cron` trigger `0 3 * * *`
  * in UTC (registered first, due at 03:00 the next day), a 1-minute timeout
  * and `onEvent`: the timeout (the earliest pending wake by due time), then,
- * once that wake is cancelled, the schedule; a running worker has none.
+ * once that wake is cancelled, the schedule; a running worker has none; a
+ * worker parked on a webhook trigger alone has no pending wake and `webhook`.
  */
 export async function nextWake(rt: Runtime, kind: WakeBackendKind): Promise<NextWakeOutcome> {
   return withStorage(kind, async (storage, clock) => {
@@ -603,11 +606,17 @@ export async function nextWake(rt: Runtime, kind: WakeBackendKind): Promise<Next
       onEvent: 'fix-chosen',
     })
     await rt.startWorker(backend, { workerId: 'w2', clock: clock.now, holder: 'app' })
+    await park(rt, backend, clock, 'w3', { trigger: rt.createWebhookTrigger().trigger })
     const read = async (workerId: string) => {
       const next = await rt.nextWorkerWake(backend, workerId)
       return next === null
         ? null
-        : ([next.wake?.cause ?? null, next.wake?.dueAt ?? null, next.topic] as const)
+        : ([
+            next.wake?.cause ?? null,
+            next.wake?.dueAt ?? null,
+            next.topic,
+            next.webhook === true,
+          ] as const)
     }
     const parked = await read('w1')
     const registration = await rt.readWorkerWakes(backend, 'w1')
@@ -616,7 +625,12 @@ export async function nextWake(rt: Runtime, kind: WakeBackendKind): Promise<Next
         await rt.cancelWake(backend, wakeId, { clock: clock.now })
       }
     }
-    return { parked, afterCancel: await read('w1'), running: await read('w2') }
+    return {
+      parked,
+      afterCancel: await read('w1'),
+      running: await read('w2'),
+      webhook: await read('w3'),
+    }
   })
 }
 

@@ -43,12 +43,13 @@ describe.each(WAKE_BACKENDS)('resume conditions on $name', (kind) => {
     })
   })
 
-  it("a parked worker's next wake is its earliest pending wake by due time, with its topic", async () => {
+  it("a parked worker's next wake is its earliest pending wake by due time, with its topic and webhook trigger", async () => {
     // T0 is 2027-01-15T08:00Z: the schedule is due at 03:00 the next day.
     expect(await nextWake(runtime, kind)).toEqual({
-      parked: ['timeout', T0 + 60_000, 'fix-chosen'],
-      afterCancel: ['schedule', Date.UTC(2027, 0, 16, 3), 'fix-chosen'],
+      parked: ['timeout', T0 + 60_000, 'fix-chosen', false],
+      afterCancel: ['schedule', Date.UTC(2027, 0, 16, 3), 'fix-chosen', false],
       running: null,
+      webhook: [null, null, null, true],
     })
   })
 

@@ -200,6 +200,8 @@ export type NextWakeCell =
         readonly dueAt: number
       } | null
       readonly topic: string | null
+      /** A webhook call wakes it (no due time until called). */
+      readonly webhook: boolean
     }
   | { readonly error: RowError }
 
@@ -217,13 +219,14 @@ export async function nextWakeOf(
   }
 }
 
-/** A next wake as one cell: `timeout in 59m 0s`, `event fix-chosen`, both joined with `, or `. */
+/** A next wake as one cell: `timeout in 59m 0s`, `event fix-chosen`, `webhook call`, joined with `, or `. */
 export function nextWakeText(cell: NextWakeCell | null, now: number): string {
   if (cell === null) return '-'
   if ('error' in cell) return cell.error.code
   const parts: string[] = []
   if (cell.wake !== null) parts.push(`${cell.wake.cause} ${relative(cell.wake.dueAt - now)}`)
   if (cell.topic !== null) parts.push(`event ${printable(cell.topic)}`)
+  if (cell.webhook) parts.push('webhook call')
   return parts.length === 0 ? '-' : parts.join(', or ')
 }
 

@@ -10,7 +10,11 @@ import { readStoredJson } from './stored-json.js'
 import { registeredTriggerProvider } from './trigger-providers.js'
 import { WAKE_ID_PATTERN, type WakeCause } from './wake-records.js'
 import { cancelWake, getWake, registerWake } from './wake-registry.js'
-import { parseWebhookTriggerConfig, registerWebhookTrigger } from './webhook-trigger.js'
+import {
+  parseWebhookTriggerConfig,
+  readWebhookTrigger,
+  registerWebhookTrigger,
+} from './webhook-trigger.js'
 
 /**
  * A suspended worker's resume conditions as wakes (docs/runtime/wakes.md,
@@ -206,6 +210,11 @@ export interface WorkerNextWake {
   } | null
   /** The `onEvent` topic the worker waits on (an event wakes it at its publish), or `null`. */
   readonly topic: string | null
+  /**
+   * Whether the suspension has a `webhook` trigger: a call to it wakes the worker (its wake is
+   * registered by the call, so it has no due time before).
+   */
+  readonly webhook: boolean
 }
 
 /**
@@ -216,9 +225,10 @@ export interface WorkerNextWake {
  * the first pending one is the answer (at most the registration's few
  * reads). `null` when the worker has no registration (not parked by the
  * local runtime, or already woken). Event wakes registered by a publish are
- * due at once and not in the registration.
+ * due at once and not in the registration; a webhook trigger is `webhook`
+ * (its stored trigger read under the registration's trigger id: one read).
  *
- * @throws `EVENT_CORRUPT` (the registration), `WAKE_NOT_FOUND`, `WAKE_CORRUPT` (a record).
+ * @throws `EVENT_CORRUPT` (the registration, the webhook trigger), `WAKE_NOT_FOUND`, `WAKE_CORRUPT` (a record).
  */
 export async function nextWorkerWake(
   backend: Backend,
@@ -226,16 +236,15 @@ export async function nextWorkerWake(
 ): Promise<WorkerNextWake | null> {
   const registration = await readWorkerWakes(backend, workerId)
   if (registration === null) return null
+  const { topic } = registration
+  const webhook = (await readWebhookTrigger(backend, registration.triggerId)) !== null
   for (const wakeId of [...registration.wakeIds].sort()) {
     const record = await getWake(backend, wakeId)
     if (record.state === 'pending') {
-      return {
-        wake: { wakeId, cause: record.cause, dueAt: record.dueAt },
-        topic: registration.topic,
-      }
+      return { wake: { wakeId, cause: record.cause, dueAt: record.dueAt }, topic, webhook }
     }
   }
-  return { wake: null, topic: registration.topic }
+  return { wake: null, topic, webhook }
 }
 
 /** What settling a suspension's wakes did to each wake it cancelled (or could not). */
