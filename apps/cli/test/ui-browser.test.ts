@@ -27,6 +27,7 @@ import {
   decodeHandoffEnvelope,
   handoffKey,
   readMarker,
+  readStep,
   sessionDataPrefix,
   workerSnapshotKey,
 } from '@agent-state/runtime/internal'
@@ -37,7 +38,7 @@ import { writerText } from '../src/commands/keys.js'
 import { removeTemps, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl } from './services.js'
 import { accessibilityFailures } from './ui-accessibility.js'
-import { HOSTILE } from './ui-hostile.js'
+import { HOSTILE, STEP_RUN_STEPS } from './ui-hostile.js'
 import { http, tokenCookie } from './ui-http.js'
 import { startUi, type UiProcess } from './ui-process.js'
 
@@ -97,6 +98,77 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
 }
 
+/** A JSON value as the page shows it whole: pretty-printed, each line escaped for display. */
+function prettyText(value: unknown): string {
+  return JSON.stringify(value, null, 2).split('\n').map(escapeForDisplay).join('\n')
+}
+
+/**
+ * The newest page of run `runId`'s committed steps as the runtime reads them: the newest
+ * step and the 9 before it (the run page's first page of steps).
+ */
+async function newestSteps(backend: Backend, runId: string) {
+  const run = await inspectRun(backend, runId)
+  const seqs = Array.from({ length: Math.min(10, run.steps) }, (_, i) => run.steps - i)
+  return Promise.all(seqs.map((seq) => readStep(backend, runId, seq, run.head.attempt.token)))
+}
+
+/**
+ * Opens run `runId`'s page and follows its "Older steps" links to the first step, and lists
+ * every way the steps shown differ from the records the runtime reads (`readStep`): each
+ * step's name, time, attempt, next position and outputs (pretty-printed JSON when the stored
+ * JSON is at most 4 KiB, else its first 4 KiB with its size), newest first, 10 a page, every
+ * step once. Empty: they match.
+ */
+async function stepFailures(page: Page, backend: Backend, runId: string): Promise<string[]> {
+  const failures: string[] = []
+  const run = await inspectRun(backend, runId)
+  const seen: number[] = []
+  await show(page, `#/run/${ref(runId)}`, 'run')
+  for (;;) {
+    const shown = await page.$$eval('#view div.step', (divs) =>
+      divs.map((d) => ({
+        id: d.id,
+        title: d.querySelector('h3')?.textContent ?? null,
+        meta: d.querySelector('p')?.textContent ?? null,
+        outputs: d.querySelector('pre')?.textContent ?? null,
+      })),
+    )
+    if (shown.length > 10) failures.push(`${shown.length} steps on one page`)
+    for (const step of shown) {
+      const seq = Number(step.id.slice('step-'.length))
+      seen.push(seq)
+      const record = await readStep(backend, runId, seq, run.head.attempt.token)
+      if (record === null) {
+        failures.push(`step ${seq}: shown, not stored`)
+        continue
+      }
+      const stored = JSON.stringify(record.outputs)
+      const size = Buffer.byteLength(stored)
+      const [described, text] =
+        size > 4096
+          ? [`text, first 4096 of ${size} bytes shown`, escapeForDisplay(stored.slice(0, 4096))]
+          : [`json, ${size} bytes`, prettyText(record.outputs)]
+      const meta = `committed at ${record.committedAt} by attempt ${record.attemptId}; next: ${record.next ?? '- (the end)'}; outputs: ${described}`
+      if (step.title !== escapeForDisplay(`#${seq} ${record.step}`))
+        failures.push(`step ${seq}: titled ${step.title}`)
+      if (step.meta !== meta)
+        failures.push(`step ${seq}: described as ${step.meta}, stored ${meta}`)
+      if (step.outputs !== text)
+        failures.push(
+          `step ${seq}: outputs shown ${JSON.stringify(step.outputs)}, stored ${stored}`,
+        )
+    }
+    const older = await page.$('#steps-older')
+    if (older === null) break
+    await show(page, (await older.getAttribute('href')) ?? '', 'run')
+  }
+  const committed = Array.from({ length: run.steps }, (_, i) => run.steps - i)
+  if (JSON.stringify(seen) !== JSON.stringify(committed))
+    failures.push(`steps shown ${JSON.stringify(seen)}, committed ${JSON.stringify(committed)}`)
+  return failures
+}
+
 /**
  * Opens the hostile keys and values and lists every way they did not show as exactly their
  * escaped text, or ran: an element their markup made, a name or preview that differs, or
@@ -117,7 +189,11 @@ async function hostileFailures(page: Page): Promise<string[]> {
         })))`,
     )
     await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
-    const made = await page.$$eval('#view img, #view svg, #view script', (els) => els.length)
+    // The run page's timeline is the page's own SVG; any other is made from data.
+    const made = await page.$$eval(
+      '#view img, #view svg:not(#timeline), #view script',
+      (els) => els.length,
+    )
     if (made > 0) failures.push(`${where}: ${made} element(s) made from data`)
   }
   await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
@@ -148,6 +224,10 @@ async function hostileFailures(page: Page): Promise<string[]> {
   if (json !== pretty.split('\n').map(escapeForDisplay).join('\n'))
     failures.push(`json shown as ${json}`)
   await settle('json value')
+  await show(page, `#/run/${ref('steps')}?steps=3`, 'run')
+  const outputs = await page.textContent('#step-3-outputs')
+  if (outputs !== prettyText(HOSTILE.stepOutputs)) failures.push(`step outputs shown as ${outputs}`)
+  await settle('step outputs')
   const pwned = await page.evaluate('window.__pwned')
   if (pwned !== undefined) failures.push(`a script ran: window.__pwned = ${String(pwned)}`)
   return failures
@@ -196,7 +276,7 @@ async function resolveInPage(
 
 /**
  * Checks the run page's timeline against the run's records and lists every way it differs:
- * every recorded time of the audit trail, the last step and the unsettled effects'
+ * every recorded time of the audit trail, the newest page of steps and the unsettled effects'
  * transitions must be a mark on its row, placed on one linear axis from the first time to the
  * last (170 px of labels, then 640 px), the unknown transitions marked as such. Empty: it
  * matches.
@@ -204,9 +284,10 @@ async function resolveInPage(
 async function timelineFailures(page: Page, backend: Backend, runId: string): Promise<string[]> {
   const failures: string[] = []
   const run = await inspectRun(backend, runId)
+  const steps = await newestSteps(backend, runId)
   const expected = [
     ...run.head.audit.map((a) => `run (audit) ${a.at}`),
-    ...(run.lastStep === null ? [] : [`step #${run.lastStep.seq} ${run.lastStep.committedAt}`]),
+    ...steps.map((step) => `step #${step?.seq} ${step?.committedAt}`),
     ...run.incomplete.flatMap((e) => e.history.map((h) => `effect ${e.effectId} ${h.at}`)),
   ].sort()
   const marks = await page.$$eval('#timeline circle[data-at]', (circles) =>
@@ -269,6 +350,7 @@ async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
     [`#/key/${ref(HOSTILE.bigValue.key)}`, 'key'],
     ['#/runs', 'runs'],
     [`#/run/${ref('ledger')}`, 'run'],
+    [`#/run/${ref('steps')}`, 'run'],
     ['#/workers', 'workers'],
     [`#/worker/${ref('w2')}`, 'worker'],
     ['#/daemons', 'daemons'],
@@ -581,7 +663,7 @@ for (const target of BACKENDS) {
       expect(await tableRows(page, '#view table:nth-of-type(1)')).toEqual([
         ['sessions', '2', ''],
         ['workers', '6', 'running: 4, suspended: 1, unreadable: 1'],
-        ['runs', '3', 'unreadable: 1, needs attention: 2'],
+        ['runs', '4', 'unreadable: 1, needs attention: 2, open: 1'],
         ['daemons', '3', ''],
       ])
       const info = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(2)'))
@@ -661,13 +743,13 @@ for (const target of BACKENDS) {
     it('runs, workers, daemons, sessions: rows needing attention marked; an unknown effect is settled after resolveEffect', async () => {
       await show(page, '#/runs', 'runs')
       const runs = await tableRows(page)
-      expect(runs.map((row) => row[0])).toEqual(['bad', 'ledger', 'recon'])
+      expect(runs.map((row) => row[0])).toEqual(['bad', 'ledger', 'recon', 'steps'])
       const unknown = await page.$$eval('#view td.state-unknown', (tds) =>
         tds.map((td) => td.textContent),
       )
       expect(unknown).toEqual(['1', '1'])
       const classes = await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))
-      expect(classes).toEqual(['broken', 'attention', 'attention'])
+      expect(classes).toEqual(['broken', 'attention', 'attention', ''])
       // recon: status, attempt, attempts, steps, next, unknown, submitted, planned, settled.
       const attempt = (await inspectRun(backend, 'recon')).head.attempt.attemptId
       expect(runs[2]?.slice(1)).toEqual(['open', attempt, '1', '0', '-', '1', '0', '0', '0'])
@@ -696,7 +778,7 @@ for (const target of BACKENDS) {
           'settled effects': '2',
         },
       )
-      expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
+      expect(await page.textContent('#step-1-outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
       expect(await timelineFailures(page, backend, 'ledger')).toEqual([])
       await shot(page, `${target.name}-run`)
       await show(page, `#/run/${ref('recon')}`, 'run')
@@ -752,6 +834,7 @@ for (const target of BACKENDS) {
       expect(await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))).toEqual([
         'broken',
         'attention',
+        '',
         '',
       ])
       await show(page, `#/run/${ref('recon')}`, 'run')
@@ -844,6 +927,17 @@ for (const target of BACKENDS) {
       expect(await sessionFailures(page, backend, 'policy-7')).toEqual([])
       expect(await page.$$eval('#overrides tbody tr', (trs) => trs.length)).toBe(1)
       await shot(page, `${target.name}-session`)
+    })
+
+    it("a run's steps: every step's outputs, newest first, 10 a page, large ones cut with their size", async () => {
+      expect(await stepFailures(page, backend, 'steps')).toEqual([])
+      await show(page, `#/run/${ref('steps')}`, 'run')
+      expect(await page.textContent('#step-paging')).toBe(
+        `Steps ${STEP_RUN_STEPS} to ${STEP_RUN_STEPS - 9} of ${STEP_RUN_STEPS}, newest first.`,
+      )
+      expect(await page.textContent(`#step-${STEP_RUN_STEPS}-outputs`)).toMatch(/^\{"seq":12,/)
+      expect(await page.$('#steps-newer')).toBeNull()
+      await shot(page, `${target.name}-run-steps`)
     })
 
     it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
@@ -1095,6 +1189,21 @@ for (const target of BACKENDS) {
           (body) => ({ ...body, nextWake: '-' }),
           async (other) => {
             await expect(expectNextWake(other)).rejects.toThrow(/napper: next wake/)
+          },
+        )
+      })
+
+      it("the steps check fails on a page that drops the steps' outputs (mutant)", async () => {
+        // The render of each step's outputs, given no lines.
+        await withMutatedAsset(
+          '/app.js',
+          '-outputs`, step.outputs.lines)',
+          '-outputs`, [])',
+          {},
+          async (other) => {
+            const failures = await stepFailures(other, backend, 'steps')
+            expect(failures).toHaveLength(STEP_RUN_STEPS)
+            expect(failures.every((f) => /^step \d+: outputs shown "", stored /.test(f))).toBe(true)
           },
         )
       })
