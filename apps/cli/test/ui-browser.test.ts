@@ -19,7 +19,9 @@ import {
   inspectRun,
   inspectWorker,
   listQuarantined,
+  openRun,
   openSession,
+  resumeRun,
   resumeSession,
   startWorker,
 } from '@agent-state/runtime'
@@ -938,6 +940,48 @@ for (const target of BACKENDS) {
       expect(await page.textContent(`#step-${STEP_RUN_STEPS}-outputs`)).toMatch(/^\{"seq":12,/)
       expect(await page.$('#steps-newer')).toBeNull()
       await shot(page, `${target.name}-run-steps`)
+    })
+
+    it('reconciliation: an unknown effect shows as unknown, and as settled once reopening the run reconciles it', async () => {
+      const pay = {
+        retrySafe: false,
+        timeoutMs: 50,
+        reconcile: async () => ({ status: 'unknown' as const }),
+        dispatch: () => new Promise<never>(() => undefined),
+      }
+      const run = await openRun(backend, 'reconciled', { handlers: { pay } })
+      await run.effect('pay', 'e-r', { amount: 7 }).catch(() => undefined)
+      await run.close()
+      const attentionItems = () =>
+        page.$$eval('#attention li', (items) =>
+          items.map(
+            (li) => `${li.getAttribute('data-kind')} ${li.querySelector('strong')?.textContent}`,
+          ),
+        )
+      await show(page, `#/run/${ref('reconciled')}`, 'run')
+      const before = await tableRows(page, '#view table:nth-of-type(2)')
+      expect(before.map((row) => [row[0], row[2]])).toEqual([['e-r', 'unknown']])
+      await show(page, '#/overview', 'overview')
+      expect(await attentionItems()).toContain('unknown-effect reconciled / e-r')
+      // The provider says it happened: the next owner's reconciliation records it confirmed.
+      const reconcile = async () => ({ status: 'confirmed' as const, result: { paid: 7 } })
+      const resumed = await resumeRun(backend, 'reconciled', {
+        handlers: { pay: { ...pay, reconcile } },
+      })
+      await resumed.close()
+      expect((await inspectRun(backend, 'reconciled')).incomplete).toEqual([])
+      await show(page, `#/run/${ref('reconciled')}`, 'run')
+      expect(await page.textContent('#effects-none')).toBe(
+        'None: every effect is confirmed or failed.',
+      )
+      const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+      expect(fields['settled effects']).toBe('1')
+      const trail = await tableRows(page, '#view table:nth-of-type(2)')
+      const reconciled = trail.filter((row) => row[0] === 'effect_reconciled')
+      expect(reconciled).toHaveLength(1)
+      expect(reconciled[0]?.[3]).toContain('reconciler:confirmed')
+      await show(page, '#/overview', 'overview')
+      expect(await attentionItems()).not.toContain('unknown-effect reconciled / e-r')
     })
 
     it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
