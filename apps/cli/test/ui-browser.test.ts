@@ -37,7 +37,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importBackendPackage } from '../src/backend-importer.js'
 import { writerText } from '../src/commands/keys.js'
-import { removeTemps, runScript, tempDir } from './cli-process.js'
+import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl } from './services.js'
 import { accessibilityFailures } from './ui-accessibility.js'
 import { HOSTILE, STEP_RUN_STEPS } from './ui-hostile.js'
@@ -126,7 +126,8 @@ async function stepFailures(page: Page, backend: Backend, runId: string): Promis
   const failures: string[] = []
   const run = await inspectRun(backend, runId)
   const seen: number[] = []
-  await show(page, `#/run/${ref(runId)}`, 'run')
+  const hash = `#/run/${ref(runId)}`
+  if ((await page.evaluate('location.hash')) !== hash) await show(page, hash, 'run')
   for (;;) {
     const shown = await page.$$eval('#view div.step', (divs) =>
       divs.map((d) => ({
@@ -613,6 +614,73 @@ const BACKENDS = [
     accessibility: false,
   },
 ]
+
+/**
+ * The demo's scenario (`agent-state demo`, the real command, on the filesystem backend) and
+ * then `agent-state ui` on the namespace it printed: the runs and workers tables against the
+ * runtime's records, and the researcher's run, whose payment was `submitted` when its agent
+ * was killed and was confirmed by the reconciliation of the next owner: no unsettled effect,
+ * the audit trail (`effect_reconciled` among it) and every step's outputs as recorded.
+ */
+describe('agent-state ui on what agent-state demo left (fs)', () => {
+  let ui: UiProcess
+  let backend: Backend
+  let context: BrowserContext
+  let page: Page
+  beforeAll(async () => {
+    const url = `file:${join(tempDir('agent-state-ui-demo-'), 'state')}`
+    const demo = await runCli(['demo', url], { timeoutMs: 240_000 })
+    expect(demo.status, `${demo.stdout}${demo.stderr}`).toBe(0)
+    const namespace = /--namespace (demo-\S+)/.exec(demo.stdout)?.[1] ?? ''
+    expect(namespace).toMatch(/^demo-/)
+    backend = await openBackend(url, { importer: importBackendPackage, namespace })
+    ui = await startUi([url, '--namespace', namespace])
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+    page = await openUi(context, ui)
+  }, 300_000)
+  afterAll(async () => {
+    await context?.close()
+    await backend?.close()
+    if (ui !== undefined) expect(await ui.stop()).toBe(143)
+  })
+
+  it("shows the demo's runs and workers as recorded, and the reconciled effect as settled", async () => {
+    await show(page, '#/runs', 'runs')
+    const runs = (await tableRows(page)).map((row) => row.slice(0, 4))
+    const recorded = await Promise.all(
+      ['researcher-ticket', 'reviewer-fix'].map(async (runId) => {
+        const { head } = await inspectRun(backend, runId)
+        return [runId, head.status, head.attempt.attemptId, String(head.attemptCount)]
+      }),
+    )
+    expect(runs).toEqual(recorded)
+    await show(page, '#/workers', 'workers')
+    const workers = (await tableRows(page)).map((row) => row.slice(0, 2))
+    expect(workers).toEqual(
+      await Promise.all(
+        ['researcher', 'reviewer'].map(async (id) => [
+          id,
+          (await inspectWorker(backend, id)).status,
+        ]),
+      ),
+    )
+    await show(page, '#/overview', 'overview')
+    expect(await page.$$eval('#attention li', (items) => items.length)).toBe(0)
+    // The payment: submitted at the kill, confirmed by the next owner's reconciliation.
+    const run = await inspectRun(backend, 'researcher-ticket')
+    expect(run.head.audit.map((a) => a.event)).toContain('effect_reconciled')
+    await show(page, `#/run/${ref('researcher-ticket')}`, 'run')
+    expect(await page.textContent('#effects-none')).toBe(
+      'None: every effect is confirmed or failed.',
+    )
+    const trail = await tableRows(page, '#view table:nth-of-type(2)')
+    expect(trail.map((row) => [row[0], row[1], row[2]])).toEqual(
+      run.head.audit.map((a) => [a.event, a.at, a.attemptId]),
+    )
+    await shot(page, 'demo-run')
+    expect(await stepFailures(page, backend, 'researcher-ticket')).toEqual([])
+  })
+})
 
 for (const target of BACKENDS) {
   describe(`agent-state ui on ${target.name}`, () => {
