@@ -615,6 +615,39 @@ const BACKENDS = [
   },
 ]
 
+/** A running `agent-state ui`, the backend it serves opened by the test too, and a page on it. */
+interface Inspector {
+  ui: UiProcess
+  backend: Backend
+  context: BrowserContext
+  page: Page
+}
+
+/**
+ * Starts `agent-state ui <url> <args…>`, opens the backend at `url` (in `namespace`, if
+ * given) for the test's own reads, and a page on the UI in a context of its own.
+ */
+async function openInspector(
+  url: string,
+  args: readonly string[],
+  namespace?: string,
+): Promise<Inspector> {
+  const backend = await openBackend(url, {
+    importer: importBackendPackage,
+    ...(namespace === undefined ? {} : { namespace }),
+  })
+  const ui = await startUi([url, ...args])
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  return { ui, backend, context, page: await openUi(context, ui) }
+}
+
+/** Closes what {@link openInspector} opened (whatever of it did open); the UI must stop on SIGTERM. */
+async function closeInspector(opened: Partial<Inspector>): Promise<void> {
+  await opened.context?.close()
+  await opened.backend?.close()
+  if (opened.ui !== undefined) expect(await opened.ui.stop()).toBe(143)
+}
+
 /**
  * The demo's scenario (`agent-state demo`, the real command, on the filesystem backend) and
  * then `agent-state ui` on the namespace it printed: the runs and workers tables against the
@@ -633,16 +666,13 @@ describe('agent-state ui on what agent-state demo left (fs)', () => {
     expect(demo.status, `${demo.stdout}${demo.stderr}`).toBe(0)
     const namespace = /--namespace (demo-\S+)/.exec(demo.stdout)?.[1] ?? ''
     expect(namespace).toMatch(/^demo-/)
-    backend = await openBackend(url, { importer: importBackendPackage, namespace })
-    ui = await startUi([url, '--namespace', namespace])
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
-    page = await openUi(context, ui)
+    ;({ ui, backend, context, page } = await openInspector(
+      url,
+      ['--namespace', namespace],
+      namespace,
+    ))
   }, 300_000)
-  afterAll(async () => {
-    await context?.close()
-    await backend?.close()
-    if (ui !== undefined) expect(await ui.stop()).toBe(143)
-  })
+  afterAll(() => closeInspector({ ui, backend, context }))
 
   it("shows the demo's runs and workers as recorded, and the reconciled effect as settled", async () => {
     await show(page, '#/runs', 'runs')
@@ -699,16 +729,13 @@ for (const target of BACKENDS) {
         const seeded = await runScript(script, args)
         expect(seeded.status, `${script}: ${seeded.stderr}`).toBe(0)
       }
-      backend = await openBackend(url, { importer: importBackendPackage })
-      ui = await startUi([url, '--allow-actions', '--operator', OPERATOR])
-      context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
-      page = await openUi(context, ui)
+      ;({ ui, backend, context, page } = await openInspector(url, [
+        '--allow-actions',
+        '--operator',
+        OPERATOR,
+      ]))
     }, 180_000)
-    afterAll(async () => {
-      await context?.close()
-      await backend?.close()
-      if (ui !== undefined) expect(await ui.stop()).toBe(143)
-    })
+    afterAll(() => closeInspector({ ui, backend, context }))
 
     it('overview: what needs attention first, counts per kind, the backend without credentials', async () => {
       await show(page, '#/overview', 'overview')
