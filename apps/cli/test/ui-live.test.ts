@@ -165,7 +165,8 @@ describe('agent-state ui: the event stream without change notification, and its 
 
   it('the cap check fails on a server without a cap (mutant)', async () => {
     await withMutatedFeed(
-      () => ({ MAX_STREAMS: Number.POSITIVE_INFINITY }),
+      // The constant's type is its value: a mutant is a different module, so cast it.
+      () => ({ MAX_STREAMS: Number.POSITIVE_INFINITY as FeedModule['MAX_STREAMS'] }),
       async (load) => {
         await expect(expectStreamCap(load)).rejects.toThrow(/the 17th stream/)
       },
