@@ -6,7 +6,9 @@
  *   script waits out its 1 s TTL), daemon `full` at its capacity of 2, run `recon` with
  *   effect `e-lost` unknown (its dispatch timed out) and the run closed, and the hostile keys
  *   and values of {@link HOSTILE} (markup, bidi overrides, C1 and C0 controls), and 150 keys
- *   `many/k-000` … `many/k-149` (a page and a half of the key browser);
+ *   `many/k-000` … `many/k-149` (a page and a half of the key browser); run `steps` with
+ *   {@link STEP_RUN_STEPS} committed steps (more than a page of the run's view) and no effect,
+ *   step 3's outputs hostile, the last one's over the page's 4 KiB cut, the run left open;
  * - `ops`: run `ops` with effects `e-a` and `e-b` unknown (dispatches that timed out), the
  *   run closed: for the page's operator actions to resolve.
  *
@@ -15,7 +17,7 @@
 import { openBackend } from '@agent-state/core'
 import { openRun, spawnDaemon, startWorker } from '@agent-state/runtime'
 import { importBackendPackage } from '../src/backend-importer.js'
-import { HOSTILE } from './ui-hostile.js'
+import { HOSTILE, STEP_RUN_STEPS, stepRunOutputs } from './ui-hostile.js'
 
 const [url, mode] = process.argv.slice(2)
 if (url === undefined || (mode !== 'seed' && mode !== 'ops'))
@@ -46,6 +48,12 @@ if (mode === 'ops') {
   const run = await openRun(backend, 'recon', { handlers: { pay: lost } })
   await run.effect('pay', 'e-lost', { amount: 5 }).catch(() => undefined)
   await run.close()
+  const steps = await openRun(backend, 'steps', { handlers: {} })
+  for (let seq = 1; seq <= STEP_RUN_STEPS; seq++)
+    await steps.commitStep(`step-${seq}`, stepRunOutputs(seq), {
+      next: seq < STEP_RUN_STEPS ? `step-${seq + 1}` : null,
+    })
+  await steps.close()
   for (const key of HOSTILE.keys) await backend.put(key, text('hostile key'))
   await backend.put(HOSTILE.htmlValue.key, text(HOSTILE.htmlValue.value), {
     writer: { writerId: HOSTILE.writer },

@@ -3,6 +3,8 @@
  * headers, the loopback rule and credentials in the URL, on the real command (a child
  * process); and a mutant of the token comparison that the same checks catch.
  */
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { createMemoryBackend } from '@agent-state/memory'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { removeTemps, runCli, tempDir } from './cli-process.js'
@@ -75,6 +77,49 @@ describe('agent-state ui: access', () => {
       await expectRefusals(ui.origin, ui.port, ui.token)
     } finally {
       expect(await ui.stop()).toBe(143)
+    }
+  })
+
+  it('opens a browser only with --open: $BROWSER gets the printed address as its one argument', async () => {
+    const dir = tempDir('ui-open-')
+    /** A stand-in browser: appends the arguments of each start to `<name>.opened`. */
+    const browser = (name: string) => {
+      const script = join(dir, `${name}.sh`)
+      writeFileSync(script, `#!/bin/sh\nprintf '%s\\n' "$@" >> '${join(dir, name)}.opened'\n`)
+      chmodSync(script, 0o700)
+      return { script, opened: join(dir, `${name}.opened`) }
+    }
+    const url = `file:${dir}/state`
+    const [quietBrowser, askedBrowser] = [browser('quiet'), browser('asked')]
+    // Without --open, nothing is opened: checked once a server started after it, with --open,
+    // has had its browser run (seconds later: a whole process start).
+    const quiet = await startUi([url], { BROWSER: quietBrowser.script })
+    try {
+      const asked = await startUi([url, '--open'], { BROWSER: askedBrowser.script })
+      try {
+        await vi.waitFor(() => expect(existsSync(askedBrowser.opened)).toBe(true), {
+          timeout: 20_000,
+        })
+        expect(readFileSync(askedBrowser.opened, 'utf8')).toBe(`${asked.url}\n`)
+        expect(asked.output().stderr).not.toContain('could not open a browser')
+      } finally {
+        expect(await asked.stop()).toBe(143)
+      }
+    } finally {
+      expect(await quiet.stop()).toBe(143)
+    }
+    expect(existsSync(quietBrowser.opened), 'a browser opened without --open').toBe(false)
+    // A browser that cannot start: one line saying so; the server runs on.
+    const missing = await startUi([url, '--open'], { BROWSER: join(dir, 'no-such-browser') })
+    try {
+      await vi.waitFor(() =>
+        expect(missing.output().stderr).toContain('agent-state ui: could not open a browser ('),
+      )
+      const cookie = tokenCookie(missing.port, missing.token)
+      const answer = await http(missing.origin, '/api/overview', { headers: { Cookie: cookie } })
+      expect(answer.status).toBe(200)
+    } finally {
+      expect(await missing.stop()).toBe(143)
     }
   })
 

@@ -19,7 +19,9 @@ import {
   inspectRun,
   inspectWorker,
   listQuarantined,
+  openRun,
   openSession,
+  resumeRun,
   resumeSession,
   startWorker,
 } from '@agent-state/runtime'
@@ -27,6 +29,7 @@ import {
   decodeHandoffEnvelope,
   handoffKey,
   readMarker,
+  readStep,
   sessionDataPrefix,
   workerSnapshotKey,
 } from '@agent-state/runtime/internal'
@@ -34,10 +37,10 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importBackendPackage } from '../src/backend-importer.js'
 import { writerText } from '../src/commands/keys.js'
-import { removeTemps, runScript, tempDir } from './cli-process.js'
+import { removeTemps, runCli, runScript, tempDir } from './cli-process.js'
 import { freshName, redisUrl } from './services.js'
 import { accessibilityFailures } from './ui-accessibility.js'
-import { HOSTILE } from './ui-hostile.js'
+import { HOSTILE, STEP_RUN_STEPS } from './ui-hostile.js'
 import { http, tokenCookie } from './ui-http.js'
 import { startUi, type UiProcess } from './ui-process.js'
 
@@ -97,6 +100,78 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
 }
 
+/** A JSON value as the page shows it whole: pretty-printed, each line escaped for display. */
+function prettyText(value: unknown): string {
+  return JSON.stringify(value, null, 2).split('\n').map(escapeForDisplay).join('\n')
+}
+
+/**
+ * The newest page of run `runId`'s committed steps as the runtime reads them: the newest
+ * step and the 9 before it (the run page's first page of steps).
+ */
+async function newestSteps(backend: Backend, runId: string) {
+  const run = await inspectRun(backend, runId)
+  const seqs = Array.from({ length: Math.min(10, run.steps) }, (_, i) => run.steps - i)
+  return Promise.all(seqs.map((seq) => readStep(backend, runId, seq, run.head.attempt.token)))
+}
+
+/**
+ * Opens run `runId`'s page and follows its "Older steps" links to the first step, and lists
+ * every way the steps shown differ from the records the runtime reads (`readStep`): each
+ * step's name, time, attempt, next position and outputs (pretty-printed JSON when the stored
+ * JSON is at most 4 KiB, else its first 4 KiB with its size), newest first, 10 a page, every
+ * step once. Empty: they match.
+ */
+async function stepFailures(page: Page, backend: Backend, runId: string): Promise<string[]> {
+  const failures: string[] = []
+  const run = await inspectRun(backend, runId)
+  const seen: number[] = []
+  const hash = `#/run/${ref(runId)}`
+  if ((await page.evaluate('location.hash')) !== hash) await show(page, hash, 'run')
+  for (;;) {
+    const shown = await page.$$eval('#view div.step', (divs) =>
+      divs.map((d) => ({
+        id: d.id,
+        title: d.querySelector('h3')?.textContent ?? null,
+        meta: d.querySelector('p')?.textContent ?? null,
+        outputs: d.querySelector('pre')?.textContent ?? null,
+      })),
+    )
+    if (shown.length > 10) failures.push(`${shown.length} steps on one page`)
+    for (const step of shown) {
+      const seq = Number(step.id.slice('step-'.length))
+      seen.push(seq)
+      const record = await readStep(backend, runId, seq, run.head.attempt.token)
+      if (record === null) {
+        failures.push(`step ${seq}: shown, not stored`)
+        continue
+      }
+      const stored = JSON.stringify(record.outputs)
+      const size = Buffer.byteLength(stored)
+      const [described, text] =
+        size > 4096
+          ? [`text, first 4096 of ${size} bytes shown`, escapeForDisplay(stored.slice(0, 4096))]
+          : [`json, ${size} bytes`, prettyText(record.outputs)]
+      const meta = `committed at ${record.committedAt} by attempt ${record.attemptId}; next: ${record.next ?? '- (the end)'}; outputs: ${described}`
+      if (step.title !== escapeForDisplay(`#${seq} ${record.step}`))
+        failures.push(`step ${seq}: titled ${step.title}`)
+      if (step.meta !== meta)
+        failures.push(`step ${seq}: described as ${step.meta}, stored ${meta}`)
+      if (step.outputs !== text)
+        failures.push(
+          `step ${seq}: outputs shown ${JSON.stringify(step.outputs)}, stored ${stored}`,
+        )
+    }
+    const older = await page.$('#steps-older')
+    if (older === null) break
+    await show(page, (await older.getAttribute('href')) ?? '', 'run')
+  }
+  const committed = Array.from({ length: run.steps }, (_, i) => run.steps - i)
+  if (JSON.stringify(seen) !== JSON.stringify(committed))
+    failures.push(`steps shown ${JSON.stringify(seen)}, committed ${JSON.stringify(committed)}`)
+  return failures
+}
+
 /**
  * Opens the hostile keys and values and lists every way they did not show as exactly their
  * escaped text, or ran: an element their markup made, a name or preview that differs, or
@@ -117,7 +192,11 @@ async function hostileFailures(page: Page): Promise<string[]> {
         })))`,
     )
     await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
-    const made = await page.$$eval('#view img, #view svg, #view script', (els) => els.length)
+    // The run page's timeline is the page's own SVG; any other is made from data.
+    const made = await page.$$eval(
+      '#view img, #view svg:not(#timeline), #view script',
+      (els) => els.length,
+    )
     if (made > 0) failures.push(`${where}: ${made} element(s) made from data`)
   }
   await show(page, `#/keys?prefix=${ref('hostile/')}`, 'keys')
@@ -148,6 +227,10 @@ async function hostileFailures(page: Page): Promise<string[]> {
   if (json !== pretty.split('\n').map(escapeForDisplay).join('\n'))
     failures.push(`json shown as ${json}`)
   await settle('json value')
+  await show(page, `#/run/${ref('steps')}?steps=3`, 'run')
+  const outputs = await page.textContent('#step-3-outputs')
+  if (outputs !== prettyText(HOSTILE.stepOutputs)) failures.push(`step outputs shown as ${outputs}`)
+  await settle('step outputs')
   const pwned = await page.evaluate('window.__pwned')
   if (pwned !== undefined) failures.push(`a script ran: window.__pwned = ${String(pwned)}`)
   return failures
@@ -196,7 +279,7 @@ async function resolveInPage(
 
 /**
  * Checks the run page's timeline against the run's records and lists every way it differs:
- * every recorded time of the audit trail, the last step and the unsettled effects'
+ * every recorded time of the audit trail, the newest page of steps and the unsettled effects'
  * transitions must be a mark on its row, placed on one linear axis from the first time to the
  * last (170 px of labels, then 640 px), the unknown transitions marked as such. Empty: it
  * matches.
@@ -204,9 +287,10 @@ async function resolveInPage(
 async function timelineFailures(page: Page, backend: Backend, runId: string): Promise<string[]> {
   const failures: string[] = []
   const run = await inspectRun(backend, runId)
+  const steps = await newestSteps(backend, runId)
   const expected = [
     ...run.head.audit.map((a) => `run (audit) ${a.at}`),
-    ...(run.lastStep === null ? [] : [`step #${run.lastStep.seq} ${run.lastStep.committedAt}`]),
+    ...steps.map((step) => `step #${step?.seq} ${step?.committedAt}`),
     ...run.incomplete.flatMap((e) => e.history.map((h) => `effect ${e.effectId} ${h.at}`)),
   ].sort()
   const marks = await page.$$eval('#timeline circle[data-at]', (circles) =>
@@ -269,6 +353,7 @@ async function everyViewAccessibilityFailures(page: Page): Promise<string[]> {
     [`#/key/${ref(HOSTILE.bigValue.key)}`, 'key'],
     ['#/runs', 'runs'],
     [`#/run/${ref('ledger')}`, 'run'],
+    [`#/run/${ref('steps')}`, 'run'],
     ['#/workers', 'workers'],
     [`#/worker/${ref('w2')}`, 'worker'],
     ['#/daemons', 'daemons'],
@@ -530,6 +615,103 @@ const BACKENDS = [
   },
 ]
 
+/** A running `agent-state ui`, the backend it serves opened by the test too, and a page on it. */
+interface Inspector {
+  ui: UiProcess
+  backend: Backend
+  context: BrowserContext
+  page: Page
+}
+
+/**
+ * Starts `agent-state ui <url> <args…>`, opens the backend at `url` (in `namespace`, if
+ * given) for the test's own reads, and a page on the UI in a context of its own.
+ */
+async function openInspector(
+  url: string,
+  args: readonly string[],
+  namespace?: string,
+): Promise<Inspector> {
+  const backend = await openBackend(url, {
+    importer: importBackendPackage,
+    ...(namespace === undefined ? {} : { namespace }),
+  })
+  const ui = await startUi([url, ...args])
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  return { ui, backend, context, page: await openUi(context, ui) }
+}
+
+/** Closes what {@link openInspector} opened (whatever of it did open); the UI must stop on SIGTERM. */
+async function closeInspector(opened: Partial<Inspector>): Promise<void> {
+  await opened.context?.close()
+  await opened.backend?.close()
+  if (opened.ui !== undefined) expect(await opened.ui.stop()).toBe(143)
+}
+
+/**
+ * The demo's scenario (`agent-state demo`, the real command, on the filesystem backend) and
+ * then `agent-state ui` on the namespace it printed: the runs and workers tables against the
+ * runtime's records, and the researcher's run, whose payment was `submitted` when its agent
+ * was killed and was confirmed by the reconciliation of the next owner: no unsettled effect,
+ * the audit trail (`effect_reconciled` among it) and every step's outputs as recorded.
+ */
+describe('agent-state ui on what agent-state demo left (fs)', () => {
+  let ui: UiProcess
+  let backend: Backend
+  let context: BrowserContext
+  let page: Page
+  beforeAll(async () => {
+    const url = `file:${join(tempDir('agent-state-ui-demo-'), 'state')}`
+    const demo = await runCli(['demo', url], { timeoutMs: 240_000 })
+    expect(demo.status, `${demo.stdout}${demo.stderr}`).toBe(0)
+    const namespace = /--namespace (demo-\S+)/.exec(demo.stdout)?.[1] ?? ''
+    expect(namespace).toMatch(/^demo-/)
+    ;({ ui, backend, context, page } = await openInspector(
+      url,
+      ['--namespace', namespace],
+      namespace,
+    ))
+  }, 300_000)
+  afterAll(() => closeInspector({ ui, backend, context }))
+
+  it("shows the demo's runs and workers as recorded, and the reconciled effect as settled", async () => {
+    await show(page, '#/runs', 'runs')
+    const runs = (await tableRows(page)).map((row) => row.slice(0, 4))
+    const recorded = await Promise.all(
+      ['researcher-ticket', 'reviewer-fix'].map(async (runId) => {
+        const { head } = await inspectRun(backend, runId)
+        return [runId, head.status, head.attempt.attemptId, String(head.attemptCount)]
+      }),
+    )
+    expect(runs).toEqual(recorded)
+    await show(page, '#/workers', 'workers')
+    const workers = (await tableRows(page)).map((row) => row.slice(0, 2))
+    expect(workers).toEqual(
+      await Promise.all(
+        ['researcher', 'reviewer'].map(async (id) => [
+          id,
+          (await inspectWorker(backend, id)).status,
+        ]),
+      ),
+    )
+    await show(page, '#/overview', 'overview')
+    expect(await page.$$eval('#attention li', (items) => items.length)).toBe(0)
+    // The payment: submitted at the kill, confirmed by the next owner's reconciliation.
+    const run = await inspectRun(backend, 'researcher-ticket')
+    expect(run.head.audit.map((a) => a.event)).toContain('effect_reconciled')
+    await show(page, `#/run/${ref('researcher-ticket')}`, 'run')
+    expect(await page.textContent('#effects-none')).toBe(
+      'None: every effect is confirmed or failed.',
+    )
+    const trail = await tableRows(page, '#view table:nth-of-type(2)')
+    expect(trail.map((row) => [row[0], row[1], row[2]])).toEqual(
+      run.head.audit.map((a) => [a.event, a.at, a.attemptId]),
+    )
+    await shot(page, 'demo-run')
+    expect(await stepFailures(page, backend, 'researcher-ticket')).toEqual([])
+  })
+})
+
 for (const target of BACKENDS) {
   describe(`agent-state ui on ${target.name}`, () => {
     let url: string
@@ -547,16 +729,13 @@ for (const target of BACKENDS) {
         const seeded = await runScript(script, args)
         expect(seeded.status, `${script}: ${seeded.stderr}`).toBe(0)
       }
-      backend = await openBackend(url, { importer: importBackendPackage })
-      ui = await startUi([url, '--allow-actions', '--operator', OPERATOR])
-      context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
-      page = await openUi(context, ui)
+      ;({ ui, backend, context, page } = await openInspector(url, [
+        '--allow-actions',
+        '--operator',
+        OPERATOR,
+      ]))
     }, 180_000)
-    afterAll(async () => {
-      await context?.close()
-      await backend?.close()
-      if (ui !== undefined) expect(await ui.stop()).toBe(143)
-    })
+    afterAll(() => closeInspector({ ui, backend, context }))
 
     it('overview: what needs attention first, counts per kind, the backend without credentials', async () => {
       await show(page, '#/overview', 'overview')
@@ -581,7 +760,7 @@ for (const target of BACKENDS) {
       expect(await tableRows(page, '#view table:nth-of-type(1)')).toEqual([
         ['sessions', '2', ''],
         ['workers', '6', 'running: 4, suspended: 1, unreadable: 1'],
-        ['runs', '3', 'unreadable: 1, needs attention: 2'],
+        ['runs', '4', 'unreadable: 1, needs attention: 2, open: 1'],
         ['daemons', '3', ''],
       ])
       const info = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(2)'))
@@ -661,13 +840,13 @@ for (const target of BACKENDS) {
     it('runs, workers, daemons, sessions: rows needing attention marked; an unknown effect is settled after resolveEffect', async () => {
       await show(page, '#/runs', 'runs')
       const runs = await tableRows(page)
-      expect(runs.map((row) => row[0])).toEqual(['bad', 'ledger', 'recon'])
+      expect(runs.map((row) => row[0])).toEqual(['bad', 'ledger', 'recon', 'steps'])
       const unknown = await page.$$eval('#view td.state-unknown', (tds) =>
         tds.map((td) => td.textContent),
       )
       expect(unknown).toEqual(['1', '1'])
       const classes = await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))
-      expect(classes).toEqual(['broken', 'attention', 'attention'])
+      expect(classes).toEqual(['broken', 'attention', 'attention', ''])
       // recon: status, attempt, attempts, steps, next, unknown, submitted, planned, settled.
       const attempt = (await inspectRun(backend, 'recon')).head.attempt.attemptId
       expect(runs[2]?.slice(1)).toEqual(['open', attempt, '1', '0', '-', '1', '0', '0', '0'])
@@ -696,7 +875,7 @@ for (const target of BACKENDS) {
           'settled effects': '2',
         },
       )
-      expect(await page.textContent('#outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
+      expect(await page.textContent('#step-1-outputs')).toBe(JSON.stringify({ ok: true }, null, 2))
       expect(await timelineFailures(page, backend, 'ledger')).toEqual([])
       await shot(page, `${target.name}-run`)
       await show(page, `#/run/${ref('recon')}`, 'run')
@@ -752,6 +931,7 @@ for (const target of BACKENDS) {
       expect(await page.$$eval('#view tbody tr', (trs) => trs.map((tr) => tr.className))).toEqual([
         'broken',
         'attention',
+        '',
         '',
       ])
       await show(page, `#/run/${ref('recon')}`, 'run')
@@ -844,6 +1024,59 @@ for (const target of BACKENDS) {
       expect(await sessionFailures(page, backend, 'policy-7')).toEqual([])
       expect(await page.$$eval('#overrides tbody tr', (trs) => trs.length)).toBe(1)
       await shot(page, `${target.name}-session`)
+    })
+
+    it("a run's steps: every step's outputs, newest first, 10 a page, large ones cut with their size", async () => {
+      expect(await stepFailures(page, backend, 'steps')).toEqual([])
+      await show(page, `#/run/${ref('steps')}`, 'run')
+      expect(await page.textContent('#step-paging')).toBe(
+        `Steps ${STEP_RUN_STEPS} to ${STEP_RUN_STEPS - 9} of ${STEP_RUN_STEPS}, newest first.`,
+      )
+      expect(await page.textContent(`#step-${STEP_RUN_STEPS}-outputs`)).toMatch(/^\{"seq":12,/)
+      expect(await page.$('#steps-newer')).toBeNull()
+      await shot(page, `${target.name}-run-steps`)
+    })
+
+    it('reconciliation: an unknown effect shows as unknown, and as settled once reopening the run reconciles it', async () => {
+      const pay = {
+        retrySafe: false,
+        timeoutMs: 50,
+        reconcile: async () => ({ status: 'unknown' as const }),
+        dispatch: () => new Promise<never>(() => undefined),
+      }
+      const run = await openRun(backend, 'reconciled', { handlers: { pay } })
+      await run.effect('pay', 'e-r', { amount: 7 }).catch(() => undefined)
+      await run.close()
+      const attentionItems = () =>
+        page.$$eval('#attention li', (items) =>
+          items.map(
+            (li) => `${li.getAttribute('data-kind')} ${li.querySelector('strong')?.textContent}`,
+          ),
+        )
+      await show(page, `#/run/${ref('reconciled')}`, 'run')
+      const before = await tableRows(page, '#view table:nth-of-type(2)')
+      expect(before.map((row) => [row[0], row[2]])).toEqual([['e-r', 'unknown']])
+      await show(page, '#/overview', 'overview')
+      expect(await attentionItems()).toContain('unknown-effect reconciled / e-r')
+      // The provider says it happened: the next owner's reconciliation records it confirmed.
+      const reconcile = async () => ({ status: 'confirmed' as const, result: { paid: 7 } })
+      const resumed = await resumeRun(backend, 'reconciled', {
+        handlers: { pay: { ...pay, reconcile } },
+      })
+      await resumed.close()
+      expect((await inspectRun(backend, 'reconciled')).incomplete).toEqual([])
+      await show(page, `#/run/${ref('reconciled')}`, 'run')
+      expect(await page.textContent('#effects-none')).toBe(
+        'None: every effect is confirmed or failed.',
+      )
+      const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+      expect(fields['settled effects']).toBe('1')
+      const trail = await tableRows(page, '#view table:nth-of-type(2)')
+      const reconciled = trail.filter((row) => row[0] === 'effect_reconciled')
+      expect(reconciled).toHaveLength(1)
+      expect(reconciled[0]?.[3]).toContain('reconciler:confirmed')
+      await show(page, '#/overview', 'overview')
+      expect(await attentionItems()).not.toContain('unknown-effect reconciled / e-r')
     })
 
     it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
@@ -1095,6 +1328,21 @@ for (const target of BACKENDS) {
           (body) => ({ ...body, nextWake: '-' }),
           async (other) => {
             await expect(expectNextWake(other)).rejects.toThrow(/napper: next wake/)
+          },
+        )
+      })
+
+      it("the steps check fails on a page that drops the steps' outputs (mutant)", async () => {
+        // The render of each step's outputs, given no lines.
+        await withMutatedAsset(
+          '/app.js',
+          '-outputs`, step.outputs.lines)',
+          '-outputs`, [])',
+          {},
+          async (other) => {
+            const failures = await stepFailures(other, backend, 'steps')
+            expect(failures).toHaveLength(STEP_RUN_STEPS)
+            expect(failures.every((f) => /^step \d+: outputs shown "", stored /.test(f))).toBe(true)
           },
         )
       })

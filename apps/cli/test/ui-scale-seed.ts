@@ -2,7 +2,9 @@
  * The namespace `agent-state ui` is measured on at scale, seeded in bulk through the backend
  * and the runtime: `keys` keys `big/k-000000` … (64-byte values) and run `big` with `effects`
  * effects `e-00000` …, every even-numbered one unknown (its dispatch fails without a
- * rejection and its reconciliation cannot tell), every odd one confirmed, the run closed.
+ * rejection and its reconciliation cannot tell), every odd one confirmed, then
+ * {@link SCALE_STEPS} committed steps whose outputs are each over the run page's cut, the run
+ * closed.
  * Shared by test/ui-scale.test.ts and benchmarks/src/ui-views.ts and ui-render.ts (which import
  * it from here: the benchmarks depend on the CLI, never the other way round).
  */
@@ -21,6 +23,15 @@ export const scaleEffect = (i: number): string => `e-${pad(i, 5)}`
 /** How many of `effects` seeded effects are unknown (the even-numbered ones). */
 export const unknownOf = (effects: number): number => Math.ceil(effects / 2)
 
+/** How many steps run `big` commits (more than a page of the run's view: 10). */
+export const SCALE_STEPS = 25
+
+/**
+ * The outputs of run `big`'s step `seq`: 6,000 characters of text, over the run page's cut of
+ * a step's outputs (4 KiB), so a page of steps shows each one's first bytes and size.
+ */
+export const scaleStepOutputs = (seq: number) => ({ seq, text: `${seq}:`.padEnd(6000, 'o') })
+
 /** Seeds `backend` with `keys` keys under `big/` and run `big` of `effects` effects (above). */
 export async function seedUiScale(
   backend: Backend,
@@ -34,6 +45,10 @@ export async function seedUiScale(
   }
   await Promise.all(Array.from({ length: 16 }, putter))
   const run = await seedScaleRun(backend, sizes.effects)
+  for (let seq = 1; seq <= SCALE_STEPS; seq++)
+    await run.commitStep(`step-${seq}`, scaleStepOutputs(seq), {
+      next: seq < SCALE_STEPS ? `step-${seq + 1}` : null,
+    })
   await run.close()
 }
 

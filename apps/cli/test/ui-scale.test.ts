@@ -1,11 +1,13 @@
 /**
  * `agent-state ui` at the issue's scale: a namespace of 100,000 keys and a run with 10,000
- * effects (5,000 of them unknown), seeded in bulk on the memory backend (in process: the
- * counts, not the backend, are under test). Each view's backend operations and the bytes it
- * reads and sends are counted through a wrapper of the backend and asserted bounded (never a
- * time), and every unknown effect is found by following the run's pages. Two committed
- * mutants of the server's readers (a key page that lists the whole prefix, the run view as it
- * was, every unsettled effect read and sent) fail the same checks.
+ * effects (5,000 of them unknown) and 25 steps, seeded in bulk on the memory backend (in
+ * process: the counts, not the backend, are under test). Each view's backend operations (the
+ * key browser's page, the run's page, the overview) and the bytes it reads and sends are
+ * counted through a wrapper of the backend and asserted bounded (never a time), and every
+ * unknown effect and every step's outputs are found by following the run's pages. Five
+ * committed mutants of the server's readers (a key page that lists the whole prefix; the run
+ * view as it was, every unsettled effect read and sent; a run view that reads every step; an
+ * overview that reads every unsettled effect; one that lists them all) fail the same checks.
  *
  * Knobs: AGENT_STATE_UI_SCALE_KEYS (default 100000), AGENT_STATE_UI_SCALE_EFFECTS (default
  * 10000).
@@ -15,7 +17,14 @@ import { createMemoryBackend } from '@agent-state/memory'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { countingBackend, type BackendTally as Tally } from './ui-backend-tally.js'
 import { http, tokenCookie } from './ui-http.js'
-import { scaleEffect, scaleKey, seedUiScale, unknownOf } from './ui-scale-seed.js'
+import {
+  SCALE_STEPS,
+  scaleEffect,
+  scaleKey,
+  scaleStepOutputs,
+  seedUiScale,
+  unknownOf,
+} from './ui-scale-seed.js'
 
 const KEYS = Number(process.env.AGENT_STATE_UI_SCALE_KEYS ?? 100_000)
 const EFFECTS = Number(process.env.AGENT_STATE_UI_SCALE_EFFECTS ?? 10_000)
@@ -100,17 +109,48 @@ interface RunPage {
   counts: { effects: number; unsettled: number; exact: boolean }
   effectPage: { read: number; byState: Record<string, number>; next: string | null }
   effects: { effectId: string; state: string }[]
+  stepPage: { count: number; newest: number; oldest: number; older: number | null }
+  stepList: {
+    seq: number
+    outputs: { size: number; shownBytes: number; truncated: boolean; lines: string[] }
+  }[]
+}
+
+/**
+ * A page of run `big`'s steps, newest first from `newest`: each step's outputs are its first
+ * 4 KiB (of 6,000-odd bytes) with their size, the stored JSON's start.
+ */
+function expectStepPage(run: RunPage, newest: number): void {
+  const seqs = Array.from({ length: Math.min(10, newest) }, (_, i) => newest - i)
+  expect(
+    run.stepList.map((s) => s.seq),
+    'steps shown',
+  ).toEqual(seqs)
+  expect(run.stepPage).toMatchObject({ count: SCALE_STEPS, newest, oldest: seqs.at(-1) })
+  for (const step of run.stepList) {
+    const stored = JSON.stringify(scaleStepOutputs(step.seq))
+    expect(step.outputs, `step ${step.seq}: outputs`).toMatchObject({
+      size: Buffer.byteLength(stored),
+      shownBytes: 4096,
+      truncated: true,
+      lines: [stored.slice(0, 4096)],
+    })
+  }
 }
 
 /**
  * Run `big`'s view: one page of effect records read (at most 100 effects, one read each, and
- * the run head once for the page, as `readEffects` verifies), at most 30 listings (the page, two
+ * the run head once for the page, as `readEffects` verifies) and one page of steps (at most 10
+ * reads), at most 30 listings (the page, two
  * counts of at most 10 listings, the steps), an answer under 128 KiB; the counts are right;
- * and following the pages of `state=unknown` finds every unknown effect, each page as bounded.
+ * every step's outputs are reached by following the pages of steps, and every unknown effect
+ * by following the pages of `state=unknown`, each page as bounded.
  */
 async function expectBoundedRunPages(served: Served): Promise<void> {
   const bounded = (what: string, tally: Tally, bytes: number) => {
-    expect(tally.calls.get ?? 0, `${what}: get calls`).toBeLessThanOrEqual(100 + 3)
+    // inspectRun: the head and the newest step; readEffects: the head and 100 effects; a page
+    // of 10 steps (9 on the newest page, whose newest step inspectRun has read).
+    expect(tally.calls.get ?? 0, `${what}: get calls`).toBeLessThanOrEqual(2 + 101 + 10)
     expect(tally.calls.list ?? 0, `${what}: list calls`).toBeLessThanOrEqual(30)
     expect(tally.readBytes, `${what}: value bytes read`).toBeLessThan(512 * 1024)
     expect(bytes, `${what}: answer bytes`).toBeLessThan(128 * 1024)
@@ -128,6 +168,15 @@ async function expectBoundedRunPages(served: Served): Promise<void> {
   expect(run.settled).toBe(EFFECTS - UNKNOWN)
   expect(run.effects.length).toBe(Math.min(100, UNKNOWN))
   expect(run.effectPage.byState).toEqual({ unknown: Math.min(100, UNKNOWN) })
+  expectStepPage(run, SCALE_STEPS)
+  // The older pages of steps, followed to the first step.
+  let older = run.stepPage.older
+  while (older !== null) {
+    const { body, bytes, tally } = await served.get(`/api/run?ref=${ref('big')}&steps=${older}`)
+    bounded(`steps page from ${older}`, tally, bytes)
+    expectStepPage(body as RunPage, older)
+    older = (body as RunPage).stepPage.older
+  }
   // Every unknown effect is findable: the pages of `state=unknown`, followed to the end.
   const found = new Set<string>()
   let cursor: string | null = null
@@ -155,13 +204,24 @@ interface Overview {
 
 /**
  * The overview: run `big`'s 5,000 unknown effects are its first 10 as items and one
- * `run-needs-attention` line with their count, in an answer under 16 KiB. (Its backend reads
- * are not bounded yet: the runs view it shares with the CLI reads every unsettled effect.)
+ * `run-needs-attention` line with their count, in an answer under 16 KiB, from at most 22
+ * reads whatever the run's size (the runs row of `big`, runtime `summarizeRun`: its head, its
+ * newest step and its first 20 unsettled effects; the namespace has no session, worker or
+ * daemon). The row counts the run's effects by state from key listings (keys only, 1,000 an
+ * answer): its effects, its open markers and its unknown index, so those listings, and only
+ * they, grow with the run: 6 + 10 + 5 + 5 listings at 10,000 effects (5,000 unknown).
  */
 async function expectBoundedOverview(served: Served): Promise<void> {
-  const { body, bytes } = await served.get('/api/overview')
+  const { body, bytes, tally } = await served.get('/api/overview')
   const { attention } = body as Overview
   expect(bytes, 'overview: answer bytes').toBeLessThan(16 * 1024)
+  expect(tally.calls.get ?? 0, 'overview: get calls').toBeLessThanOrEqual(22)
+  expect(tally.readBytes, 'overview: value bytes read').toBeLessThan(64 * 1024)
+  const listings = 6 + Math.ceil(EFFECTS / 1000) + 2 * Math.ceil(UNKNOWN / 1000)
+  expect(tally.calls.list ?? 0, 'overview: list calls').toBeLessThanOrEqual(listings)
+  expect(tally.listed, 'overview: entries listed').toBeLessThanOrEqual(
+    EFFECTS + 2 * UNKNOWN + SCALE_STEPS,
+  )
   const unknown = attention.filter((a) => a.kind === 'unknown-effect')
   expect(unknown.map((a) => a.subject)).toEqual(
     Array.from({ length: Math.min(10, UNKNOWN) }, (_, i) => `big / ${scaleEffect(2 * i)}`),
@@ -227,6 +287,33 @@ describe('agent-state ui at scale: the checks catch unbounded readers (mutants)'
       }),
       expectBoundedRunPages,
       /run page: get calls/,
+    ],
+    [
+      'the run view reading every step, then showing its page of steps',
+      (real) => ({
+        runDetail: async (b, runId, page) => {
+          const { inspectRun } = await import('@agent-state/runtime')
+          const { readStep } = await import('@agent-state/runtime/internal')
+          const view = await inspectRun(b, runId)
+          for (let seq = 1; seq <= view.steps; seq++)
+            await readStep(b, runId, seq, view.head.attempt.token)
+          return real.runDetail(b, runId, page)
+        },
+      }),
+      expectBoundedRunPages,
+      /run page: get calls/,
+    ],
+    [
+      'an overview reading every unsettled effect of a run (the runs rows as they were)',
+      (real) => ({
+        overview: async (b, info, now) => {
+          const { inspectRun } = await import('@agent-state/runtime')
+          await inspectRun(b, 'big')
+          return real.overview(b, info, now)
+        },
+      }),
+      expectBoundedOverview,
+      /overview: get calls/,
     ],
     [
       'an overview listing every unknown effect',

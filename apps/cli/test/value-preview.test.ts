@@ -1,9 +1,20 @@
 /** The UI's value preview (a pure function): how each kind of value is shown, and cut. */
 import { describe, expect, it } from 'vitest'
 import { isLoopbackHost } from '../src/ui/ui-server.js'
-import { PREVIEW_BYTES, previewValue } from '../src/ui/value-preview.js'
+import {
+  PRETTY_MAX_DEPTH,
+  PREVIEW_BYTES,
+  previewValue,
+  type ValuePreview,
+} from '../src/ui/value-preview.js'
 
 const bytes = (text: string) => new TextEncoder().encode(text)
+
+/** A preview's lines hold at most 8 characters per byte of the value, plus a line's worth. */
+function expectShownNearItsSize(preview: ValuePreview, size: number): void {
+  const shown = preview.lines.reduce((sum, line) => sum + line.length + 1, 0)
+  expect(shown, 'shown characters').toBeLessThanOrEqual(8 * size + 80)
+}
 
 describe('previewValue', () => {
   it('pretty-prints JSON, escaping control and bidi characters line by line', () => {
@@ -39,6 +50,22 @@ describe('previewValue', () => {
     expect(preview).toMatchObject({ kind: 'text', size: value.length, truncated: true })
     expect(preview.shownBytes).toBe(PREVIEW_BYTES)
     expect(preview.lines).toEqual([`a${'é'.repeat((PREVIEW_BYTES - 2) / 2)}`])
+  })
+
+  it('pretty-prints JSON nested up to its depth limit; deeper JSON is its text, not megabytes of indentation', () => {
+    const nested = (depth: number) => bytes(`${'['.repeat(depth)}${']'.repeat(depth)}`)
+    expect(previewValue(64, nested(PRETTY_MAX_DEPTH)).kind).toBe('json')
+    const deep = nested(300)
+    const preview = previewValue(deep.length, deep)
+    expect(preview.kind).toBe('text')
+    expectShownNearItsSize(preview, deep.length)
+  })
+
+  it('the depth check fails on a preview that pretty-prints any depth (mutant)', () => {
+    const deep = bytes(`${'['.repeat(300)}${']'.repeat(300)}`)
+    const mutant = previewValue(deep.length, deep, PREVIEW_BYTES, Number.POSITIVE_INFINITY)
+    expect(mutant.kind).toBe('json')
+    expect(() => expectShownNearItsSize(mutant, deep.length)).toThrow(/shown characters/)
   })
 
   it('reads nothing of a value over the read limit: only its size', () => {

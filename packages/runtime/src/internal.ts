@@ -24,6 +24,7 @@ export {
   RUN_RECORD_SCHEMA_VERSION,
   type RunRecordKind,
 } from './run/run-codec.js'
+export { readStep } from './run/run-steps.js'
 export {
   decodeHandoffEnvelope,
   HANDOFF_KEY,

@@ -4,6 +4,7 @@ import { guarded, withBackend } from '../command-runner.js'
 import { addBackendOptions, type BackendFlags } from '../common-options.js'
 import { CliError, EXIT, type ExitCode } from '../exit-codes.js'
 import { errLine, outLine } from '../output.js'
+import { openInBrowser } from './browser-opener.js'
 import { isOperatorName } from './ui-actions.js'
 import { isLoopbackHost, startUiServer } from './ui-server.js'
 
@@ -14,6 +15,7 @@ export interface UiFlags extends BackendFlags {
   readonly allowNonLoopback?: boolean
   readonly allowActions?: boolean
   readonly operator?: string
+  readonly open?: boolean
 }
 
 /** The operator of `--allow-actions`, checked; `undefined` when actions are off. */
@@ -69,6 +71,7 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
       'let the page resolve effects, close suspended workers and quarantine records (each audited)',
     )
     .option('--operator <name>', 'who acts, with --allow-actions: recorded in every audit entry')
+    .option('--open', 'open the address in a browser ($BROWSER, else xdg-open or open)')
   addBackendOptions(command).action(async (positional: string | undefined, flags: UiFlags) => {
     const url = positional ?? flags.url ?? DEFAULT_BACKEND_URL
     setCode(
@@ -110,6 +113,14 @@ export function addUiCommand(program: Command, setCode: (code: ExitCode) => void
           )
           await outLine(`  open ${server.url}`)
           await outLine('  Ctrl-C stops it')
+          // Only when asked: the token is in the address, and the operator picks the browser.
+          if (flags.open === true) {
+            const failed = await openInBrowser(server.url)
+            if (failed !== null)
+              errLine(
+                `agent-state ui: could not open a browser (${escapeForDisplay(failed)}); open the address above`,
+              )
+          }
           await stopRequested()
           await server.close()
           return EXIT.OK

@@ -18,6 +18,7 @@ import {
   handoffKey,
   RUNS_PREFIX,
   readMarker,
+  readStep,
   runOpenPrefix,
   sessionDataPrefix,
   workerSnapshotKey,
@@ -383,15 +384,78 @@ function withoutOpenMarkers(backend: Backend, runId: string): Backend {
   })
 }
 
-/** Which page of a run's unsettled effects to show: after `cursor`, only `state` if given. */
+/**
+ * Which page of a run's unsettled effects to show (after `cursor`, only `state` if given),
+ * and of its steps (`steps`: the newest step of the page; the run's newest when absent).
+ */
 export interface EffectPage {
   readonly cursor?: string
   readonly state?: string
+  readonly steps?: number
+}
+
+/** Committed steps shown per page of a run's view, newest first (each one record read). */
+export const STEP_PAGE_SIZE = 10
+
+/**
+ * Bytes of a step's outputs (as stored, compact JSON) shown at most; a larger output shows
+ * its first bytes and its size, so a page of steps is at most {@link STEP_PAGE_SIZE} of these.
+ */
+export const STEP_OUTPUT_PREVIEW_BYTES = 4 * 1024
+
+/**
+ * One page of a run's committed steps, newest first: steps `newest` down to
+ * `newest - STEP_PAGE_SIZE + 1` (not below 1), each read and verified by the runtime
+ * (`readStep`, against the run's newest attempt token) except the run's last step, which
+ * `inspectRun` has read already. Step keys are numbered 1..n without a gap (the runtime
+ * refuses a run with one), so a page needs no listing: its keys are known.
+ */
+async function stepPage(
+  backend: Backend,
+  view: Awaited<ReturnType<typeof inspectRun>>,
+  asked: number | undefined,
+) {
+  const count = view.steps
+  const newest = Math.max(0, Math.min(count, asked ?? count))
+  const oldest = Math.max(1, newest - STEP_PAGE_SIZE + 1)
+  const seqs: number[] = []
+  for (let seq = newest; seq >= oldest && seq > 0; seq--) seqs.push(seq)
+  const token = view.head.attempt.token
+  const records = await Promise.all(
+    seqs.map((seq) =>
+      seq === view.lastStep?.seq ? view.lastStep : readStep(backend, view.head.runId, seq, token),
+    ),
+  )
+  const encoder = new TextEncoder()
+  return {
+    page: {
+      size: STEP_PAGE_SIZE,
+      count,
+      newest,
+      oldest: seqs.length === 0 ? 0 : oldest,
+      older: oldest > 1 ? oldest - 1 : null,
+      newer: newest < count ? Math.min(count, newest + STEP_PAGE_SIZE) : null,
+    },
+    steps: records.map((step, i) => {
+      if (step === null) return { seq: seqs[i], missing: true }
+      const stored = encoder.encode(JSON.stringify(step.outputs))
+      return {
+        seq: step.seq,
+        step: step.step,
+        next: step.next,
+        attemptId: step.attemptId,
+        committedAt: step.committedAt,
+        outputs: previewValue(stored.length, stored, STEP_OUTPUT_PREVIEW_BYTES),
+      }
+    }),
+  }
 }
 
 /**
- * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position
- * and last committed step, and one page of its unsettled effects ({@link EFFECT_PAGE_SIZE}
+ * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position,
+ * one page of its committed steps with their outputs ({@link STEP_PAGE_SIZE}, newest first,
+ * each output cut at {@link STEP_OUTPUT_PREVIEW_BYTES}; `page.steps` picks an older page),
+ * and one page of its unsettled effects ({@link EFFECT_PAGE_SIZE}
  * open markers, each effect's verified record read with `readEffects`, the run head once), with their transition
  * histories, unknown first within the page, and only those in `page.state` when it is given;
  * `effectsNext` continues. So every unknown effect is found by following the pages, and no
@@ -438,6 +502,7 @@ export async function runDetail(backend: Backend, runId: string, page: EffectPag
         (a.effectId < b.effectId ? -1 : 1),
     )
   const { head } = view
+  const steps = await stepPage(backend, view, page.steps)
   return forDisplay({
     runId,
     status: head.status,
@@ -445,16 +510,9 @@ export async function runDetail(backend: Backend, runId: string, page: EffectPag
     createdAt: head.createdAt,
     updatedAt: head.updatedAt,
     steps: view.steps,
-    lastStep:
-      view.lastStep === null
-        ? null
-        : {
-            seq: view.lastStep.seq,
-            step: view.lastStep.step,
-            next: view.lastStep.next,
-            committedAt: view.lastStep.committedAt,
-            outputs: jsonLines(view.lastStep.outputs),
-          },
+    next: view.lastStep?.next ?? null,
+    stepPage: steps.page,
+    stepList: steps.steps,
     // Exact when both counts are; otherwise the run's page says "at least".
     settled: Math.max(0, total.count - open.count),
     counts: {

@@ -359,9 +359,12 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
       if (url.pathname === '/api/worker') return workerDetail(backend, id)
       const cursor = param('effects')
       const state = param('state')
+      // The newest step of the page of steps asked for: a positive integer, else the newest.
+      const steps = /^[1-9]\d{0,9}$/.test(param('steps') ?? '') ? Number(param('steps')) : null
       return runDetail(backend, id, {
         ...(cursor === null ? {} : { cursor: textOfRef(cursor) }),
         ...(state === null ? {} : { state }),
+        ...(steps === null ? {} : { steps }),
       })
     }
     const view = /^\/api\/view\/([a-z]+)$/.exec(url.pathname)?.[1]

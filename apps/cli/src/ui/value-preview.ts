@@ -22,6 +22,20 @@ export interface ValuePreview {
 
 const HEX_WIDTH = 16
 
+/**
+ * The deepest JSON a preview pretty-prints: each level indents every line below it, so a
+ * 16 KiB value of nested arrays would print as hundreds of megabytes; deeper JSON is shown as
+ * the text it is.
+ */
+export const PRETTY_MAX_DEPTH = 32
+
+/** Whether `value` nests deeper than `limit` arrays and objects. */
+function deeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  if (limit === 0) return true
+  return Object.values(value).some((child) => deeperThan(child, limit - 1))
+}
+
 function hexLines(bytes: Uint8Array): string[] {
   const lines: string[] = []
   for (let at = 0; at < bytes.length; at += HEX_WIDTH) {
@@ -43,13 +57,20 @@ function textLines(text: string): string[] {
 /**
  * The preview of a value of `size` bytes whose first bytes are `bytes` (`null`: not read,
  * because it is over {@link PREVIEW_READ_LIMIT_BYTES}). A whole value that is valid UTF-8 JSON
- * is pretty-printed; valid UTF-8 is text; anything else is hex. A value over
- * {@link PREVIEW_BYTES} shows its first bytes, as text when they decode, and says so.
+ * is pretty-printed (unless it nests deeper than `maxDepth`, {@link PRETTY_MAX_DEPTH} unless
+ * told); valid UTF-8 is text; anything else is hex. A value over `limit` bytes
+ * ({@link PREVIEW_BYTES} unless told) shows its first bytes, as text when they decode, and
+ * says so.
  */
-export function previewValue(size: number, bytes: Uint8Array | null): ValuePreview {
+export function previewValue(
+  size: number,
+  bytes: Uint8Array | null,
+  limit = PREVIEW_BYTES,
+  maxDepth = PRETTY_MAX_DEPTH,
+): ValuePreview {
   if (bytes === null) return { kind: 'not-read', size, shownBytes: 0, truncated: true, lines: [] }
-  const truncated = bytes.length > PREVIEW_BYTES
-  const shown = truncated ? bytes.subarray(0, PREVIEW_BYTES) : bytes
+  const truncated = bytes.length > limit
+  const shown = truncated ? bytes.subarray(0, limit) : bytes
   let text: string | null
   try {
     // A cut through a multi-byte character at the end is not an error: `stream` keeps it back.
@@ -63,6 +84,7 @@ export function previewValue(size: number, bytes: Uint8Array | null): ValuePrevi
   if (!truncated) {
     try {
       const parsed: unknown = JSON.parse(text)
+      if (deeperThan(parsed, maxDepth)) throw new Error('too deep to pretty-print')
       return {
         kind: 'json',
         size,
@@ -71,7 +93,7 @@ export function previewValue(size: number, bytes: Uint8Array | null): ValuePrevi
         lines: textLines(JSON.stringify(parsed, null, 2)),
       }
     } catch {
-      // Not JSON: shown as text.
+      // Not JSON, or too deep to pretty-print: shown as text.
     }
   }
   return { kind: 'text', size, shownBytes: shown.length, truncated, lines: textLines(text) }

@@ -278,16 +278,20 @@ async function keysView(params) {
   ]
 }
 
+/** What a value preview from the server is: its kind and size, and how much of it is shown. */
+function previewText(p) {
+  return p === null
+    ? 'no value'
+    : p.kind === 'not-read'
+      ? `${p.size} bytes: over the preview's read limit, not read`
+      : `${p.kind}, ${p.truncated ? `first ${p.shownBytes} of ${p.size} bytes shown` : `${p.size} bytes`}`
+}
+
 async function keyView(ref) {
   const k = await api(`/api/key?ref=${encodeURIComponent(ref)}`)
   const p = k.preview
   const m = k.meta
-  const described =
-    p === null
-      ? 'no value'
-      : p.kind === 'not-read'
-        ? `${p.size} bytes: over the preview's read limit, not read`
-        : `${p.kind}, ${p.truncated ? `first ${p.shownBytes} of ${p.size} bytes shown` : `${p.size} bytes`}`
+  const described = previewText(p)
   return [
     el('h1', {}, 'Key'),
     el('p', {}, el('code', { id: 'key-name' }, k.key.name)),
@@ -404,7 +408,7 @@ const TL = { left: 170, width: 640, row: 22, top: 26 }
 
 /**
  * The run's timeline: one row for the run's audit trail (creation, each attempt, each
- * operator resolution), one for its last committed step, and one per unsettled effect with
+ * operator resolution), one per committed step of the page of steps, and one per unsettled effect with
  * each transition, on one time axis from the first recorded time to the last. Each mark
  * carries its recorded time (`data-at`), so the page can be checked against the records.
  */
@@ -415,11 +419,12 @@ function timeline(r) {
       marks: r.audit.map((a) => ({ at: a.at, kind: a.event, what: a.event })),
     },
   ]
-  if (r.lastStep !== null)
-    rows.push({
-      label: `step #${r.lastStep.seq}`,
-      marks: [{ at: r.lastStep.committedAt, kind: 'step', what: `${r.lastStep.step} committed` }],
-    })
+  for (const step of r.stepList)
+    if (!step.missing)
+      rows.push({
+        label: `step #${step.seq}`,
+        marks: [{ at: step.committedAt, kind: 'step', what: `${step.step} committed` }],
+      })
   for (const e of r.effects)
     rows.push({
       label: `effect ${e.effectId}`,
@@ -535,9 +540,60 @@ function effectPaging(ref, r) {
   ]
 }
 
+/**
+ * A page of the run's committed steps, newest first, each with its outputs (pretty-printed
+ * JSON, or its first bytes and size when large), and links to the newer and older pages
+ * (`?steps=<newest seq of the page>`, the effects' paging kept).
+ */
+function stepSection(ref, r, params) {
+  const at = (newest) => {
+    const query = new URLSearchParams(params)
+    if (newest === null) query.delete('steps')
+    else query.set('steps', String(newest))
+    return `#/run/${ref}${query.size === 0 ? '' : `?${query}`}`
+  }
+  const p = r.stepPage
+  if (p.count === 0) return [el('p', { class: 'note', id: 'steps-none' }, 'No step committed.')]
+  const links = []
+  if (p.newer !== null)
+    links.push(
+      el('a', { id: 'steps-newest', href: at(null) }, 'Newest steps'),
+      ' ',
+      el('a', { id: 'steps-newer', href: at(p.newer) }, 'Newer steps'),
+    )
+  if (p.older !== null)
+    links.push(
+      links.length > 0 ? ' ' : null,
+      el('a', { id: 'steps-older', href: at(p.older) }, 'Older steps'),
+    )
+  return [
+    el('p', { id: 'step-paging' }, `Steps ${p.newest} to ${p.oldest} of ${p.count}, newest first.`),
+    links.length > 0 ? el('p', {}, ...links) : null,
+    ...r.stepList.map((step) =>
+      step.missing
+        ? el(
+            'p',
+            { class: 'note attention', id: `step-${step.seq}` },
+            `#${step.seq}: gone since the run was read`,
+          )
+        : el(
+            'div',
+            { class: 'step', id: `step-${step.seq}` },
+            el('h3', {}, `#${step.seq} ${step.step}`),
+            el(
+              'p',
+              { id: `step-${step.seq}-meta` },
+              `committed at ${step.committedAt} by attempt ${step.attemptId}; next: ${step.next ?? '- (the end)'}; outputs: ${previewText(step.outputs)}`,
+            ),
+            lines(`step-${step.seq}-outputs`, step.outputs.lines),
+          ),
+    ),
+  ]
+}
+
 async function runView(ref, params) {
   const query = new URLSearchParams({ ref })
-  for (const name of ['effects', 'state']) {
+  for (const name of ['effects', 'state', 'steps']) {
     const value = params.get(name)
     if (value !== null) query.set(name, value)
   }
@@ -566,7 +622,7 @@ async function runView(ref, params) {
         ['attempt', `${r.attempt.id} (holder ${r.attempt.holder})`],
         ['attempts', String(r.attempt.count)],
         ['steps', String(r.steps)],
-        ['next', r.lastStep?.next ?? '-'],
+        ['next', r.next ?? '-'],
         ['settled effects', String(r.settled)],
         ['created', r.createdAt],
         ['updated', r.updatedAt],
@@ -586,15 +642,8 @@ async function runView(ref, params) {
           )
         : el('p', { class: 'note', id: 'effects-none-here' }, 'None on this page.'),
     resolvePanel(ref, r),
-    el('h2', {}, 'Last step'),
-    r.lastStep === null
-      ? el('p', { class: 'note' }, 'No step committed.')
-      : el(
-          'div',
-          {},
-          el('p', {}, `#${r.lastStep.seq} ${r.lastStep.step} at ${r.lastStep.committedAt}`),
-          lines('outputs', r.lastStep.outputs),
-        ),
+    el('h2', {}, 'Steps and their outputs'),
+    ...stepSection(ref, r, params),
     el('h2', {}, 'Audit trail'),
     table(
       ['event', 'at', 'attempt', 'detail'],
