@@ -11,17 +11,18 @@ export default packageConfig({
     // wait on child processes and servers. Set AGENT_STATE_TEST_WORKERS=1 for one file at a
     // time (a heavily loaded machine).
     maxWorkers: Number(process.env.AGENT_STATE_TEST_WORKERS ?? 2),
-    // The longest files first (seconds in the 2026-12-02 clean-clone run, four files of the whole
-    // run at once: copy 360, verify-servers 357, verify 195, ui-browser 46, demo 43, usage-errors
-    // 31), so that no long file starts last.
+    // The longest files first (seconds in the 2026-12-03 clean-clone run, four package suites of
+    // the whole run at once: copy 549, verify-servers 473, verify 277, ui-browser 117, demo 59,
+    // readme 32, usage-errors 26), so that no long file starts last.
     sequence: {
       sequencer: longestFirst([
         'test/copy.test.ts',
         'test/verify-servers.test.ts',
         'test/verify.test.ts',
+        'test/ui-browser.test.ts',
         'test/demo.test.ts',
-        'test/usage-errors.test.ts',
         'test/readme.test.ts',
+        'test/usage-errors.test.ts',
         'test/third-party-module.test.ts',
       ]),
     },

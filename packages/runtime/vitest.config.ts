@@ -10,21 +10,23 @@ export default packageConfig({
     // room for a second file, and CI's budget needs it (535 s one at a time). Set
     // AGENT_STATE_TEST_WORKERS=1 to run one file at a time (a heavily loaded machine).
     maxWorkers: Number(process.env.AGENT_STATE_TEST_WORKERS ?? 2),
-    // The longest files first (seconds in the 2026-12-02 clean-clone run, four files of the whole
-    // run at once), so that none starts last.
+    // The longest files first (seconds in the 2026-12-03 clean-clone run, four package suites of
+    // the whole run at once), so that none starts last. wake-kill-cycles runs the counts
+    // since (1,000 wakes, 20 SIGKILLs per backend: about 85 s alone).
     sequence: {
       sequencer: longestFirst([
-        'test/run-crash.test.ts', // 207
-        'test/daemon-queue-crash.test.ts', // 130
-        'test/daemon-queue-crash-s3.test.ts', // 86
-        'test/daemon-queue-crash-native.test.ts', // new (26 s alone at load 6, 102 s at load 11)
-        'test/daemon-queue.test.ts', // 42 before both paths ran (58 s at load 11 after)
-        'test/worker-lifecycle.test.ts', // 52
-        'test/run-two-process.test.ts', // 33
-        'test/two-process.test.ts', // 24
-        'test/run-integrity.test.ts', // 22
-        'test/readme.test.ts', // 21
-        'test/run.test.ts', // 20
+        'test/run-crash.test.ts', // 285
+        'test/daemon-queue-crash.test.ts', // 267
+        'test/daemon-queue-crash-s3.test.ts', // 88
+        'test/wake-kill-cycles.test.ts', // 54 at the old counts, ~85 at the issue's
+        'test/run-integrity.test.ts', // 70
+        'test/readme.test.ts', // 65
+        'test/worker-lifecycle.test.ts', // 60
+        'test/two-process.test.ts', // 51
+        'test/readme-example.test.ts', // 51
+        'test/daemon-queue.test.ts', // 50
+        'test/run-two-process.test.ts', // 48
+        'test/daemon-queue-crash-native.test.ts', // 37 (native on Redis and SQLite)
       ]),
     },
   },
