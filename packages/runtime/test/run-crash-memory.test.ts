@@ -24,7 +24,10 @@ import { type Provider, paymentHandler, startProvider } from './provider.js'
 const CYCLES = LEDGER_CRASH_CYCLES
 const BOUNDARIES = ['before-dispatch', 'before-ack', 'before-record', 'during-write'] as const
 const EFFECT_IDS = ['e1', 'e2', 'e3'] as const
-const TTL_MS = 150
+// Long on purpose: the test moves the backends' clock past it instead of waiting, and a
+// short lease expired under a loaded CI host before the owner reached its crash (150 ms did:
+// the owner lost its lease at e1 and the cycle waited for a crash that never came).
+const TTL_MS = 30_000
 const never = new Promise<never>(() => undefined)
 
 let provider: Provider
@@ -100,8 +103,12 @@ describe('simulated crashes at every effect boundary on memory', () => {
         })
       }
       const first = await openRun(owner, runId, { handlers: dying, leaseTtlMs: TTL_MS })
-      void workflow(first)
-      await crash
+      // The dead owner's workflow never settles once it crashed; if it settles before (it
+      // failed, or finished without reaching the boundary), the cycle fails here at once.
+      const dead = workflow(first).then(() => {
+        throw new Error(`${runId}: the first owner finished without reaching ${boundary}`)
+      })
+      await Promise.race([crash, dead])
       // Let what the dead owner had in flight land (or not), then let its leases lapse.
       await new Promise((resolve) => setTimeout(resolve, 10))
       skipped += TTL_MS + 50
