@@ -1037,46 +1037,60 @@ for (const target of BACKENDS) {
       await shot(page, `${target.name}-run-steps`)
     })
 
-    it('reconciliation: an unknown effect shows as unknown, and as settled once reopening the run reconciles it', async () => {
+    /**
+     * Run `runId`'s effect `e-r`, left unknown (its dispatch hangs past its timeout and its
+     * reconciler cannot tell), is shown on `view` as unknown on the run's page and in the
+     * overview's attention list; once the next owner's reconciliation confirms it, as settled,
+     * with the audit entry, and gone from the attention list.
+     */
+    const expectReconciliationShown = async (view: Page, runId: string): Promise<void> => {
       const pay = {
         retrySafe: false,
         timeoutMs: 50,
         reconcile: async () => ({ status: 'unknown' as const }),
         dispatch: () => new Promise<never>(() => undefined),
       }
-      const run = await openRun(backend, 'reconciled', { handlers: { pay } })
+      const run = await openRun(backend, runId, { handlers: { pay } })
       await run.effect('pay', 'e-r', { amount: 7 }).catch(() => undefined)
       await run.close()
       const attentionItems = () =>
-        page.$$eval('#attention li', (items) =>
+        view.$$eval('#attention li', (items) =>
           items.map(
             (li) => `${li.getAttribute('data-kind')} ${li.querySelector('strong')?.textContent}`,
           ),
         )
-      await show(page, `#/run/${ref('reconciled')}`, 'run')
-      const before = await tableRows(page, '#view table:nth-of-type(2)')
-      expect(before.map((row) => [row[0], row[2]])).toEqual([['e-r', 'unknown']])
-      await show(page, '#/overview', 'overview')
-      expect(await attentionItems()).toContain('unknown-effect reconciled / e-r')
+      await show(view, `#/run/${ref(runId)}`, 'run')
+      const before = await tableRows(view, '#view table:nth-of-type(2)')
+      expect(
+        before.map((row) => [row[0], row[2]]),
+        'before reconciliation: the effect shown',
+      ).toEqual([['e-r', 'unknown']])
+      await show(view, '#/overview', 'overview')
+      expect(await attentionItems()).toContain(`unknown-effect ${runId} / e-r`)
       // The provider says it happened: the next owner's reconciliation records it confirmed.
       const reconcile = async () => ({ status: 'confirmed' as const, result: { paid: 7 } })
-      const resumed = await resumeRun(backend, 'reconciled', {
+      const resumed = await resumeRun(backend, runId, {
         handlers: { pay: { ...pay, reconcile } },
       })
       await resumed.close()
-      expect((await inspectRun(backend, 'reconciled')).incomplete).toEqual([])
-      await show(page, `#/run/${ref('reconciled')}`, 'run')
-      expect(await page.textContent('#effects-none')).toBe(
-        'None: every effect is confirmed or failed.',
-      )
-      const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+      expect((await inspectRun(backend, runId)).incomplete).toEqual([])
+      await show(view, `#/run/${ref(runId)}`, 'run')
+      expect(
+        await view.$eval('#view', (v) => v.querySelector('#effects-none')?.textContent ?? null),
+        'after reconciliation: no unsettled effect shown',
+      ).toBe('None: every effect is confirmed or failed.')
+      const fields = Object.fromEntries(await tableRows(view, '#view table:nth-of-type(1)'))
       expect(fields['settled effects']).toBe('1')
-      const trail = await tableRows(page, '#view table:nth-of-type(2)')
+      const trail = await tableRows(view, '#view table:nth-of-type(2)')
       const reconciled = trail.filter((row) => row[0] === 'effect_reconciled')
       expect(reconciled).toHaveLength(1)
       expect(reconciled[0]?.[3]).toContain('reconciler:confirmed')
-      await show(page, '#/overview', 'overview')
-      expect(await attentionItems()).not.toContain('unknown-effect reconciled / e-r')
+      await show(view, '#/overview', 'overview')
+      expect(await attentionItems()).not.toContain(`unknown-effect ${runId} / e-r`)
+    }
+
+    it('reconciliation: an unknown effect shows as unknown, and as settled once reopening the run reconciles it', async () => {
+      await expectReconciliationShown(page, 'reconciled')
     })
 
     it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
@@ -1319,6 +1333,24 @@ for (const target of BACKENDS) {
         } finally {
           await cut.close()
         }
+      })
+
+      it('the reconciliation check fails on a server that shows a run as it first read it (mutant)', async () => {
+        // The mutant: the server's run answer kept from its first read of each run, so the
+        // reconciled effect stays unknown on the run's page.
+        const first = new Map<unknown, Record<string, unknown>>()
+        await withMutatedAnswer(
+          'run',
+          (body) => {
+            if (!first.has(body.runId)) first.set(body.runId, body)
+            return first.get(body.runId) as Record<string, unknown>
+          },
+          async (other) => {
+            await expect(expectReconciliationShown(other, 'reconciled-mutant')).rejects.toThrow(
+              /after reconciliation: no unsettled effect shown/,
+            )
+          },
+        )
       })
 
       it('the next-wake check fails on a server that shows no wake (mutant)', async () => {
