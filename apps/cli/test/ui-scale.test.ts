@@ -4,13 +4,19 @@
  * process: the counts, not the backend, are under test). Each view's backend operations (the
  * key browser's page, the run's page, the overview) and the bytes it reads and sends are
  * counted through a wrapper of the backend and asserted bounded (never a time), and every
- * unknown effect and every step's outputs are found by following the run's pages. Five
- * committed mutants of the server's readers (a key page that lists the whole prefix; the run
- * view as it was, every unsettled effect read and sent; a run view that reads every step; an
- * overview that reads every unsettled effect; one that lists them all) fail the same checks.
+ * unknown effect and every step's outputs are found by following the run's pages. The
+ * overview and the run's page must ask the same calls of the backend as on a namespace whose
+ * run has 250 effects (their cost does not grow with the run), and a run of 1,500 steps has
+ * its newest step found by one listing and a search by key. Committed mutants of the server's
+ * readers (a key page that lists the whole prefix; the run view as it was, every unsettled
+ * effect read and sent; a run view that reads every step; a run view that counts by listing
+ * every effect key; an overview that reads every unsettled effect; one whose runs rows list
+ * every key of the run, as the `runs` command's exact rows do; one that lists every unknown
+ * effect; a run head that lists every step key; one that stops at the listed steps) fail
+ * the same checks.
  *
  * Knobs: AGENT_STATE_UI_SCALE_KEYS (default 100000), AGENT_STATE_UI_SCALE_EFFECTS (default
- * 10000).
+ * 10000), AGENT_STATE_UI_SCALE_STEPS (default 1500).
  */
 import type { Backend } from '@agent-state/core'
 import { createMemoryBackend } from '@agent-state/memory'
@@ -22,6 +28,7 @@ import {
   scaleEffect,
   scaleKey,
   scaleStepOutputs,
+  seedStepsRun,
   seedUiScale,
   unknownOf,
 } from './ui-scale-seed.js'
@@ -37,6 +44,8 @@ const UNKNOWN = unknownOf(EFFECTS)
 const SMALL_EFFECTS = 250
 /** Keys the views list at most under each of a run's prefixes (`RUN_GLANCE_LISTED`). */
 const COUNTED = 1000
+/** Steps of run `long`: more than the one listing of step keys a run's view makes (1,000). */
+const LONG_STEPS = Number(process.env.AGENT_STATE_UI_SCALE_STEPS ?? 1500)
 
 const ref = (text: string) => Buffer.from(text, 'utf8').toString('base64url')
 
@@ -261,19 +270,50 @@ async function expectSizeFree(small: Served, large: Served): Promise<void> {
   }
 }
 
+/**
+ * Run `long`'s page (steps past the one listing of 1,000 step keys): its position and its
+ * newest page of steps are right, from at most 4 listings (none of them a second page of
+ * steps), a search of at most 2·log2(n) `head` lookups and 12 reads (the head twice, the
+ * newest step, 9 more steps); the page of steps that crosses the listed ones is right too.
+ */
+async function expectLongRunFound(served: Served): Promise<void> {
+  const { body, tally } = await served.get(`/api/run?ref=${ref('long')}`)
+  const run = body as RunPage & { steps: number; next: string | null }
+  expect(run.steps, 'long run: steps').toBe(LONG_STEPS)
+  expect(run.next).toBeNull()
+  expect(
+    run.stepList.map((s) => s.seq),
+    'long run: steps shown',
+  ).toEqual(Array.from({ length: 10 }, (_, i) => LONG_STEPS - i))
+  expect(tally.calls.list ?? 0, 'long run page: list calls').toBeLessThanOrEqual(4)
+  expect(tally.listed, 'long run page: entries listed').toBeLessThanOrEqual(COUNTED)
+  expect(tally.calls.head ?? 0, 'long run page: head calls').toBeLessThanOrEqual(
+    2 * Math.ceil(Math.log2(LONG_STEPS)),
+  )
+  expect(tally.calls.get ?? 0, 'long run page: get calls').toBeLessThanOrEqual(12)
+  const across = await served.get(`/api/run?ref=${ref('long')}&steps=${COUNTED + 5}`)
+  expect((across.body as RunPage).stepList.map((s) => s.seq)).toEqual(
+    Array.from({ length: 10 }, (_, i) => COUNTED + 5 - i),
+  )
+}
+
 let backend: Backend
 let small: Backend
+let long: Backend
 
 beforeAll(async () => {
   backend = createMemoryBackend({ namespace: 'ui-scale' })
   small = createMemoryBackend({ namespace: 'ui-scale-small' })
+  long = createMemoryBackend({ namespace: 'ui-scale-long' })
   await seedUiScale(backend, { keys: KEYS, effects: EFFECTS })
   await seedUiScale(small, { keys: 0, effects: SMALL_EFFECTS })
+  await seedStepsRun(long, 'long', LONG_STEPS)
 }, 120_000)
 
 afterAll(async () => {
   await backend?.close()
   await small?.close()
+  await long?.close()
 })
 
 /** The server over the large namespace and over the small one. */
@@ -315,6 +355,63 @@ describe(`agent-state ui at scale (${KEYS} keys, a run of ${EFFECTS} effects)`, 
       await expectSizeFree(both.small, both.large)
     })
   })
+})
+
+describe(`agent-state ui on a run of ${LONG_STEPS} steps`, () => {
+  it('finds its newest step by one listing and a search by key, not by listing every step', async () => {
+    const { startUiServer } = await import('../src/ui/ui-server.js')
+    const served = await serve(startUiServer, long)
+    try {
+      await expectLongRunFound(served)
+    } finally {
+      await served.close()
+    }
+  })
+
+  type Runtime = typeof import('@agent-state/runtime')
+  const MUTANTS: [string, (real: Runtime) => Runtime['inspectRunHead'], RegExp][] = [
+    [
+      'a run head found as inspectRun finds it (every step key listed)',
+      (real) => async (b, runId) => {
+        const { incomplete: _, ...view } = await real.inspectRun(b, runId)
+        return view
+      },
+      /long run page: list calls/,
+    ],
+    [
+      'a run head that takes the listed page of steps for all of them (no search)',
+      (real) => async (b, runId) => {
+        const { readStep, runStepsPrefix } = await import('@agent-state/runtime/internal')
+        const view = await real.inspectRunHead(b, runId)
+        const page = await b.list({ prefix: runStepsPrefix(runId), limit: COUNTED })
+        const count = page.entries.length
+        const lastStep = await readStep(b, runId, count, view.head.attempt.token)
+        return { ...view, steps: count, lastStep }
+      },
+      /long run: steps/,
+    ],
+  ]
+  for (const [name, mutate, failure] of MUTANTS) {
+    it(`the check fails on ${name} (mutant)`, async () => {
+      vi.resetModules()
+      vi.doMock('@agent-state/runtime', async (original) => {
+        const real = await original<Runtime>()
+        return { ...real, inspectRunHead: mutate(real) }
+      })
+      try {
+        const { startUiServer } = await import('../src/ui/ui-server.js')
+        const served = await serve(startUiServer, long)
+        try {
+          await expect(expectLongRunFound(served)).rejects.toThrow(failure)
+        } finally {
+          await served.close()
+        }
+      } finally {
+        vi.doUnmock('@agent-state/runtime')
+        vi.resetModules()
+      }
+    })
+  }
 })
 
 describe('agent-state ui at scale: the checks catch unbounded readers (mutants)', () => {
