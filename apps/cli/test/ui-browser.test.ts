@@ -667,18 +667,21 @@ function once<T>(name: string, work: () => Promise<T>): Promise<T> {
   return promise
 }
 
-/** `target`'s backend, seeded by test/seed-state.ts, seed-runs.ts and seed-ui.ts in turn: its URL. */
+/**
+ * `target`'s backend, seeded by test/seed-state.ts, seed-runs.ts and seed-ui.ts side by side
+ * (they write records of their own, under ids of their own): its URL.
+ */
 function seeded(target: (typeof BACKENDS)[number]): Promise<string> {
   return once(`seed ${target.name}`, async () => {
     const url = target.url()
-    for (const [script, args] of [
+    const scripts = [
       ['./seed-state.ts', [url]],
       ['./seed-runs.ts', [url]],
       ['./seed-ui.ts', [url, 'seed']],
-    ] as const) {
-      const done = await runScript(script, args)
-      expect(done.status, `${script}: ${done.stderr}`).toBe(0)
-    }
+    ] as const
+    const done = await Promise.all(scripts.map(([script, args]) => runScript(script, args)))
+    for (const [i, [script]] of scripts.entries())
+      expect(done[i]?.status, `${script}: ${done[i]?.stderr}`).toBe(0)
     return url
   })
 }
