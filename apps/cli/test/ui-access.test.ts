@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { createMemoryBackend } from '@agent-state/memory'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { removeTemps, runCli, tempDir } from './cli-process.js'
+import { DEMO_STORY } from './demo-story.js'
 import { redisUrl, services } from './services.js'
 import {
   expectActionRefusals,
@@ -22,6 +23,62 @@ afterAll(removeTemps)
 
 const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+/**
+ * `agent-state ui` started by `start` opens a browser only with `--open`: a server started
+ * without it runs no `$BROWSER` (checked once a server started after it, with `--open`, has
+ * had its browser run), the one with it hands `$BROWSER` its printed address as its one
+ * argument, and a browser that cannot start is one line on stderr while the server runs on.
+ */
+async function expectOpensOnlyWhenAsked(start: typeof startUi): Promise<void> {
+  const dir = tempDir('ui-open-')
+  /**
+   * A stand-in browser: writes its arguments to `<name>.opened`, whole (written aside, then
+   * renamed: the file never exists half-written while the test polls for it).
+   */
+  const browser = (name: string) => {
+    const script = join(dir, `${name}.sh`)
+    const opened = `${join(dir, name)}.opened`
+    writeFileSync(
+      script,
+      `#!/bin/sh\nprintf '%s\\n' "$@" > '${opened}.part' && mv '${opened}.part' '${opened}'\n`,
+    )
+    chmodSync(script, 0o700)
+    return { script, opened }
+  }
+  const url = `file:${dir}/state`
+  const [quietBrowser, askedBrowser] = [browser('quiet'), browser('asked')]
+  // Without --open, nothing is opened: checked once a server started after it, with --open,
+  // has had its browser run (seconds later: a whole process start).
+  const quiet = await start([url], { BROWSER: quietBrowser.script })
+  try {
+    const asked = await start([url, '--open'], { BROWSER: askedBrowser.script })
+    try {
+      await vi.waitFor(() => expect(existsSync(askedBrowser.opened)).toBe(true), {
+        timeout: 20_000,
+      })
+      expect(readFileSync(askedBrowser.opened, 'utf8')).toBe(`${asked.url}\n`)
+      expect(asked.output().stderr).not.toContain('could not open a browser')
+    } finally {
+      expect(await asked.stop()).toBe(143)
+    }
+  } finally {
+    expect(await quiet.stop()).toBe(143)
+  }
+  expect(existsSync(quietBrowser.opened), 'a browser opened without --open').toBe(false)
+  // A browser that cannot start: one line saying so; the server runs on.
+  const missing = await start([url, '--open'], { BROWSER: join(dir, 'no-such-browser') })
+  try {
+    await vi.waitFor(() =>
+      expect(missing.output().stderr).toContain('agent-state ui: could not open a browser ('),
+    )
+    const cookie = tokenCookie(missing.port, missing.token)
+    const answer = await http(missing.origin, '/api/overview', { headers: { Cookie: cookie } })
+    expect(answer.status).toBe(200)
+  } finally {
+    expect(await missing.stop()).toBe(143)
+  }
+}
 
 describe('agent-state ui: access', () => {
   it('refuses every request without the right token, from another origin or host, and every POST', async () => {
@@ -81,46 +138,7 @@ describe('agent-state ui: access', () => {
   })
 
   it('opens a browser only with --open: $BROWSER gets the printed address as its one argument', async () => {
-    const dir = tempDir('ui-open-')
-    /** A stand-in browser: appends the arguments of each start to `<name>.opened`. */
-    const browser = (name: string) => {
-      const script = join(dir, `${name}.sh`)
-      writeFileSync(script, `#!/bin/sh\nprintf '%s\\n' "$@" >> '${join(dir, name)}.opened'\n`)
-      chmodSync(script, 0o700)
-      return { script, opened: join(dir, `${name}.opened`) }
-    }
-    const url = `file:${dir}/state`
-    const [quietBrowser, askedBrowser] = [browser('quiet'), browser('asked')]
-    // Without --open, nothing is opened: checked once a server started after it, with --open,
-    // has had its browser run (seconds later: a whole process start).
-    const quiet = await startUi([url], { BROWSER: quietBrowser.script })
-    try {
-      const asked = await startUi([url, '--open'], { BROWSER: askedBrowser.script })
-      try {
-        await vi.waitFor(() => expect(existsSync(askedBrowser.opened)).toBe(true), {
-          timeout: 20_000,
-        })
-        expect(readFileSync(askedBrowser.opened, 'utf8')).toBe(`${asked.url}\n`)
-        expect(asked.output().stderr).not.toContain('could not open a browser')
-      } finally {
-        expect(await asked.stop()).toBe(143)
-      }
-    } finally {
-      expect(await quiet.stop()).toBe(143)
-    }
-    expect(existsSync(quietBrowser.opened), 'a browser opened without --open').toBe(false)
-    // A browser that cannot start: one line saying so; the server runs on.
-    const missing = await startUi([url, '--open'], { BROWSER: join(dir, 'no-such-browser') })
-    try {
-      await vi.waitFor(() =>
-        expect(missing.output().stderr).toContain('agent-state ui: could not open a browser ('),
-      )
-      const cookie = tokenCookie(missing.port, missing.token)
-      const answer = await http(missing.origin, '/api/overview', { headers: { Cookie: cookie } })
-      expect(answer.status).toBe(200)
-    } finally {
-      expect(await missing.stop()).toBe(143)
-    }
+    await expectOpensOnlyWhenAsked(startUi)
   })
 
   it('serves a non-loopback address only with --allow-non-loopback, and warns', async () => {
@@ -171,6 +189,55 @@ describe('agent-state ui: access', () => {
     } finally {
       await ui.stop()
     }
+  })
+})
+
+describe('agent-state ui: the --open check catches a server that opens a browser unasked (mutant)', () => {
+  it('fails on the command as if it opened a browser whatever its flags', async () => {
+    // The mutant: the real command, given --open whether or not it was asked.
+    const opensAlways: typeof startUi = (args, env, timeoutMs) =>
+      startUi(args.includes('--open') ? args : [...args, '--open'], env, timeoutMs)
+    await expect(expectOpensOnlyWhenAsked(opensAlways)).rejects.toThrow(
+      /a browser opened without --open/,
+    )
+  })
+})
+
+describe("the demo story's closing lines catch a demo that does not offer agent-state ui (mutant)", () => {
+  /** The lines `agent-state demo` closes with, as test/demo.test.ts finds them in a terminal. */
+  const namespace = 'demo-20261203052700-0a1b'
+  const flags = `--url 'file:./.agent-state' --namespace ${namespace}`
+  const closing = [
+    'every step behaved as expected (41.2 s)',
+    'recovered after the kill, and why:',
+    '  - the worker, from its last checkpoint: its owner had died and its lease ran out',
+    'look at what it left:',
+    `  agent-state sessions ${flags}`,
+    `  agent-state workers ${flags}`,
+    `  agent-state daemons ${flags}`,
+    `  agent-state runs ${flags}`,
+    `  agent-state stat workers/researcher/snapshot.json ${flags}`,
+    `  agent-state stat runs/researcher-ticket/run.json ${flags}`,
+    `  agent-state ls -r -l ${flags}`,
+    'or all of it in a browser (read-only, on 127.0.0.1; Ctrl-C stops it):',
+    `  agent-state ui ${flags}`,
+    '  (to resolve effects or close workers from it: add --allow-actions --operator <you>)',
+  ]
+  /** The story's lines from the closing on (`every step behaved as expected`), each matched. */
+  const expectClosing = (text: string) => {
+    const from = DEMO_STORY.findIndex((line) => line.source.startsWith('^every step behaved'))
+    expect(from).toBeGreaterThan(0)
+    for (const line of DEMO_STORY.slice(from)) expect(text, `closing: ${line}`).toMatch(line)
+  }
+
+  it('pass on the closing lines, fail on them without the ui offer', () => {
+    expectClosing(closing.join('\n'))
+    // The mutant: the closing as it was before the inspector, without its three lines.
+    const withoutUi = closing.filter((line) => !/browser|agent-state ui |allow-actions/.test(line))
+    expect(withoutUi).toHaveLength(closing.length - 3)
+    expect(() => expectClosing(withoutUi.join('\n'))).toThrow(
+      /closing: \/\^or all of it in a browser/,
+    )
   })
 })
 

@@ -8,7 +8,8 @@
  * off as well) prove those checks fail when the page is broken. The keyboard alone reaches
  * every view, and axe-core finds no serious or critical violation on any (each check with its
  * mutant: a navigation link out of the tab order, form controls without labels). One browser
- * for the file.
+ * for the file; the demo and each backend's seeding start with the file and run beside the
+ * views tested before them (child processes that mostly wait), each awaited where needed.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -649,67 +650,57 @@ async function closeInspector(opened: Partial<Inspector>): Promise<void> {
 }
 
 /**
- * The demo's scenario (`agent-state demo`, the real command, on the filesystem backend) and
- * then `agent-state ui` on the namespace it printed: the runs and workers tables against the
- * runtime's records, and the researcher's run, whose payment was `submitted` when its agent
- * was killed and was confirmed by the reconciliation of the next owner: no unsettled effect,
- * the audit trail (`effect_reconciled` among it) and every step's outputs as recorded.
+ * Work each part of the file waits on, started once, from the file's start (the top-level
+ * `beforeAll`): the demo and the seeding of each backend are child processes that mostly wait
+ * (the demo on a lease running out), so they run beside the views tested before them instead
+ * of one after another. A failure is the awaiting hook's failure.
  */
-describe('agent-state ui on what agent-state demo left (fs)', () => {
-  let ui: UiProcess
-  let backend: Backend
-  let context: BrowserContext
-  let page: Page
-  beforeAll(async () => {
+const started = new Map<string, Promise<unknown>>()
+function once<T>(name: string, work: () => Promise<T>): Promise<T> {
+  let promise = started.get(name) as Promise<T> | undefined
+  if (promise === undefined) {
+    promise = work()
+    // Awaited by its hook; until then a rejection is not an unhandled one.
+    promise.catch(() => undefined)
+    started.set(name, promise)
+  }
+  return promise
+}
+
+/**
+ * `target`'s backend, seeded by test/seed-state.ts, seed-runs.ts and seed-ui.ts side by side
+ * (they write records of their own, under ids of their own): its URL.
+ */
+function seeded(target: (typeof BACKENDS)[number]): Promise<string> {
+  return once(`seed ${target.name}`, async () => {
+    const url = target.url()
+    const scripts = [
+      ['./seed-state.ts', [url]],
+      ['./seed-runs.ts', [url]],
+      ['./seed-ui.ts', [url, 'seed']],
+    ] as const
+    const done = await Promise.all(scripts.map(([script, args]) => runScript(script, args)))
+    for (const [i, [script]] of scripts.entries())
+      expect(done[i]?.status, `${script}: ${done[i]?.stderr}`).toBe(0)
+    return url
+  })
+}
+
+/** `agent-state demo` run on a filesystem backend: its URL and the namespace it printed. */
+function demoLeft(): Promise<{ url: string; namespace: string }> {
+  return once('demo', async () => {
     const url = `file:${join(tempDir('agent-state-ui-demo-'), 'state')}`
     const demo = await runCli(['demo', url], { timeoutMs: 240_000 })
     expect(demo.status, `${demo.stdout}${demo.stderr}`).toBe(0)
     const namespace = /--namespace (demo-\S+)/.exec(demo.stdout)?.[1] ?? ''
     expect(namespace).toMatch(/^demo-/)
-    ;({ ui, backend, context, page } = await openInspector(
-      url,
-      ['--namespace', namespace],
-      namespace,
-    ))
-  }, 300_000)
-  afterAll(() => closeInspector({ ui, backend, context }))
-
-  it("shows the demo's runs and workers as recorded, and the reconciled effect as settled", async () => {
-    await show(page, '#/runs', 'runs')
-    const runs = (await tableRows(page)).map((row) => row.slice(0, 4))
-    const recorded = await Promise.all(
-      ['researcher-ticket', 'reviewer-fix'].map(async (runId) => {
-        const { head } = await inspectRun(backend, runId)
-        return [runId, head.status, head.attempt.attemptId, String(head.attemptCount)]
-      }),
-    )
-    expect(runs).toEqual(recorded)
-    await show(page, '#/workers', 'workers')
-    const workers = (await tableRows(page)).map((row) => row.slice(0, 2))
-    expect(workers).toEqual(
-      await Promise.all(
-        ['researcher', 'reviewer'].map(async (id) => [
-          id,
-          (await inspectWorker(backend, id)).status,
-        ]),
-      ),
-    )
-    await show(page, '#/overview', 'overview')
-    expect(await page.$$eval('#attention li', (items) => items.length)).toBe(0)
-    // The payment: submitted at the kill, confirmed by the next owner's reconciliation.
-    const run = await inspectRun(backend, 'researcher-ticket')
-    expect(run.head.audit.map((a) => a.event)).toContain('effect_reconciled')
-    await show(page, `#/run/${ref('researcher-ticket')}`, 'run')
-    expect(await page.textContent('#effects-none')).toBe(
-      'None: every effect is confirmed or failed.',
-    )
-    const trail = await tableRows(page, '#view table:nth-of-type(2)')
-    expect(trail.map((row) => [row[0], row[1], row[2]])).toEqual(
-      run.head.audit.map((a) => [a.event, a.at, a.attemptId]),
-    )
-    await shot(page, 'demo-run')
-    expect(await stepFailures(page, backend, 'researcher-ticket')).toEqual([])
+    return { url, namespace }
   })
+}
+
+beforeAll(() => {
+  void demoLeft()
+  for (const target of BACKENDS) void seeded(target)
 })
 
 for (const target of BACKENDS) {
@@ -720,15 +711,7 @@ for (const target of BACKENDS) {
     let context: BrowserContext
     let page: Page
     beforeAll(async () => {
-      url = target.url()
-      for (const [script, args] of [
-        ['./seed-state.ts', [url]],
-        ['./seed-runs.ts', [url]],
-        ['./seed-ui.ts', [url, 'seed']],
-      ] as const) {
-        const seeded = await runScript(script, args)
-        expect(seeded.status, `${script}: ${seeded.stderr}`).toBe(0)
-      }
+      url = await seeded(target)
       ;({ ui, backend, context, page } = await openInspector(url, [
         '--allow-actions',
         '--operator',
@@ -1037,46 +1020,60 @@ for (const target of BACKENDS) {
       await shot(page, `${target.name}-run-steps`)
     })
 
-    it('reconciliation: an unknown effect shows as unknown, and as settled once reopening the run reconciles it', async () => {
+    /**
+     * Run `runId`'s effect `e-r`, left unknown (its dispatch hangs past its timeout and its
+     * reconciler cannot tell), is shown on `view` as unknown on the run's page and in the
+     * overview's attention list; once the next owner's reconciliation confirms it, as settled,
+     * with the audit entry, and gone from the attention list.
+     */
+    const expectReconciliationShown = async (view: Page, runId: string): Promise<void> => {
       const pay = {
         retrySafe: false,
         timeoutMs: 50,
         reconcile: async () => ({ status: 'unknown' as const }),
         dispatch: () => new Promise<never>(() => undefined),
       }
-      const run = await openRun(backend, 'reconciled', { handlers: { pay } })
+      const run = await openRun(backend, runId, { handlers: { pay } })
       await run.effect('pay', 'e-r', { amount: 7 }).catch(() => undefined)
       await run.close()
       const attentionItems = () =>
-        page.$$eval('#attention li', (items) =>
+        view.$$eval('#attention li', (items) =>
           items.map(
             (li) => `${li.getAttribute('data-kind')} ${li.querySelector('strong')?.textContent}`,
           ),
         )
-      await show(page, `#/run/${ref('reconciled')}`, 'run')
-      const before = await tableRows(page, '#view table:nth-of-type(2)')
-      expect(before.map((row) => [row[0], row[2]])).toEqual([['e-r', 'unknown']])
-      await show(page, '#/overview', 'overview')
-      expect(await attentionItems()).toContain('unknown-effect reconciled / e-r')
+      await show(view, `#/run/${ref(runId)}`, 'run')
+      const before = await tableRows(view, '#view table:nth-of-type(2)')
+      expect(
+        before.map((row) => [row[0], row[2]]),
+        'before reconciliation: the effect shown',
+      ).toEqual([['e-r', 'unknown']])
+      await show(view, '#/overview', 'overview')
+      expect(await attentionItems()).toContain(`unknown-effect ${runId} / e-r`)
       // The provider says it happened: the next owner's reconciliation records it confirmed.
       const reconcile = async () => ({ status: 'confirmed' as const, result: { paid: 7 } })
-      const resumed = await resumeRun(backend, 'reconciled', {
+      const resumed = await resumeRun(backend, runId, {
         handlers: { pay: { ...pay, reconcile } },
       })
       await resumed.close()
-      expect((await inspectRun(backend, 'reconciled')).incomplete).toEqual([])
-      await show(page, `#/run/${ref('reconciled')}`, 'run')
-      expect(await page.textContent('#effects-none')).toBe(
-        'None: every effect is confirmed or failed.',
-      )
-      const fields = Object.fromEntries(await tableRows(page, '#view table:nth-of-type(1)'))
+      expect((await inspectRun(backend, runId)).incomplete).toEqual([])
+      await show(view, `#/run/${ref(runId)}`, 'run')
+      expect(
+        await view.$eval('#view', (v) => v.querySelector('#effects-none')?.textContent ?? null),
+        'after reconciliation: no unsettled effect shown',
+      ).toBe('None: every effect is confirmed or failed.')
+      const fields = Object.fromEntries(await tableRows(view, '#view table:nth-of-type(1)'))
       expect(fields['settled effects']).toBe('1')
-      const trail = await tableRows(page, '#view table:nth-of-type(2)')
+      const trail = await tableRows(view, '#view table:nth-of-type(2)')
       const reconciled = trail.filter((row) => row[0] === 'effect_reconciled')
       expect(reconciled).toHaveLength(1)
       expect(reconciled[0]?.[3]).toContain('reconciler:confirmed')
-      await show(page, '#/overview', 'overview')
-      expect(await attentionItems()).not.toContain('unknown-effect reconciled / e-r')
+      await show(view, '#/overview', 'overview')
+      expect(await attentionItems()).not.toContain(`unknown-effect ${runId} / e-r`)
+    }
+
+    it('reconciliation: an unknown effect shows as unknown, and as settled once reopening the run reconciles it', async () => {
+      await expectReconciliationShown(page, 'reconciled')
     })
 
     it("a worker's lease: holder, fencing token, expiry and a live countdown to it", async () => {
@@ -1321,6 +1318,24 @@ for (const target of BACKENDS) {
         }
       })
 
+      it('the reconciliation check fails on a server that shows a run as it first read it (mutant)', async () => {
+        // The mutant: the server's run answer kept from its first read of each run, so the
+        // reconciled effect stays unknown on the run's page.
+        const first = new Map<unknown, Record<string, unknown>>()
+        await withMutatedAnswer(
+          'run',
+          (body) => {
+            if (!first.has(body.runId)) first.set(body.runId, body)
+            return first.get(body.runId) as Record<string, unknown>
+          },
+          async (other) => {
+            await expect(expectReconciliationShown(other, 'reconciled-mutant')).rejects.toThrow(
+              /after reconciliation: no unsettled effect shown/,
+            )
+          },
+        )
+      })
+
       it('the next-wake check fails on a server that shows no wake (mutant)', async () => {
         // The mutant: the server's worker answer as it would be if it ignored the wakes.
         await withMutatedAnswer(
@@ -1441,3 +1456,64 @@ for (const target of BACKENDS) {
     }
   })
 }
+
+/**
+ * The demo's scenario (`agent-state demo`, the real command, on the filesystem backend) and
+ * then `agent-state ui` on the namespace it printed: the runs and workers tables against the
+ * runtime's records, and the researcher's run, whose payment was `submitted` when its agent
+ * was killed and was confirmed by the reconciliation of the next owner: no unsettled effect,
+ * the audit trail (`effect_reconciled` among it) and every step's outputs as recorded. Last in
+ * the file: the demo runs from the file's start ({@link demoLeft}), beside the other views.
+ */
+describe('agent-state ui on what agent-state demo left (fs)', () => {
+  let ui: UiProcess
+  let backend: Backend
+  let context: BrowserContext
+  let page: Page
+  beforeAll(async () => {
+    const { url, namespace } = await demoLeft()
+    ;({ ui, backend, context, page } = await openInspector(
+      url,
+      ['--namespace', namespace],
+      namespace,
+    ))
+  }, 300_000)
+  afterAll(() => closeInspector({ ui, backend, context }))
+
+  it("shows the demo's runs and workers as recorded, and the reconciled effect as settled", async () => {
+    await show(page, '#/runs', 'runs')
+    const runs = (await tableRows(page)).map((row) => row.slice(0, 4))
+    const recorded = await Promise.all(
+      ['researcher-ticket', 'reviewer-fix'].map(async (runId) => {
+        const { head } = await inspectRun(backend, runId)
+        return [runId, head.status, head.attempt.attemptId, String(head.attemptCount)]
+      }),
+    )
+    expect(runs).toEqual(recorded)
+    await show(page, '#/workers', 'workers')
+    const workers = (await tableRows(page)).map((row) => row.slice(0, 2))
+    expect(workers).toEqual(
+      await Promise.all(
+        ['researcher', 'reviewer'].map(async (id) => [
+          id,
+          (await inspectWorker(backend, id)).status,
+        ]),
+      ),
+    )
+    await show(page, '#/overview', 'overview')
+    expect(await page.$$eval('#attention li', (items) => items.length)).toBe(0)
+    // The payment: submitted at the kill, confirmed by the next owner's reconciliation.
+    const run = await inspectRun(backend, 'researcher-ticket')
+    expect(run.head.audit.map((a) => a.event)).toContain('effect_reconciled')
+    await show(page, `#/run/${ref('researcher-ticket')}`, 'run')
+    expect(await page.textContent('#effects-none')).toBe(
+      'None: every effect is confirmed or failed.',
+    )
+    const trail = await tableRows(page, '#view table:nth-of-type(2)')
+    expect(trail.map((row) => [row[0], row[1], row[2]])).toEqual(
+      run.head.audit.map((a) => [a.event, a.at, a.attemptId]),
+    )
+    await shot(page, 'demo-run')
+    expect(await stepFailures(page, backend, 'researcher-ticket')).toEqual([])
+  })
+})

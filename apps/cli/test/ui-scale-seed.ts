@@ -77,3 +77,14 @@ export async function seedScaleRun(backend: Backend, effects: number): Promise<R
   }
   return run
 }
+
+/**
+ * Run `runId` with `steps` committed steps (outputs `{ seq }`) and no effect, closed: more
+ * steps than one listing page of the run's view (1,000), to find its newest by search.
+ */
+export async function seedStepsRun(backend: Backend, runId: string, steps: number): Promise<void> {
+  const run = await openRun(backend, runId, { handlers: {} })
+  for (let seq = 1; seq <= steps; seq++)
+    await run.commitStep(`step-${seq}`, { seq }, { next: seq < steps ? `step-${seq + 1}` : null })
+  await run.close()
+}

@@ -1,9 +1,11 @@
 import { type Backend, isAgentStateError, type Lease, walkList } from '@agent-state/core'
 import {
   daemonSnapshot,
+  inspectRunHead,
   inspectWorker,
   listSessions,
   nextWorkerWake,
+  readEffects,
   summarizeRun,
 } from '@agent-state/runtime'
 import {
@@ -12,6 +14,8 @@ import {
   handoffEnvelopeSchema,
   handoffKey,
   RUNS_PREFIX,
+  runOpenPrefix,
+  runStatePrefix,
   sessionMarkerKey,
   WAKES_RECORDS_PREFIX,
   WORKERS_PREFIX,
@@ -391,7 +395,7 @@ export interface RunRow {
     readonly unknown: number
     readonly submitted: number
     readonly planned: number
-    readonly settled: number
+    readonly settled: number | null
     /** Effects planned or submitted, exact; only when `splitOf` is set. */
     readonly inFlight?: number
     /** How many in-flight effects `submitted` and `planned` count, when more are in flight. */
@@ -401,9 +405,18 @@ export interface RunRow {
      * id: id, kind, state. The counts above say how many there are in all.
      */
     readonly incomplete: readonly { effectId: string; kind: string; state: string }[]
+    /**
+     * Set on a row read with listings of at most `limit` keys each ({@link runsGlanceView}):
+     * the counts it names are lower bounds (the table prints them `≥n`), and `settled` is
+     * `null` when it cannot be told (more incomplete effects than the limit).
+     */
+    readonly atLeast?: { readonly limit: number; readonly counts: readonly AtLeastCount[] }
   } | null
   readonly error: RowError | null
 }
+
+/** A count of a {@link RunRow} that may be a lower bound (see its `atLeast`). */
+export type AtLeastCount = 'unknown' | 'settled'
 
 /** How many keys start with `prefix` (a listing, no value read). */
 export async function countKeys(backend: Backend, prefix: string): Promise<number> {
@@ -455,6 +468,105 @@ function split(effects: NonNullable<RunRow['effects']>, count: number): string {
   return effects.splitOf === undefined ? String(count) : `\u2265${count}`
 }
 
+/** An unknown or settled count: `≥n` when it is a lower bound (`atLeast`), `?` when not known. */
+function bounded(effects: NonNullable<RunRow['effects']>, name: AtLeastCount): string {
+  const count = effects[name]
+  if (count === null) return '?'
+  return effects.atLeast?.counts.includes(name) === true ? `\u2265${count}` : String(count)
+}
+
+/**
+ * Keys a glance row lists at most under each of a run's prefixes (its effects, its
+ * incomplete-markers, its unknown markers): one listing page each, keys only.
+ */
+export const RUN_GLANCE_LISTED = 1000
+
+/** Effect records a glance row reads at most: its first unknown ones, then as many in flight. */
+export const RUN_GLANCE_EFFECTS = 10
+
+/** The first `limit` keys under `prefix`, suffix only (one listing), and whether more follow. */
+export async function firstKeys(
+  backend: Backend,
+  prefix: string,
+  limit: number,
+): Promise<{ readonly ids: readonly string[]; readonly more: boolean }> {
+  const page = await backend.list({ prefix, limit })
+  return {
+    ids: page.entries.map((e) => e.key.slice(prefix.length)),
+    more: page.cursor !== undefined,
+  }
+}
+
+/**
+ * A run's row at a cost that does not grow with the run, for views refreshed live (the UI's
+ * overview and runs table): the head and newest step (runtime `inspectRunHead`), one listing
+ * of at most {@link RUN_GLANCE_LISTED} keys under each of its effects, its incomplete-markers
+ * and its index of unknown effects (effect-state-index.ts), and the records of its first
+ * {@link RUN_GLANCE_EFFECTS} unknown effects and as many in flight (the split of
+ * submitted and planned, `splitOf`). A listing that stops at the limit makes its counts lower
+ * bounds (`atLeast`), never guesses; `agent-state runs` keeps the exact counts of
+ * {@link runsView}. The unknown count is the index's markers (a marker a crash left in a move
+ * is counted until the run's next owner repairs it); the effects shown are read and verified.
+ */
+async function runGlanceRow(backend: Backend, runId: string): Promise<RunRow> {
+  try {
+    const [view, effects, open, unknown] = await Promise.all([
+      inspectRunHead(backend, runId),
+      firstKeys(backend, `${RUNS_PREFIX}${runId}/effects/`, RUN_GLANCE_LISTED),
+      firstKeys(backend, runOpenPrefix(runId), RUN_GLANCE_LISTED),
+      firstKeys(backend, `${runStatePrefix(runId)}unknown/`, RUN_GLANCE_LISTED),
+    ])
+    const unknownIds = new Set(unknown.ids)
+    const candidates = open.ids.filter((id) => !unknownIds.has(id))
+    const sample = candidates.slice(0, RUN_GLANCE_EFFECTS)
+    const records = await readEffects(backend, runId, [
+      ...unknown.ids.slice(0, RUN_GLANCE_EFFECTS),
+      ...sample,
+    ])
+    const byState = { unknown: 0, submitted: 0, planned: 0 }
+    const incomplete: { effectId: string; kind: string; state: string }[] = []
+    for (const [i, record] of records.entries()) {
+      if (record === null || !(record.state in byState)) continue
+      incomplete.push({ effectId: record.effectId, kind: record.kind, state: record.state })
+      if (i >= RUN_GLANCE_EFFECTS) byState[record.state as keyof typeof byState]++
+    }
+    // In flight: the incomplete-markers without an unknown marker, exact when both listings are.
+    const exactInFlight = open.more || unknown.more ? null : candidates.length
+    const atLeast: AtLeastCount[] = []
+    if (unknown.more) atLeast.push('unknown')
+    // Settled: the effects listed less the incomplete ones, a lower bound past the limit of
+    // effects, not known past the limit of incomplete-markers.
+    const settled = open.more ? null : Math.max(0, effects.ids.length - open.ids.length)
+    if (effects.more && settled !== null) atLeast.push('settled')
+    const splitOf =
+      exactInFlight !== null && sample.length === exactInFlight
+        ? {}
+        : { ...(exactInFlight === null ? {} : { inFlight: exactInFlight }), splitOf: sample.length }
+    return {
+      runId,
+      status: view.head.status,
+      attempt: {
+        attemptId: view.head.attempt.attemptId,
+        holder: view.head.attempt.holder,
+        count: view.head.attemptCount,
+      },
+      position: { seq: view.steps, next: view.lastStep?.next ?? null },
+      effects: {
+        unknown: unknown.ids.length,
+        submitted: byState.submitted,
+        planned: byState.planned,
+        settled,
+        ...splitOf,
+        incomplete,
+        ...(atLeast.length === 0 ? {} : { atLeast: { limit: RUN_GLANCE_LISTED, counts: atLeast } }),
+      },
+      error: null,
+    }
+  } catch (error) {
+    return errorRow<RunRow, 'runId'>({ runId }, ['status', 'attempt', 'position', 'effects'], error)
+  }
+}
+
 /** Effect-ledger runs (runtime `openRun`): attempt, position, effects by state (unknown first). */
 export const runsView: AgentView<RunRow> = {
   name: 'runs',
@@ -481,12 +593,24 @@ export const runsView: AgentView<RunRow> = {
     row.attempt === null ? '-' : String(row.attempt.count),
     row.position === null ? '-' : String(row.position.seq),
     row.position === null ? '-' : printable(row.position.next ?? '-'),
-    row.effects === null ? '-' : String(row.effects.unknown),
+    row.effects === null ? '-' : bounded(row.effects, 'unknown'),
     row.effects === null ? '-' : split(row.effects, row.effects.submitted),
     row.effects === null ? '-' : split(row.effects, row.effects.planned),
-    row.effects === null ? '-' : String(row.effects.settled),
+    row.effects === null ? '-' : bounded(row.effects, 'settled'),
   ],
   broken: (row) => row.error !== null,
+}
+
+/**
+ * The runs view with {@link runGlanceRow}s: each row's cost bounded whatever the run's size,
+ * counts past the listing limit shown as lower bounds. The UI's overview and runs table.
+ */
+export const runsGlanceView: AgentView<RunRow> = {
+  ...runsView,
+  async *rows(backend, limit) {
+    for await (const id of idsUnder(backend, RUNS_PREFIX, limit))
+      yield await runGlanceRow(backend, id)
+  },
 }
 
 /** A wake row: whom it wakes, why, when, and what became of it. */

@@ -9,8 +9,9 @@ import {
 import {
   daemonSnapshot,
   type EffectRecord,
-  inspectRun,
+  inspectRunHead,
   inspectWorker,
+  type RunHeadView,
   readEffects,
 } from '@agent-state/runtime'
 import {
@@ -28,9 +29,13 @@ import {
   type AgentView,
   type DaemonRow,
   daemonsView,
+  firstKeys,
   nextWakeOf,
   nextWakeText,
+  RUN_GLANCE_EFFECTS,
+  RUN_GLANCE_LISTED,
   type RunRow,
+  runsGlanceView,
   runsView,
   type SessionRow,
   sessionsView,
@@ -53,10 +58,19 @@ import { PREVIEW_READ_LIMIT_BYTES, previewValue, type ValuePreview } from './val
 export const SCAN_LIMIT = 500
 
 /**
- * The most `unknown-effect` items the overview lists per run: a run with 10,000 unknown
- * effects is one line of attention with its count, not 10,000 lines; its page lists them all.
+ * The most `unknown-effect` items the overview lists per run (the unknown effects a runs row
+ * reads, `RUN_GLANCE_EFFECTS`): a run with 10,000 unknown effects is one line of attention
+ * with its count, not 10,000 lines; its page lists them all.
  */
-export const ATTENTION_EFFECTS_PER_RUN = 10
+export const ATTENTION_EFFECTS_PER_RUN = RUN_GLANCE_EFFECTS
+
+/**
+ * The UI's views: the CLI's, but runs as glance rows (`runsGlanceView`), whose cost does not
+ * grow with the run, since the overview and the runs table are read again on every change.
+ */
+const UI_VIEWS: typeof AGENT_VIEWS = AGENT_VIEWS.map((view) =>
+  view === runsView ? runsGlanceView : view,
+)
 
 /** Rows of a key page. */
 export const KEY_PAGE_SIZE = 100
@@ -148,7 +162,7 @@ export async function overview(backend: Backend, info: BackendInfo, now = Date.n
     scan<SessionRow>(sessionsView, backend),
     scan<WorkerRow>(workersView, backend),
     scan<DaemonRow>(daemonsView, backend),
-    scan<RunRow>(runsView, backend),
+    scan<RunRow>(runsGlanceView, backend),
   ])
   const attention: AttentionItem[] = []
   for (const run of runs.rows) {
@@ -166,8 +180,8 @@ export async function overview(backend: Backend, info: BackendInfo, now = Date.n
         kind: 'run-needs-attention',
         view: 'runs',
         subject: run.runId,
-        detail: `${run.effects?.unknown} unknown effect(s): the run cannot go on until they are resolved${
-          unknown.length > ATTENTION_EFFECTS_PER_RUN
+        detail: `${run.effects?.atLeast?.counts.includes('unknown') === true ? 'at least ' : ''}${run.effects?.unknown} unknown effect(s): the run cannot go on until they are resolved${
+          (run.effects?.unknown ?? 0) > unknown.length
             ? ` (the first ${ATTENTION_EFFECTS_PER_RUN} are listed here; the run's page lists them all)`
             : ''
         }`,
@@ -255,7 +269,7 @@ export const LIST_VIEWS: readonly string[] = AGENT_VIEWS.map((view) => view.name
 
 /** One list view as a table: the CLI view's own headers and cells, at most {@link SCAN_LIMIT} rows. */
 export async function listView(backend: Backend, name: string, now = Date.now()) {
-  const view = AGENT_VIEWS.find((v) => v.name === name)
+  const view = UI_VIEWS.find((v) => v.name === name)
   if (view === undefined) return null
   const { rows, truncated } = await scan(view, backend)
   return forDisplay({
@@ -340,49 +354,9 @@ export const EFFECT_PAGE_SIZE = 100
 
 /**
  * The most keys a run's view counts under one prefix (its effects, its open markers): keys
- * only, 1,000 a listing, so at most 10 listings each; past it the count is a lower bound.
+ * only, one listing each (`RUN_GLANCE_LISTED`); past it the count is a lower bound.
  */
-export const EFFECT_COUNT_LIMIT = 10_000
-
-/** How many keys are under `prefix`, counting at most `limit`; `more` when there are others. */
-async function countUpTo(
-  backend: Backend,
-  prefix: string,
-  limit: number,
-): Promise<{ count: number; more: boolean }> {
-  let count = 0
-  let cursor: string | undefined
-  do {
-    const page = await backend.list({
-      prefix,
-      limit: Math.min(1000, limit - count),
-      ...(cursor === undefined ? {} : { cursor }),
-    })
-    count += page.entries.length
-    cursor = page.cursor
-  } while (cursor !== undefined && count < limit)
-  return { count, more: cursor !== undefined }
-}
-
-/**
- * `backend` as `inspectRun` should see it for a run's head and steps only: the run's open
- * markers listed as none, so it reads no effect record. The run's view pages those markers
- * itself ({@link runDetail}); a run with 10,000 unknown effects would otherwise be read
- * whole, and sent whole, on every refresh of its page.
- */
-function withoutOpenMarkers(backend: Backend, runId: string): Backend {
-  const hidden = runOpenPrefix(runId)
-  return new Proxy(backend, {
-    get(target, property, receiver) {
-      if (property === 'list') {
-        return async (options: Parameters<Backend['list']>[0]) =>
-          options?.prefix === hidden ? { entries: [] } : target.list(options)
-      }
-      const value = Reflect.get(target, property, receiver)
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-}
+export const EFFECT_COUNT_LIMIT = RUN_GLANCE_LISTED
 
 /**
  * Which page of a run's unsettled effects to show (after `cursor`, only `state` if given),
@@ -407,14 +381,10 @@ export const STEP_OUTPUT_PREVIEW_BYTES = 4 * 1024
  * One page of a run's committed steps, newest first: steps `newest` down to
  * `newest - STEP_PAGE_SIZE + 1` (not below 1), each read and verified by the runtime
  * (`readStep`, against the run's newest attempt token) except the run's last step, which
- * `inspectRun` has read already. Step keys are numbered 1..n without a gap (the runtime
+ * `inspectRunHead` has read already. Step keys are numbered 1..n without a gap (the runtime
  * refuses a run with one), so a page needs no listing: its keys are known.
  */
-async function stepPage(
-  backend: Backend,
-  view: Awaited<ReturnType<typeof inspectRun>>,
-  asked: number | undefined,
-) {
+async function stepPage(backend: Backend, view: RunHeadView, asked: number | undefined) {
   const count = view.steps
   const newest = Math.max(0, Math.min(count, asked ?? count))
   const oldest = Math.max(1, newest - STEP_PAGE_SIZE + 1)
@@ -452,7 +422,8 @@ async function stepPage(
 }
 
 /**
- * One run (runtime `inspectRun`: verified, read-only): its head and audit trail, its position,
+ * One run (runtime `inspectRunHead`: verified, read-only; its newest step found by one
+ * listing and, past 1,000 steps, a search by key): its head and audit trail, its position,
  * one page of its committed steps with their outputs ({@link STEP_PAGE_SIZE}, newest first,
  * each output cut at {@link STEP_OUTPUT_PREVIEW_BYTES}; `page.steps` picks an older page),
  * and one page of its unsettled effects ({@link EFFECT_PAGE_SIZE}
@@ -464,17 +435,17 @@ async function stepPage(
  * {@link EFFECT_COUNT_LIMIT}. `null` when there is no such run.
  */
 export async function runDetail(backend: Backend, runId: string, page: EffectPage = {}) {
-  let view: Awaited<ReturnType<typeof inspectRun>>
+  let view: RunHeadView
   try {
-    view = await inspectRun(withoutOpenMarkers(backend, runId), runId)
+    view = await inspectRunHead(backend, runId)
   } catch (error) {
     if (isAgentStateError(error, 'RUN_NOT_FOUND')) return null
     throw error
   }
   const openPrefix = runOpenPrefix(runId)
   const [total, open, markers] = await Promise.all([
-    countUpTo(backend, `${RUNS_PREFIX}${runId}/effects/`, EFFECT_COUNT_LIMIT),
-    countUpTo(backend, openPrefix, EFFECT_COUNT_LIMIT),
+    firstKeys(backend, `${RUNS_PREFIX}${runId}/effects/`, EFFECT_COUNT_LIMIT),
+    firstKeys(backend, openPrefix, EFFECT_COUNT_LIMIT),
     backend.list({
       prefix: openPrefix,
       limit: EFFECT_PAGE_SIZE,
@@ -513,11 +484,12 @@ export async function runDetail(backend: Backend, runId: string, page: EffectPag
     next: view.lastStep?.next ?? null,
     stepPage: steps.page,
     stepList: steps.steps,
-    // Exact when both counts are; otherwise the run's page says "at least".
-    settled: Math.max(0, total.count - open.count),
+    // Exact when both counts are; a lower bound past the limit of effects; not known (null)
+    // past the limit of unsettled ones. The run's page says "at least" for a lower bound.
+    settled: open.more ? null : Math.max(0, total.ids.length - open.ids.length),
     counts: {
-      effects: total.count,
-      unsettled: open.count,
+      effects: total.ids.length,
+      unsettled: open.ids.length,
       exact: !total.more && !open.more,
       limit: EFFECT_COUNT_LIMIT,
     },

@@ -29,8 +29,10 @@ export {
 export {
   type EffectResolution,
   inspectRun,
+  inspectRunHead,
   RUN_SUMMARY_EFFECTS,
   RUN_SUMMARY_IN_FLIGHT,
+  type RunHeadView,
   type RunSummary,
   type RunView,
   readEffect,

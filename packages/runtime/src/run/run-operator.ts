@@ -19,7 +19,7 @@ import {
   withAudit,
 } from './run-attempt.js'
 import type { EffectRecord, RunHead, StepRecord } from './run-records.js'
-import { loadSteps } from './run-steps.js'
+import { loadSteps, locateSteps } from './run-steps.js'
 
 /** An operator's explicit decision about an effect that needs attention. */
 export type EffectResolution =
@@ -126,6 +126,23 @@ export async function inspectRun(backend: Backend, runId: string): Promise<RunVi
     .map((loaded: LoadedEffect) => loaded.record)
     .filter((record) => record.state !== 'confirmed' && record.state !== 'failed')
   return { head: stored.head, steps: steps.count, lastStep: steps.last, incomplete }
+}
+
+/** A run's head and position, without its effects: {@link inspectRunHead}. */
+export type RunHeadView = Omit<RunView, 'incomplete'>
+
+/**
+ * Reads and verifies a run's head and finds its newest step (and so its position) without
+ * reading any effect, and without listing every step (`locateSteps`: one listing of at most
+ * 1,000 step keys, then about 2·log2(n/1,000) key lookups for n steps): for views that page
+ * the run's effects and steps themselves. Read-only. `RUN_NOT_FOUND` when it does not exist.
+ */
+export async function inspectRunHead(backend: Backend, runId: string): Promise<RunHeadView> {
+  assertRunId(runId)
+  const stored = await loadHead(backend, runId)
+  if (stored === null) throw runtimeError('RUN_NOT_FOUND', `Run ${runId} does not exist`, { runId })
+  const steps = await locateSteps(backend, runId, stored.head.attempt.token)
+  return { head: stored.head, steps: steps.count, lastStep: steps.last }
 }
 
 /** One effect's verified record, or `null`; read-only. */

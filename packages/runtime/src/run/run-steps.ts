@@ -61,31 +61,75 @@ export async function loadSteps(
   for await (const page of walkList(backend, { prefix })) {
     for (const entry of page.entries) {
       count++
-      if (entry.key !== runStepKey(runId, count)) {
-        throw runtimeError(
-          'RUN_RECORD_MISSING',
-          `Run ${runId} lacks step ${count} (found ${entry.key})`,
-          {
-            runId,
-            seq: count,
-            found: entry.key,
-          },
-        )
-      }
+      if (entry.key !== runStepKey(runId, count)) throw stepGap(runId, count, entry.key)
     }
   }
   if (count === 0) return { count, last: null }
   const last = await readStep(backend, runId, count, newestToken)
-  if (last === null) {
-    throw runtimeError(
-      'RUN_RECORD_MISSING',
-      `Step ${count} of run ${runId} vanished while resuming`,
-      {
-        runId,
-        seq: count,
-      },
-    )
+  if (last === null) throw stepVanished(runId, count)
+  return { count, last }
+}
+
+/** `RUN_RECORD_MISSING` for step `seq` missing where `found` was listed instead. */
+function stepGap(runId: string, seq: number, found: string) {
+  return runtimeError('RUN_RECORD_MISSING', `Run ${runId} lacks step ${seq} (found ${found})`, {
+    runId,
+    seq,
+    found,
+  })
+}
+
+/** `RUN_RECORD_MISSING` for the newest step, listed, then gone when read. */
+function stepVanished(runId: string, seq: number) {
+  return runtimeError('RUN_RECORD_MISSING', `Step ${seq} of run ${runId} vanished while resuming`, {
+    runId,
+    seq,
+  })
+}
+
+/** Step keys {@link locateSteps} lists before it searches by key instead. */
+export const LOCATE_STEPS_LISTED = 1000
+
+/**
+ * Finds the newest committed step for a read-only view at a cost that does not grow with the
+ * run: one listing of at most {@link LOCATE_STEPS_LISTED} step keys (checked 1..k without a
+ * gap, as {@link loadSteps} checks them all) and, when more follow, a galloping search by
+ * `head` of the numbered keys past them (k·2, k·4, ... until one is absent, then halving
+ * between the last present and the first absent): about 2·log2(n/k) heads for n steps, then
+ * one read of the newest. Past the listed page the keys are taken to run without a gap, as
+ * the runtime writes them (each step create-only after its predecessor); {@link loadSteps}
+ * is the full check an owner of the run makes on open.
+ *
+ * @throws `RUN_RECORD_MISSING` for a gap in the listed page; `RUN_RECORD_*` for a bad record.
+ */
+export async function locateSteps(
+  backend: Backend,
+  runId: string,
+  newestToken: number,
+): Promise<StepsState> {
+  const page = await backend.list({ prefix: runStepsPrefix(runId), limit: LOCATE_STEPS_LISTED })
+  let count = 0
+  for (const entry of page.entries) {
+    count++
+    if (entry.key !== runStepKey(runId, count)) throw stepGap(runId, count, entry.key)
   }
+  if (page.cursor !== undefined && count > 0) {
+    const exists = async (seq: number) => (await backend.head(runStepKey(runId, seq))) !== null
+    let absent = count * 2
+    while (await exists(absent)) {
+      count = absent
+      absent *= 2
+    }
+    // count exists, absent does not: halve the gap between them.
+    while (absent - count > 1) {
+      const middle = Math.floor((count + absent) / 2)
+      if (await exists(middle)) count = middle
+      else absent = middle
+    }
+  }
+  if (count === 0) return { count, last: null }
+  const last = await readStep(backend, runId, count, newestToken)
+  if (last === null) throw stepVanished(runId, count)
   return { count, last }
 }
 

@@ -623,7 +623,12 @@ async function runView(ref, params) {
         ['attempts', String(r.attempt.count)],
         ['steps', String(r.steps)],
         ['next', r.next ?? '-'],
-        ['settled effects', String(r.settled)],
+        [
+          'settled effects',
+          r.settled === null
+            ? `not counted (over ${r.counts.limit} unsettled)`
+            : `${r.settled}${r.counts.exact ? '' : ' or more'}`,
+        ],
         ['created', r.createdAt],
         ['updated', r.updatedAt],
       ],
