@@ -1,6 +1,14 @@
+import { type ChildProcess, fork } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
 import type { Backend } from '@agent-state/core'
 import { createRedisBackend } from '@agent-state/redis'
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
+import {
+  type RedisServer,
+  redisCli,
+  startRedisServer,
+  startTcpProxy,
+} from '@agent-state/test-services'
 import { median, quantileSorted, sortedCopy } from './stats.js'
 
 /**
@@ -8,12 +16,18 @@ import { median, quantileSorted, sortedCopy } from './stats.js'
  * { replicas: 1 }`, WAIT after every mutating script) on a primary with one
  * replica on this machine. Interleaved repetitions: each repetition runs
  * every path once (order rotated), so neighbours' noise hits all alike.
- * `pnpm bench:redis-replication` (`BENCH_REPS`, `BENCH_OPS`, `BENCH_CONCURRENCY`).
+ * `pnpm bench:redis-replication` (`BENCH_REPS`, `BENCH_OPS`, `BENCH_CONCURRENCY`;
+ * `BENCH_REPLICA_DELAY_MS` > 0 links the replica through the test services'
+ * TCP proxy, delaying every chunk that many ms each way: 1 is an in-region link;
+ * the proxy runs in a child process, so the clients' work does not delay its timers).
+ * Besides timings it prints `WAIT`s per operation from `INFO commandstats`, a
+ * count the machine's load does not change.
  */
 
 const REPS = Number(process.env.BENCH_REPS ?? '5')
 const OPS = Number(process.env.BENCH_OPS ?? '2000')
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? '8')
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? '16')
+const REPLICA_DELAY_MS = Number(process.env.BENCH_REPLICA_DELAY_MS ?? '0')
 const value = new Uint8Array(1024).fill(7)
 
 type Workload = (b: Backend, worker: number, i: number) => Promise<unknown>
@@ -57,10 +71,41 @@ async function timed(
   }
 }
 
+/** `WAIT` commands the server ran so far (`INFO commandstats`). */
+async function waitCalls(port: number): Promise<number> {
+  const info = await redisCli(port, ['INFO', 'commandstats'])
+  return Number(/cmdstat_wait:calls=(\d+)/.exec(info)?.[1] ?? '0')
+}
+
+/** The child's side: a delaying proxy to `port`, its own port sent to the parent. */
+async function proxyChild(port: number, delayMs: number): Promise<void> {
+  const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port } })
+  proxy.setDelay(delayMs)
+  process.send?.({ port: proxy.port })
+  process.once('disconnect', () => {
+    void proxy.stop().then(() => process.exit(0))
+  })
+}
+
+/** A delaying proxy to `port` in a child process (this file, `proxy` mode). */
+async function proxyProcess(
+  port: number,
+  delayMs: number,
+): Promise<{ port: number; child: ChildProcess }> {
+  const child = fork(fileURLToPath(import.meta.url), ['proxy', String(port), String(delayMs)], {
+    execArgv: ['--conditions=@agent-state/source', '--import', 'tsx', '--no-warnings'],
+  })
+  const [message] = (await once(child, 'message')) as [{ port: number }]
+  return { port: message.port, child }
+}
+
 async function main(): Promise<void> {
   const primary: RedisServer = await startRedisServer()
+  const proxy =
+    REPLICA_DELAY_MS > 0 ? await proxyProcess(primary.port, REPLICA_DELAY_MS) : undefined
+  const upstream = proxy?.port ?? primary.port
   const replica = await startRedisServer({
-    extraArgs: ['--replicaof', '127.0.0.1', String(primary.port)],
+    extraArgs: ['--replicaof', '127.0.0.1', String(upstream)],
   })
   try {
     while (
@@ -77,20 +122,30 @@ async function main(): Promise<void> {
       }),
     }
     const names = Object.keys(paths)
-    console.log(`ops=${OPS} concurrency=${CONCURRENCY} reps=${REPS}; medians over repetitions`)
-    console.log('| workload | replication | ops/s | p50 µs | p99 µs |')
-    console.log('| --- | --- | ---: | ---: | ---: |')
+    console.log(
+      `ops=${OPS} concurrency=${CONCURRENCY} reps=${REPS} replica delay=${REPLICA_DELAY_MS} ms each way; medians over repetitions`,
+    )
+    console.log('| workload | replication | ops/s | p50 µs | p99 µs | WAITs/op |')
+    console.log('| --- | --- | ---: | ---: | ---: | ---: |')
     for (const [workloadName, workload] of Object.entries(workloads)) {
-      const results = new Map<string, { opsPerS: number[]; p50: number[]; p99: number[] }>()
+      const results = new Map<
+        string,
+        { opsPerS: number[]; p50: number[]; p99: number[]; waits: number; ops: number }
+      >()
       for (const name of names) {
-        results.set(name, { opsPerS: [], p50: [], p99: [] })
+        results.set(name, { opsPerS: [], p50: [], p99: [], waits: 0, ops: 0 })
         await timed(paths[name] as Backend, workload) // warm-up
       }
       for (let r = 0; r < REPS; r++) {
         for (let j = 0; j < names.length; j++) {
           const name = names[(j + r) % names.length] as string
+          const before = await waitCalls(primary.port)
           const result = await timed(paths[name] as Backend, workload)
           const into = results.get(name)
+          if (into !== undefined) {
+            into.waits += (await waitCalls(primary.port)) - before
+            into.ops += Math.ceil(OPS / CONCURRENCY) * CONCURRENCY
+          }
           into?.opsPerS.push(result.opsPerS)
           into?.p50.push(result.p50)
           into?.p99.push(result.p99)
@@ -100,14 +155,16 @@ async function main(): Promise<void> {
         const m = results.get(name)
         if (m === undefined) continue
         console.log(
-          `| ${workloadName} | ${name} | ${median(m.opsPerS).toFixed(0)} | ${median(m.p50).toFixed(0)} | ${median(m.p99).toFixed(0)} |`,
+          `| ${workloadName} | ${name} | ${median(m.opsPerS).toFixed(0)} | ${median(m.p50).toFixed(0)} | ${median(m.p99).toFixed(0)} | ${(m.waits / m.ops).toFixed(3)} |`,
         )
       }
     }
     await Promise.all(Object.values(paths).map((b) => b.close()))
   } finally {
     await Promise.all([replica.stop(), primary.stop()])
+    proxy?.child.disconnect()
   }
 }
 
-await main()
+if (process.argv[2] === 'proxy') await proxyChild(Number(process.argv[3]), Number(process.argv[4]))
+else await main()

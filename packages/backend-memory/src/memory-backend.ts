@@ -16,6 +16,7 @@ import {
   checkAcquire,
   checkDelete,
   checkPut,
+  checkPutOptions,
   collectListPage,
   createWatchSet,
   type DeleteOptions,
@@ -132,16 +133,17 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
 
       put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
         // One namespace lookup and one Map lookup; a key found in the Map was
-        // validated when it was stored, so a plain put of it checks only the
-        // value (options, when given, go through the full check).
+        // validated when it was stored, so a put of it checks only the value
+        // and the options (a compare-and-set skips the key check too).
         try {
           const ns = closed ? undefined : store.namespace(namespaceName)
           const current = ns?.states.get(key)
-          let writer: ReturnType<typeof checkPut> = null
-          if (current === undefined || putOptions !== undefined) {
+          let writer: ReturnType<typeof checkPut>
+          if (current === undefined) {
             writer = checkPut(key, value, putOptions, capabilities)
           } else {
             assertValue(value, capabilities.maxValueBytes)
+            writer = checkPutOptions(key, putOptions)
           }
           const target = ns ?? open()
           // The stored copy (the caller may reuse its buffer), from a pool: see value-pool.ts.
@@ -153,7 +155,9 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
             putOptions,
             clock(),
           )
-          setState(target, key, next)
+          // A key already in the Map is already in the sorted index: one Map write, no `has`.
+          if (current !== undefined) target.states.set(key, next)
+          else setState(target, key, next)
           announceKey(store, namespaceName, key)
           return Promise.resolve(metaOf(key, next) as ValueMeta)
         } catch (error) {

@@ -5,6 +5,7 @@ import { mapRedisError, sanitizeError } from './errors.js'
 import type { LuaScript } from './lua-scripts.js'
 import type { ResolvedRedisOptions } from './options.js'
 import { quietSentinelConnector } from './sentinel-connector.js'
+import { createSharedWait, type SharedWait } from './shared-wait.js'
 
 type Client = Redis | Cluster
 type Arg = string | Buffer
@@ -34,10 +35,12 @@ export interface RedisConnection {
     args: readonly Arg[],
   ): Promise<unknown>
   /**
-   * Runs a mutating script. With `replication` set, the script and
-   * `WAIT replicas timeoutMs` go in one pipeline, so WAIT runs on the same
-   * connection (in Cluster mode: the node that ran the script) right after
-   * it, and `acked` is its reply; otherwise `acked` is `undefined`.
+   * Runs a mutating script. With `replication` set, `acked` is the reply of
+   * a `WAIT replicas timeoutMs` written after the script on the same socket
+   * (0 if it failed); otherwise `acked` is `undefined`. On a single server or
+   * behind Sentinel one `WAIT` covers every script concurrent writers wrote
+   * before it (`shared-wait.ts`); in Cluster mode each script and its own
+   * `WAIT` go in one pipeline to the node that runs the script.
    */
   mutate(
     script: LuaScript,
@@ -74,6 +77,8 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
   )
   const shas = new Map<LuaScript, string>()
   let client: Client | undefined
+  /** Each single-server client's shared WAIT, with `replication` (keyed by client: never another's). */
+  const sharedWaits = new WeakMap<Client, SharedWait>()
   let lastError: Error | undefined
   let closed = false
 
@@ -141,6 +146,9 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       lastError = sanitizeError(error, secrets)
     })
     client = created
+    if (options.replication !== undefined && created instanceof Redis) {
+      sharedWaits.set(created, createSharedWait(created, options.replication))
+    }
     return created
   }
 
@@ -244,7 +252,34 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
   }
 
   /**
-   * The script, then WAIT, in one pipeline: one write on one socket, so a
+   * The script, then its confirmation from the connection's shared WAIT
+   * (`afterWrite` right after the script is written, so the WAIT that
+   * confirms it was written after it).
+   */
+  async function evalConfirmed(
+    c: Redis,
+    shared: SharedWait,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly Arg[],
+  ): Promise<{ reply: unknown; acked: number }> {
+    const sent = c.evalsha(shaOf(script), keys.length, ...keys, ...args)
+    let acked = shared.afterWrite()
+    let reply: unknown
+    try {
+      reply = await sent
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      // Not cached on this server: EVAL loads it, and the WAIT must come after this write.
+      const loaded = c.eval(script.source, keys.length, ...keys, ...args)
+      acked = shared.afterWrite()
+      reply = await loaded
+    }
+    return { reply, acked: await acked }
+  }
+
+  /**
+   * Cluster mode: the script, then WAIT, in one pipeline: one write on one socket, so a
    * reconnect cannot slip between them (WAIT on a fresh connection would
    * confirm nothing and report success).
    */
@@ -294,6 +329,10 @@ export function createRedisConnection(options: ResolvedRedisOptions): RedisConne
       try {
         if (options.replication === undefined) {
           return { reply: await evalScript(c, script, keys, args), acked: undefined }
+        }
+        const shared = sharedWaits.get(c)
+        if (shared !== undefined && c instanceof Redis) {
+          return await evalConfirmed(c, shared, script, keys, args)
         }
         return await evalAndWait(c, script, keys, args, options.replication)
       } catch (error) {

@@ -106,6 +106,17 @@ export function checkPut(
 ): WriterIdentity | null {
   assertValidKey(key, limits.maxKeyBytes)
   assertValue(value, limits.maxValueBytes)
+  return checkPutOptions(key, options)
+}
+
+/**
+ * Validates `put`'s options alone, for a key already known valid (a backend
+ * that validated it when it was stored); returns the writer (or null).
+ */
+export function checkPutOptions(
+  key: string,
+  options: PutOptions | undefined,
+): WriterIdentity | null {
   if (options === undefined) return null
   if (typeof options !== 'object' || options === null) throw invalid('options must be an object')
   assertPrecondition(options)

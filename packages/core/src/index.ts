@@ -4,6 +4,7 @@ export {
   checkAcquire,
   checkDelete,
   checkPut,
+  checkPutOptions,
   DEFAULT_LIST_LIMIT,
   MAX_LEASE_TTL_MS,
   MAX_LIST_LIMIT,

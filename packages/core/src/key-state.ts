@@ -47,27 +47,30 @@ export function newVersion(revision: number): string {
 }
 
 /**
- * Random bytes drawn from a pool refilled 4 KiB at a time: one
+ * Random suffixes cut from one base64url string of pooled CSPRNG bytes: one
  * `randomBytes(6)` call per write was most of an in-memory put's CPU
- * (benchmarks/FINDINGS.md).
+ * (benchmarks/FINDINGS.md), and one `Buffer#toString` per suffix was still
+ * about 0.5 µs of it. 4092 bytes (a multiple of 3 and of 6) encode to 5456
+ * characters without padding, and every 8 characters are exactly 6 of the
+ * bytes, so each suffix is what encoding its own 6 bytes would give.
  */
-const POOL_BYTES = 4096
-const SUFFIX_BYTES = 6
-let pool = Buffer.alloc(0)
+const POOL_BYTES = 4092
+const SUFFIX_CHARS = 8
+let pool = ''
 let poolOffset = 0
 
 /**
  * The random part of a version: 6 bytes from the CSPRNG as 8 base64url
  * characters (never a `.`, so backends may use `.` to separate the parts of
- * their versions), drawn from a pooled buffer.
+ * their versions), drawn from a pooled string.
  */
 export function randomSuffix(): string {
-  if (poolOffset + SUFFIX_BYTES > pool.byteLength) {
-    pool = randomBytes(POOL_BYTES)
+  if (poolOffset + SUFFIX_CHARS > pool.length) {
+    pool = randomBytes(POOL_BYTES).toString('base64url')
     poolOffset = 0
   }
-  const suffix = pool.toString('base64url', poolOffset, poolOffset + SUFFIX_BYTES)
-  poolOffset += SUFFIX_BYTES
+  const suffix = pool.slice(poolOffset, poolOffset + SUFFIX_CHARS)
+  poolOffset += SUFFIX_CHARS
   return suffix
 }
 
