@@ -21,7 +21,13 @@ import {
 import type pg from 'pg'
 import type { QueueStatements } from './queue-statements.js'
 import { appendRoom, grantDelivery } from './queue-steps.js'
-import { decodeState, type LoadedState, leaseParams, type StateRow, valueParams } from './row-codec.js'
+import {
+  decodeState,
+  type LoadedState,
+  leaseParams,
+  type StateRow,
+  valueParams,
+} from './row-codec.js'
 
 /** What this backend claims as `capabilities.nativeQueue`. */
 export const POSTGRES_NATIVE_QUEUE: NativeQueueCapability = { version: 1 }
@@ -154,7 +160,8 @@ function transaction<T>(
         const rows = (await loading).rows
         const now = Number(rows[0]?.now_ms)
         const loaded = new Map<string, LoadedState>()
-        for (const row of rows) if (row.wanted !== null) loaded.set(row.wanted, decodeState(row.wanted, row))
+        for (const row of rows)
+          if (row.wanted !== null) loaded.set(row.wanted, decodeState(row.wanted, row))
         const written = new Map<string, KeyState>()
         const state = (k: string): KeyState => {
           const found = written.get(k) ?? loaded.get(k)?.state
@@ -259,7 +266,12 @@ export function postgresNativeQueue(db: QueueConnection): NativeQueue {
     ) {
       throw corrupt(keys.head)
     }
-    return { next: tail.next, head: head.head, attempts: head.attempts, iterations: head.iterations }
+    return {
+      next: tail.next,
+      head: head.head,
+      attempts: head.attempts,
+      iterations: head.iterations,
+    }
   }
 
   return {
@@ -291,7 +303,10 @@ export function postgresNativeQueue(db: QueueConnection): NativeQueue {
           const seq = first + i
           const json = `{"format":"${EVENT_FORMAT}","seq":${seq}${append.events[i]}`
           const key = eventKey(keys, seq)
-          rows.store(key, applyPut(key, rows.state(key), encoder.encode(json), null, undefined, now))
+          rows.store(
+            key,
+            applyPut(key, rows.state(key), encoder.encode(json), null, undefined, now),
+          )
           records.push(json)
         }
         const earlier = stored > 1 ? `,"earlier":[${records.slice(0, -1).join(',')}]` : ''

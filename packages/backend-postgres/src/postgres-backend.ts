@@ -52,6 +52,7 @@ import {
   postgresOptionsSchema,
   type ResolvedPostgresOptions,
 } from './options.js'
+import { buildQueueStatements } from './queue-statements.js'
 import {
   decodeListed,
   decodeState,
@@ -62,7 +63,6 @@ import {
   valueParams,
   type WrittenRow,
 } from './row-codec.js'
-import { buildQueueStatements } from './queue-statements.js'
 import { type MigrationHooks, migrate } from './schema.js'
 import {
   buildStatements,
