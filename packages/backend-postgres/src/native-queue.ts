@@ -1,22 +1,21 @@
 import {
-  AgentStateError,
-  applyDelete,
-  applyPut,
-  applyRelease,
-  applyRenew,
+  appendStep,
   assertLeaseShape,
+  assertQueueEvents,
   assertValidKey,
   checkAcquire,
-  checkWriteLease,
+  checkQueueKeys,
+  claimStep,
   type KeyState,
-  type Lease,
   MAX_KEY_BYTES,
-  metaOf,
   type NativeQueue,
   type NativeQueueCapability,
   type NativeQueueKeys,
-  quoteForMessage,
-  type StoredValue,
+  type QueueRows,
+  queueEventKey,
+  queueRecordCorrupt,
+  settleStep,
+  storedValueOf,
 } from '@agent-state/core'
 import type pg from 'pg'
 import type { QueueStatements } from './queue-statements.js'
@@ -28,7 +27,6 @@ import {
   type StateRow,
   valueParams,
 } from './row-codec.js'
-
 /** What this backend claims as `capabilities.nativeQueue`. */
 export const POSTGRES_NATIVE_QUEUE: NativeQueueCapability = { version: 1 }
 
@@ -67,45 +65,6 @@ interface Plan {
   readonly fromHead: boolean
 }
 
-/** The rows of one queue transaction: read under its locks, written at its commit. */
-interface Rows {
-  /** The database clock, read after the locks were taken. */
-  readonly now: number
-  /** A key's state as loaded; `CORRUPT` for a key the transaction did not load. */
-  state(key: string): KeyState
-  /** The key's value and meta, `null` when it holds none. */
-  read(key: string): StoredValue | null
-  /** Writes `next` at the commit (the key's last state wins). */
-  store(key: string, next: KeyState): void
-}
-
-const EVENT_FORMAT = 'agent-state/daemon-event'
-const encoder = new TextEncoder()
-const decoder = new TextDecoder()
-
-/** A queue record (head or tail JSON) as an object, `null` when missing or not JSON. */
-function decoded(found: StoredValue | null): Record<string, unknown> | null {
-  if (found === null) return null
-  try {
-    const value: unknown = JSON.parse(decoder.decode(found.value))
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null
-  } catch {
-    return null
-  }
-}
-
-const isSeq = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
-
-/** A head or tail record, or an event, that the queue cannot use: the runtime's `QUEUE_CORRUPT`. */
-function corrupt(key: string): AgentStateError {
-  return new AgentStateError(
-    'CORRUPT',
-    `Daemon queue record ${quoteForMessage(key)} is missing or unreadable`,
-    { context: { key, problem: 'daemon queue record missing or unreadable' } },
-  )
-}
-
 /**
  * Runs one queue operation as ONE transaction in two round trips (see
  * queue-statements.ts): the locks and reads pipelined behind `BEGIN`, then
@@ -120,7 +79,7 @@ function transaction<T>(
   key: string,
   plan: Plan,
   keys: NativeQueueKeys,
-  body: (rows: Rows) => T,
+  body: (rows: QueueRows) => T,
 ): Promise<T> {
   const { sql, namespace } = db
   let changed: string[] = []
@@ -165,17 +124,14 @@ function transaction<T>(
         const written = new Map<string, KeyState>()
         const state = (k: string): KeyState => {
           const found = written.get(k) ?? loaded.get(k)?.state
-          if (found === undefined) throw corrupt(k)
+          // A key the load did not find by the records' numbers: they do not agree.
+          if (found === undefined) throw queueRecordCorrupt(k)
           return found
         }
         const result = body({
           now,
           state,
-          read: (k) => {
-            const s = state(k)
-            const meta = metaOf(k, s)
-            return meta === null ? null : { value: s.value, meta }
-          },
+          read: (k) => storedValueOf(k, state(k)),
           store: (k, next) => {
             state(k)
             written.set(k, next)
@@ -224,99 +180,32 @@ function transaction<T>(
 /**
  * The native daemon queue of one PostgreSQL backend instance: each
  * operation is one transaction (`transaction` above) that locks the queue's
- * head or tail row, applies core's rules (`applyPut`, `applyAcquire`,
- * `applyRenew`, `applyRelease`, `applyDelete`) to every record it touches,
- * exactly as `put`, `acquireLease`, `renewLease`, `releaseLease` and
- * `delete` would, so versions, revisions, the fencing counter and leases
- * (judged on the database clock) are theirs, and a refused operation
- * writes nothing. The records are the runtime's (docs/runtime/daemons.md, "Records").
+ * head or tail row and runs core's step of the operation (`appendStep`,
+ * `claimStep`, `settleStep`: core's `put`, lease and `delete` rules on every
+ * record it touches, leases judged on the database clock) over the rows it
+ * read; a refused operation writes nothing. The records are the runtime's
+ * (docs/runtime/daemons.md, "Records").
  */
 export function postgresNativeQueue(db: QueueConnection): NativeQueue {
-  /** Checks the queue's keys as every operation checks its key; the widest event key too. */
-  function checkKeys(keys: NativeQueueKeys): void {
+  const decisions = { appendRoom, grantDelivery }
+  const checkKeys = (keys: NativeQueueKeys) => {
     db.assertOpen()
-    assertValidKey(keys.head, MAX_KEY_BYTES)
-    assertValidKey(keys.tail, MAX_KEY_BYTES)
-    assertValidKey(`${keys.eventPrefix}${'9'.repeat(keys.eventDigits)}`, MAX_KEY_BYTES)
+    checkQueueKeys(keys, MAX_KEY_BYTES)
   }
-
-  /** Deletes a record if it holds a value (an event record: never leased). */
-  function remove(rows: Rows, key: string): void {
-    const next = applyDelete(key, rows.state(key), undefined, rows.now)
-    if (next !== undefined) rows.store(key, next)
-  }
-
-  /** The event record at `seq` as stored, or `CORRUPT` when missing or not the event of `seq`. */
-  function headEvent(rows: Rows, keys: NativeQueueKeys, seq: number): Uint8Array {
-    const key = eventKey(keys, seq)
-    const found = rows.read(key)
-    const record = decoded(found)
-    if (found === null || record?.format !== EVENT_FORMAT || record.seq !== seq) throw corrupt(key)
-    return found.value
-  }
-
-  /** The head and tail records' numbers, `CORRUPT` (the head's key) unless they decode. */
-  function queueState(rows: Rows, keys: NativeQueueKeys) {
-    const head = decoded(rows.read(keys.head))
-    const tail = decoded(rows.read(keys.tail))
-    if (
-      !(head && tail && isSeq(tail.next) && isSeq(head.head)) ||
-      !isSeq(head.attempts) ||
-      !isSeq(head.iterations)
-    ) {
-      throw corrupt(keys.head)
-    }
-    return {
-      next: tail.next,
-      head: head.head,
-      attempts: head.attempts,
-      iterations: head.iterations,
-    }
-  }
-
   return {
     async queueAppend(keys, append) {
       checkKeys(keys)
-      const count = append.events.length
-      if (count === 0) {
-        throw new AgentStateError('INVALID_ARGUMENT', 'queueAppend needs at least one event')
-      }
+      assertQueueEvents(append)
       const plan = {
         exclusive: [keys.tail],
         shared: [keys.head],
         keys: [keys.tail, keys.head],
-        fromTail: count,
+        fromTail: append.events.length,
         fromHead: false,
       }
-      return transaction(db, 'queueAppend', keys.tail, plan, keys, (rows) => {
-        const { now } = rows
-        // The tail is written with no lease, like a producer's put: a leased tail is refused first.
-        checkWriteLease(keys.tail, rows.state(keys.tail), undefined, now)
-        const tail = decoded(rows.read(keys.tail))
-        const head = decoded(rows.read(keys.head))
-        if (!(tail && head && isSeq(tail.next) && isSeq(head.head))) throw corrupt(keys.tail)
-        const first = tail.next
-        const stored = appendRoom(append.capacity, first, head.head, count, append.mode)
-        if (stored === 0) return { first, stored: 0 }
-        const records: string[] = []
-        for (let i = 0; i < stored; i++) {
-          const seq = first + i
-          const json = `{"format":"${EVENT_FORMAT}","seq":${seq}${append.events[i]}`
-          const key = eventKey(keys, seq)
-          rows.store(
-            key,
-            applyPut(key, rows.state(key), encoder.encode(json), null, undefined, now),
-          )
-          records.push(json)
-        }
-        const earlier = stored > 1 ? `,"earlier":[${records.slice(0, -1).join(',')}]` : ''
-        const value = `{"format":"agent-state/daemon-tail","next":${first + stored},"last":${records.at(-1)}${earlier}}`
-        rows.store(
-          keys.tail,
-          applyPut(keys.tail, rows.state(keys.tail), encoder.encode(value), null, undefined, now),
-        )
-        return { first, stored }
-      })
+      return transaction(db, 'queueAppend', keys.tail, plan, keys, (rows) =>
+        appendStep(rows, keys, append, decisions),
+      )
     },
 
     async queueClaim(keys, claim) {
@@ -332,56 +221,14 @@ export function postgresNativeQueue(db: QueueConnection): NativeQueue {
           keys.tail,
           ...(previous === undefined
             ? []
-            : [eventKey(keys, previous.seq), eventKey(keys, previous.seq + 1)]),
+            : [queueEventKey(keys, previous.seq), queueEventKey(keys, previous.seq + 1)]),
         ],
         fromTail: 0,
         fromHead: previous === undefined,
       }
-      return transaction(db, 'queueClaim', keys.head, plan, keys, (rows) => {
-        const { now } = rows
-        const headState = rows.state(keys.head)
-        const q = queueState(rows, keys)
-        if (previous !== undefined) {
-          // The acknowledgement of `previous`: its lease current (LEASE_LOST), then the head
-          // record the version it wrote (PRECONDITION_FAILED), as its fenced put checks them.
-          const fenced = { lease: previous.lease, ifMatch: previous.headVersion }
-          const at = previous.seq + 1
-          const iterations = q.iterations + 1
-          const done = eventKey(keys, previous.seq)
-          if (at >= q.next) {
-            // Nothing more: a plain ack (the head moved, the event gone, the lease released).
-            const json = headJson(at, 0, iterations, null)
-            const written = applyPut(keys.head, headState, json, null, fenced, now)
-            rows.store(keys.head, applyRelease(written, previous.lease) ?? written)
-            remove(rows, done)
-            return null
-          }
-          // The kept lease renewed by renewLease's rule (LEASE_LOST when stale).
-          const renewed = applyRenew(headState, previous.lease, now)
-          const { lease } = renewed
-          const json = headJson(at, 1, iterations, claimOf(at, lease, claim.claimedAt))
-          const written = applyPut(keys.head, renewed.state, json, null, { ...fenced, lease }, now)
-          const event = headEvent(rows, keys, at)
-          rows.store(keys.head, written)
-          remove(rows, done)
-          return claimed(event, json, written, lease)
-        }
-        if (q.head >= q.next) return null
-        const event = headEvent(rows, keys, q.head)
-        const granted = grantDelivery(keys.head, headState, claim.holder, claim.ttlMs, now)
-        // Leftover of an ack that crashed between its writes (generic path): gone before the claim.
-        if (q.head > 0) remove(rows, eventKey(keys, q.head - 1))
-        const { lease } = granted
-        const json = headJson(
-          q.head,
-          q.attempts + 1,
-          q.iterations,
-          claimOf(q.head, lease, claim.claimedAt),
-        )
-        const written = applyPut(keys.head, granted.state, json, null, { lease }, now)
-        rows.store(keys.head, written)
-        return claimed(event, json, written, lease)
-      })
+      return transaction(db, 'queueClaim', keys.head, plan, keys, (rows) =>
+        claimStep(rows, keys, claim, decisions),
+      )
     },
 
     async queueSettle(keys, settle) {
@@ -390,7 +237,7 @@ export function postgresNativeQueue(db: QueueConnection): NativeQueue {
       const removeEvent = settle.removeEvent
       if (removeEvent !== null) assertValidKey(removeEvent, MAX_KEY_BYTES)
       // A copy: the caller may reuse its buffer once the call returns.
-      const head = settle.head.slice()
+      const copied = { ...settle, head: settle.head.slice() }
       const plan = {
         exclusive: [keys.head],
         shared: [],
@@ -398,45 +245,9 @@ export function postgresNativeQueue(db: QueueConnection): NativeQueue {
         fromTail: 0,
         fromHead: false,
       }
-      await transaction(db, 'queueSettle', keys.head, plan, keys, (rows) => {
-        const written = applyPut(
-          keys.head,
-          rows.state(keys.head),
-          head,
-          null,
-          { lease: settle.lease, ifMatch: settle.headVersion },
-          rows.now,
-        )
-        rows.store(keys.head, applyRelease(written, settle.lease) ?? written)
-        if (removeEvent !== null) remove(rows, removeEvent)
-      })
+      await transaction(db, 'queueSettle', keys.head, plan, keys, (rows) =>
+        settleStep(rows, keys, copied),
+      )
     },
   }
-}
-
-/** The key of the event record of `seq`. */
-function eventKey(keys: NativeQueueKeys, seq: number): string {
-  return `${keys.eventPrefix}${String(seq).padStart(keys.eventDigits, '0')}`
-}
-
-/** The claim field of a head record, fields in the runtime's order. */
-function claimOf(seq: number, lease: Lease, claimedAt: string) {
-  return { seq, holder: lease.holder, token: lease.token, claimedAt }
-}
-
-/** A head record as the runtime's `encodeRecord` writes it (fields in its order). */
-function headJson(
-  head: number,
-  attempts: number,
-  iterations: number,
-  claim: ReturnType<typeof claimOf> | null,
-): Uint8Array {
-  return encoder.encode(
-    JSON.stringify({ format: 'agent-state/daemon-head', head, attempts, iterations, claim }),
-  )
-}
-
-/** `queueClaim`'s result from what the transaction wrote. */
-function claimed(event: Uint8Array, head: Uint8Array, written: KeyState, lease: Lease) {
-  return { event, head, headVersion: written.version as string, lease }
 }
