@@ -34,7 +34,12 @@
  * them), which load does not change either. `sqlite-native` and
  * `sqlite-normal-native` are the SQLite rows with queues on the native path
  * (one group-committed transaction per trigger, claim and ack), under the
- * default `synchronous = FULL` and plainjob's `NORMAL`.
+ * default `synchronous = FULL` and plainjob's `NORMAL`. `postgres` and
+ * `postgres-native`: our PostgreSQL backend on a server the run starts
+ * (default settings, `synchronous_commit = on`), generic and native path (one
+ * transaction in two pipelined round trips per trigger, claim and ack). No
+ * PostgreSQL queue peer (pg-boss, graphile-worker) is in the offline store,
+ * so PostgreSQL has no peer row.
  * Results: stdout (a markdown table) and `results/queue-latest.json`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -43,6 +48,7 @@ import { join } from 'node:path'
 import type { Backend } from '@agent-state/core'
 import { createFsBackend } from '@agent-state/fs'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
+import { createPostgresBackend } from '@agent-state/postgres'
 import { createRedisBackend } from '@agent-state/redis'
 import {
   createDaemonQueue,
@@ -53,7 +59,7 @@ import {
 import { daemonEventKey, daemonTailKey, encodeRecord } from '@agent-state/runtime/internal'
 import { createS3Backend } from '@agent-state/s3'
 import { createSqliteBackend } from '@agent-state/sqlite'
-import { startRedisServer, startRgw } from '@agent-state/test-services'
+import { startPostgresServer, startRedisServer, startRgw } from '@agent-state/test-services'
 import { Redis } from 'ioredis'
 import { type CallCounts, countingBackend, totalCalls } from './queue-counting.js'
 import {
@@ -89,7 +95,7 @@ interface Row {
 
 const backends = (
   process.env.QUEUE_BENCH_BACKENDS ??
-  'memory,sqlite,sqlite-native,sqlite-normal,sqlite-normal-native,fs,redis,redis-native,s3,bullmq,plainjob'
+  'memory,sqlite,sqlite-native,sqlite-normal,sqlite-normal-native,fs,redis,redis-native,postgres,postgres-native,s3,bullmq,plainjob'
 ).split(',')
 const sizes = (process.env.QUEUE_BENCH_SIZES ?? '1000,10000,100000').split(',').map(Number)
 const timedOps = Number(process.env.QUEUE_BENCH_OPS ?? 300)
@@ -143,6 +149,16 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
           another: () => createRedisBackend({ host, port, namespace }),
         }
       }
+      case 'postgres': {
+        postgres ??= startPostgresServer({ settings: { max_connections: '200' } })
+        const { url } = await postgres
+        const options = { connectionString: url, namespace }
+        return {
+          measured: createPostgresBackend(options),
+          filler: createPostgresBackend({ ...options, poolSize: 32 }),
+          another: () => createPostgresBackend({ ...options, poolSize: 2 }),
+        }
+      }
       case 's3': {
         rgw ??= startRgw({ memstoreBytes: 4 * 1024 ** 3 })
         const target = await rgw
@@ -170,6 +186,7 @@ async function pairFor(name: string, cell: string): Promise<Pair & { close(): Pr
 }
 
 let redis: ReturnType<typeof startRedisServer> | undefined
+let postgres: ReturnType<typeof startPostgresServer> | undefined
 
 /** Redis commands the server ran, by name, from `INFO commandstats`. */
 async function serverCommands() {
@@ -430,7 +447,11 @@ try {
     }
   }
 } finally {
-  await Promise.all([redis?.then((server) => server.stop()), rgw?.then((server) => server.stop())])
+  await Promise.all([
+    redis?.then((server) => server.stop()),
+    rgw?.then((server) => server.stop()),
+    postgres?.then((server) => server.stop()),
+  ])
   rmSync(root, { recursive: true, force: true })
 }
 

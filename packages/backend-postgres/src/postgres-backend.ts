@@ -45,12 +45,14 @@ import {
   type WatcherHooks,
 } from './change-notification.js'
 import { type Connection, openConnection } from './connection.js'
+import { POSTGRES_NATIVE_QUEUE, postgresNativeQueue } from './native-queue.js'
 
 import {
   type PostgresBackendOptions,
   postgresOptionsSchema,
   type ResolvedPostgresOptions,
 } from './options.js'
+import { buildQueueStatements } from './queue-statements.js'
 import {
   decodeListed,
   decodeState,
@@ -234,6 +236,7 @@ function createBackend(
   const { namespace, schema, maxValueBytes } = options
   const built = buildStatements(schema)
   const sql = hooks.statements?.(built) ?? built
+  const queueSql = buildQueueStatements(schema)
   const capabilities: Capabilities = {
     durable: true,
     multiProcess: true,
@@ -241,6 +244,7 @@ function createBackend(
     leaseClock: 'server',
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes,
+    nativeQueue: POSTGRES_NATIVE_QUEUE,
     ...(options.changeNotification ? { changeNotification: POSTGRES_CHANGE_NOTIFICATION } : {}),
   }
   let closed = false
@@ -338,9 +342,14 @@ function createBackend(
     return result.rowCount === 1
   }
 
-  /** Sends the change hint of `key` (see `Statements.announce`). */
-  async function announce(client: pg.ClientBase, key: string): Promise<void> {
-    await client.query(sql.announce, [namespace, key])
+  /** Sends the change hint of `key` (see `Statements.announce`), or of each of `keys`. */
+  async function announce(
+    client: pg.ClientBase,
+    key: string,
+    keys: readonly string[] | undefined,
+  ): Promise<void> {
+    if (keys === undefined) await client.query(sql.announce, [namespace, key])
+    else await client.query(queueSql.announce, [namespace, keys])
   }
 
   /**
@@ -349,7 +358,8 @@ function createBackend(
    * If the hint failed (its connection lost, an error), it is sent once more
    * on another connection; if that fails too the write is `INDETERMINATE`
    * (it committed, but its watchers cannot be told): an acknowledged write
-   * was always announced.
+   * was always announced. `hintKeys`: the keys the hint announced when not
+   * `key` alone (a queue transaction's, native-queue.ts).
    */
   async function update<T>(
     operation: string,
@@ -357,6 +367,7 @@ function createBackend(
     attempts: (
       client: pg.ClientBase,
     ) => Promise<{ result: T; hinted?: Promise<unknown> | undefined }>,
+    hintKeys?: () => readonly string[],
   ): Promise<T> {
     let committed: { result: T } | undefined
     try {
@@ -373,7 +384,9 @@ function createBackend(
       if (committed === undefined) throw error
       if (hooks.retryAnnounce === false) return committed.result
       try {
-        await connection.use(`${operation} (change hint)`, true, (client) => announce(client, key))
+        await connection.use(`${operation} (change hint)`, true, (client) =>
+          announce(client, key, hintKeys?.()),
+        )
       } catch (again) {
         throw backendFailure({
           operation,
@@ -595,6 +608,16 @@ function createBackend(
     async getLease(key: string): Promise<Lease | null> {
       return read('getLease', key, false, ({ state, now }) => liveLease(key, state, now))
     },
+
+    // The daemon queue's operations, one transaction each (native-queue.ts).
+    nativeQueue: postgresNativeQueue({
+      update: (operation, key, hintKeys, body) => update(operation, key, body, hintKeys),
+      sql: queueSql,
+      namespace,
+      lockTimeoutMs: options.lockTimeoutMs,
+      idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs,
+      assertOpen,
+    }),
 
     async destroy(): Promise<void> {
       assertOpen()

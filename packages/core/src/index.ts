@@ -142,6 +142,20 @@ export {
   runScriptCommand,
   userPackageManager,
 } from './package-manager.js'
+export {
+  appendRoom,
+  appendStep,
+  assertQueueEvents,
+  checkQueueKeys,
+  claimStep,
+  grantDelivery,
+  type QueueDecisions,
+  type QueueRows,
+  queueEventKey,
+  queueRecordCorrupt,
+  settleStep,
+  storedValueOf,
+} from './queue-steps.js'
 export { createRecordBackend, type RecordBackendOptions } from './record-backend.js'
 export { decodeKeyState, encodeKeyState, type KeyState, type StoredLease } from './record-codec.js'
 export {

@@ -1,15 +1,17 @@
 /**
  * The native queue path's checks run against deliberately broken Redis
  * scripts (the backend's own `withScriptMutant`: the script's source is
- * replaced while backends created inside load it) and a deliberately broken
- * SQLite backend (its `queue-steps.ts` replaced, the backend imported afresh).
+ * replaced while backends created inside load it) and deliberately broken
+ * SQLite and PostgreSQL backends (their `queue-steps.ts` replaced, the
+ * backend imported afresh).
  * Each mutant must make the scenario of daemon-queue.test.ts see the failure
  * it exists to catch.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { KeyState } from '@agent-state/core'
+import { freshName, postgresConfig } from '@agent-state/backend-targets'
+import type { Backend, KeyState } from '@agent-state/core'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { z } from 'zod'
 import { QUEUE_APPEND, QUEUE_CLAIM } from '../../backend-redis/src/queue-scripts.js'
@@ -65,34 +67,69 @@ describe('native queue script mutants on redis', () => {
   })
 })
 
-/** The SQLite backend's queue decisions, replaced by `mutate` of the original module. */
-const STEPS = '../../backend-sqlite/src/queue-steps.js'
+/** A backend whose queue decisions (`queue-steps.ts`) the mutants below replace. */
+interface Mutable {
+  readonly name: string
+  /** Its `queue-steps.ts`, as this file imports it. */
+  readonly steps: string
+  /** Creates an instance from the backend's package imported afresh (after `vi.doMock`). */
+  readonly open: (dir: string) => Promise<() => Backend>
+}
+
+const MUTABLE: readonly Mutable[] = [
+  {
+    name: 'sqlite',
+    steps: '../../backend-sqlite/src/queue-steps.js',
+    open: async (dir) => {
+      const { createSqliteBackend } = await import('../../backend-sqlite/src/index.js')
+      const path = join(dir, 'state.db')
+      return () => createSqliteBackend({ path, namespace: 'mutant' })
+    },
+  },
+  {
+    name: 'postgres',
+    steps: '../../backend-postgres/src/queue-steps.js',
+    open: async () => {
+      const { createPostgresBackend } = await import('../../backend-postgres/src/index.js')
+      const connectionString = postgresConfig().url
+      const namespace = freshName('mutant')
+      return () => createPostgresBackend({ connectionString, namespace, poolSize: 2 })
+    },
+  },
+]
+
+/** The queue decisions of the backends above (the same functions on both), replaced by `mutate`. */
 type Steps = typeof SqliteQueueSteps
 
-describe('native queue mutants on sqlite', () => {
+describe.each(MUTABLE)('native queue mutants on $name', (mutable) => {
   let dir: string
+  const opened: Backend[] = []
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'agent-state-runtime-sqlite-mutant-'))
+    dir = mkdtempSync(join(tmpdir(), `agent-state-runtime-${mutable.name}-mutant-`))
   })
-  afterEach(() => {
-    vi.doUnmock(STEPS)
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((backend) => backend.close()))
+    vi.doUnmock(mutable.steps)
     vi.resetModules()
     rmSync(dir, { recursive: true, force: true })
   })
 
-  /** A fixture whose backends come from a SQLite backend imported with `STEPS` mutated. */
+  /** A fixture whose backends come from the backend imported with its `queue-steps.ts` mutated. */
   async function mutantFixture(
     mutate: (original: Steps) => Partial<Steps>,
   ): Promise<BackendFixture> {
     vi.resetModules()
-    vi.doMock(STEPS, async (importOriginal) => {
+    vi.doMock(mutable.steps, async (importOriginal) => {
       const original = await importOriginal<Steps>()
       return { ...original, ...mutate(original) }
     })
-    const { createSqliteBackend } = await import('../../backend-sqlite/src/index.js')
-    const path = join(dir, 'state.db')
+    const create = await mutable.open(dir)
     return {
-      create: () => createSqliteBackend({ path, namespace: 'mutant' }),
+      create: () => {
+        const backend = create()
+        opened.push(backend)
+        return backend
+      },
     } as unknown as BackendFixture
   }
 

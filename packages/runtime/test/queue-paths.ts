@@ -15,7 +15,7 @@ export type QueuePath = 'generic' | 'native'
  * silently lost the capability fails its native run with
  * `QUEUE_PATH_UNAVAILABLE` instead of dropping out of it.
  */
-export const NATIVE_QUEUE_BACKENDS: readonly string[] = ['sqlite', 'redis']
+export const NATIVE_QUEUE_BACKENDS: readonly string[] = ['sqlite', 'redis', 'postgres']
 
 /** A backend target with the path its queues are created on. */
 export type OnPath<T> = T & { readonly path: QueuePath }
