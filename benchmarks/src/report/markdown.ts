@@ -204,7 +204,7 @@ function notesTable(result: RunSummary, backend: BackendKind): string[] {
 export function renderMarkdown(
   result: RunSummary,
   postgres?: PostgresResults,
-  wakes?: readonly string[],
+  sections: readonly (readonly string[] | undefined)[] = [],
 ): string {
   const machine = result.machine
   const versions = Object.entries(result.versions)
@@ -282,7 +282,7 @@ export function renderMarkdown(
     ...growthTable(result),
     '',
     ...(postgres === undefined ? [] : [...renderPostgresSection(postgres), '']),
-    ...(wakes ?? []),
+    ...sections.flatMap((section) => section ?? []),
     '## Full results',
     '',
     'Each cell: ops/s · p50 · p99. `↑`: in the Target 1 table (the headline workloads, with their ranges over',

@@ -6,7 +6,22 @@ import { readPostgresResults } from './postgres.js'
 import { renderReadmeHeadline, replaceReadmeHeadline } from './readme.js'
 import type { RunSummary } from './summary.js'
 import { renderRatioSvg } from './svg.js'
+import { readUiSection } from './ui.js'
 import { readWakeSection } from './wakes.js'
+
+/**
+ * `BENCHMARKS.md` as the results in `outDir` render it: the run's summaries,
+ * the PostgreSQL section from `postgres.json`, and the wake and ui sections
+ * from the tables their benchmarks last wrote. The one way to build it, so
+ * the smoke test compares the committed file with exactly what `pnpm report`
+ * would write.
+ */
+export function renderReport(result: RunSummary, outDir: string): string {
+  return renderMarkdown(result, readPostgresResults(outDir), [
+    readWakeSection(outDir),
+    readUiSection(outDir),
+  ])
+}
 
 /**
  * Writes every view of one run's results: `ratios.svg`, the Markdown report
@@ -21,10 +36,7 @@ export function writeReports(
 ): string[] {
   const written = [join(config.outDir, 'ratios.svg'), config.markdownPath]
   writeFileSync(join(config.outDir, 'ratios.svg'), renderRatioSvg(result))
-  writeFileSync(
-    config.markdownPath,
-    renderMarkdown(result, readPostgresResults(config.outDir), readWakeSection(config.outDir)),
-  )
+  writeFileSync(config.markdownPath, renderReport(result, config.outDir))
   if (config.readmePath !== undefined) {
     const readme = readFileSync(config.readmePath, 'utf8')
     writeFileSync(config.readmePath, replaceReadmeHeadline(readme, renderReadmeHeadline(result)))
