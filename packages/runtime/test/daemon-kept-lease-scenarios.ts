@@ -116,6 +116,8 @@ async function handedOut(next: Promise<runtime.Delivery | null>) {
  * before that `next()`: it renews the kept delivery, which is refused, so it
  * drops it and resolves (the daemon itself was not taken over).
  */
+const VISIBILITY_MS = 1500
+
 export async function staleKeptSameHolder(
   rt: Runtime,
   fixture: BackendFixture,
@@ -126,13 +128,15 @@ export async function staleKeptSameHolder(
     daemonId: id,
     holder: 'same',
     leaseTtlMs: 60_000,
-    visibilityTimeoutMs: 300,
+    // Long enough for next() then ack() under a loaded CI host (300 ms expired between them
+    // once at load 40, and the ack failed): the scenario needs only the kept delivery to lapse.
+    visibilityTimeoutMs: VISIBILITY_MS,
   })
   await daemon.triggerMany([{ n: 0 }, { n: 1 }, { n: 2 }])
   const first = await daemon.next()
   if (first === null) throw new Error('queue empty')
   await daemon.ack(first)
-  await sleep(500)
+  await sleep(VISIBILITY_MS + 300)
   const other = await rt.openDaemonQueue(fixture.create(), id)
   const taken = await claimEventually(other, { holder: 'same', visibilityTimeoutMs: 20_000 })
   const newerToken = taken.token > first.token && taken.holder === first.holder
