@@ -14,7 +14,7 @@
  * effects), the key browser's first page of `big/`, and one key. Median of REPS loads after a
  * warm-up load of each view.
  *
- * Knobs: UI_RENDER_BACKENDS (memory,fs,sqlite,redis), UI_RENDER_KEYS (100000),
+ * Knobs: UI_RENDER_BACKENDS (memory,fs,sqlite,redis,postgres), UI_RENDER_KEYS (100000),
  * UI_RENDER_EFFECTS (10000), UI_RENDER_REPS (7), AGENT_STATE_CHROMIUM (/usr/bin/chromium).
  * Writes results/ui-render.json and .md.
  */
@@ -28,7 +28,7 @@ import { scaleKey, seedUiScale, unknownOf } from '../../apps/cli/test/ui-scale-s
 import { median } from './stats.js'
 import { UiBenchBackends } from './ui-backends.js'
 
-const BACKENDS = (process.env.UI_RENDER_BACKENDS ?? 'memory,fs,sqlite,redis').split(',')
+const BACKENDS = (process.env.UI_RENDER_BACKENDS ?? 'memory,fs,sqlite,redis,postgres').split(',')
 const KEYS = Number(process.env.UI_RENDER_KEYS ?? 100_000)
 const EFFECTS = Number(process.env.UI_RENDER_EFFECTS ?? 10_000)
 const REPS = Number(process.env.UI_RENDER_REPS ?? 7)

@@ -11,7 +11,7 @@
  * of unsettled effects. The backend calls of a view do not depend on load; the times do: the
  * machine's load average is printed with them.
  *
- * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs and redis also work, see ui-backends.ts),
+ * Knobs: UI_BENCH_BACKENDS (memory,sqlite; fs, redis and postgres also work, see ui-backends.ts),
  * UI_BENCH_SIZES (1000,10000,100000), UI_BENCH_REPS (15). Writes results/ui-views.json and .md.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
