@@ -6,6 +6,7 @@ import {
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint'
 import type { StoredMeta } from './checkpoint-record.js'
+import { ahead } from './list-ahead.js'
 import {
   checkpointsNewestFirst,
   type ListedCheckpoint,
@@ -77,6 +78,14 @@ export async function* listCheckpoints(
   for (const threadId of threadIds) {
     if (ctx.owned) epochs.prefetch(threadId)
     const threadPrefix = ctx.layout.thread(threadId)
+    const pagesOf = (ns: string) =>
+      checkpointsNewestFirst(ctx, threadId, ns, 2 * Math.min((remaining ?? 15) + 1, 16))
+    // The root graph's namespace ("") sorts first and nearly every thread has it: its
+    // first page is listed beside the namespaces, not after them (dropped if absent).
+    const rootPages =
+      config.configurable?.checkpoint_ns === undefined && onlyId === ''
+        ? ahead(pagesOf(''))
+        : undefined
     const namespaces =
       config.configurable?.checkpoint_ns !== undefined
         ? [namespaceOf(config)]
@@ -84,11 +93,14 @@ export async function* listCheckpoints(
             const ns = ctx.layout.namespaceOf(threadPrefix, prefix)
             return ns === undefined ? [] : [ns]
           })
+    if (rootPages !== undefined && !namespaces.includes('')) await rootPages.drop()
     for (const ns of namespaces) {
       const pages: AsyncIterable<ListedCheckpoint[]> | ListedCheckpoint[][] =
         onlyId !== ''
           ? [[onlyCheckpoint(ctx, threadId, ns, onlyId)]]
-          : checkpointsNewestFirst(ctx, threadId, ns, 2 * Math.min((remaining ?? 15) + 1, 16))
+          : ns === '' && rootPages !== undefined
+            ? rootPages.pages
+            : pagesOf(ns)
       for await (const page of pages) {
         const listedCandidates = page.filter(
           (listed) => listed.hasMeta && (beforeId === '' || listed.id < beforeId),

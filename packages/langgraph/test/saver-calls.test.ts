@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto'
 import { createMemoryBackend } from '@agent-state/memory'
+import type { RunnableConfig } from '@langchain/core/runnables'
 import { type Checkpoint, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type * as Saver from '../src/index.js'
@@ -69,9 +71,46 @@ async function callsPerOperation(saver: typeof Saver, owned: boolean) {
   return { put: put_, getTuple, list, getTupleWith40Writes: take() }
 }
 
+/** The most `list` calls in flight at once during `list` of a thread (limit 10) without a namespace. */
+async function listingsInFlight(saver: typeof Saver): Promise<number> {
+  const memory = createMemoryBackend({})
+  let inFlight = 0
+  let most = 0
+  const backend = new Proxy(memory, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (property !== 'list') return typeof value === 'function' ? value.bind(target) : value
+      return async (...args: Parameters<typeof memory.list>) => {
+        inFlight++
+        most = Math.max(most, inFlight)
+        try {
+          return await target.list(...args)
+        } finally {
+          inFlight--
+        }
+      }
+    },
+  })
+  const checkpointer = saver.createCheckpointSaver({ backend })
+  // Memory backends of one process share their namespace: a thread of its own.
+  const thread = `in-flight-${randomUUID()}`
+  let config: RunnableConfig = { configurable: { thread_id: thread, checkpoint_ns: '' } }
+  for (let step = 1; step <= 3; step++) {
+    const metadata = { source: 'loop' as const, step, parents: {} }
+    config = await checkpointer.put(config, checkpointOf(step), metadata, { messages: step })
+  }
+  most = 0
+  let listed = 0
+  for await (const _ of checkpointer.list({ configurable: { thread_id: thread } }, { limit: 10 }))
+    listed++
+  expect(listed).toBe(3)
+  return most
+}
+
 afterEach(() => {
   vi.doUnmock('../src/thread-scan.js')
   vi.doUnmock('../src/checkpoint-record.js')
+  vi.doUnmock('../src/list-ahead.js')
   vi.resetModules()
 })
 
@@ -102,7 +141,7 @@ describe('backend calls per saver operation', () => {
   it('a put on a parent this saver has not seen reads the parent record once; one it loaded, not at all', async () => {
     const saver = await import('../src/index.js')
     const counted = countingBackend(createMemoryBackend({}))
-    const config = { configurable: { thread_id: 't', checkpoint_ns: '' } }
+    const config = { configurable: { thread_id: `unseen-${randomUUID()}`, checkpoint_ns: '' } }
     const metadata = { source: 'loop' as const, step: 1, parents: {} }
     const first = await saver
       .createCheckpointSaver({ backend: counted.backend })
@@ -157,6 +196,25 @@ describe('backend calls per saver operation', () => {
     const calls = await callsPerOperation(saver, false)
     expect(calls.getTuple.list).toBe(2)
     expect(calls.list.list).toBe(12)
+  })
+})
+
+describe('list without a namespace', () => {
+  it("lists the root namespace's checkpoints beside the namespaces, not after them", async () => {
+    expect(await listingsInFlight(await import('../src/index.js'))).toBe(2)
+  })
+
+  it('mutant: a list that waits for the namespaces lists one thing at a time', async () => {
+    vi.resetModules()
+    vi.doMock('../src/list-ahead.js', () => ({
+      ahead: <T>(pages: AsyncGenerator<T>) => ({
+        pages,
+        drop: async () => {
+          await pages.return(undefined)
+        },
+      }),
+    }))
+    expect(await listingsInFlight(await import('../src/index.js'))).toBe(1)
   })
 })
 
