@@ -23,6 +23,33 @@ export interface CheckpointRecord {
 }
 
 /**
+ * A checkpoint serialized: its body (without channel values), its metadata
+ * and the channels of `newVersions` (`"empty"` for one without a value),
+ * whatever record format then holds them.
+ */
+export async function serializeCheckpoint(
+  serde: SerializerProtocol,
+  checkpoint: Checkpoint,
+  metadata: CheckpointMetadata,
+  newVersions: ChannelVersions,
+) {
+  const copy = copyCheckpoint(checkpoint)
+  const values = copy.channel_values
+  const [[bodyType, body], [metaType, meta], inline] = await Promise.all([
+    serde.dumpsTyped({ ...copy, channel_values: {} }),
+    serde.dumpsTyped(metadata),
+    Promise.all(
+      Object.entries(newVersions).map(async ([channel, version]) => {
+        const [type, payload] =
+          channel in values ? await serde.dumpsTyped(values[channel]) : ['empty', new Uint8Array(0)]
+        return { channel, version: String(version), type, payload }
+      }),
+    ),
+  ])
+  return { copy, bodyType, body, metaType, meta, inline }
+}
+
+/**
  * Serializes a checkpoint into its one format-2 record. Channels in
  * `newVersions` are stored inline; every other channel of its
  * `channel_versions` is named by where its value lives, taken from
@@ -39,20 +66,13 @@ export async function buildCheckpointRecord(
   parentSources: ChannelSources,
 ): Promise<CheckpointRecord> {
   const { threadId, ns, parentId } = target
-  const copy = copyCheckpoint(checkpoint)
-  const key = layout.checkpoint(threadId, ns, copy.id).meta
-  const values = copy.channel_values
-  const [[bodyType, body], [metaType, meta]] = await Promise.all([
-    serde.dumpsTyped({ ...copy, channel_values: {} }),
-    serde.dumpsTyped(metadata),
-  ])
-  const inline = await Promise.all(
-    Object.entries(newVersions).map(async ([channel, version]) => {
-      const [type, payload] =
-        channel in values ? await serde.dumpsTyped(values[channel]) : ['empty', new Uint8Array(0)]
-      return { channel, version: String(version), type, payload }
-    }),
+  const { copy, bodyType, body, metaType, meta, inline } = await serializeCheckpoint(
+    serde,
+    checkpoint,
+    metadata,
+    newVersions,
   )
+  const key = layout.checkpoint(threadId, ns, copy.id).meta
   const sources = new Map<string, readonly [string, string]>()
   const from: Record<string, readonly [string, string]> = {}
   for (const [channel, version] of Object.entries(copy.channel_versions ?? {})) {
