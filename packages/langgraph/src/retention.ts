@@ -24,15 +24,17 @@ async function blobKeysOf(
   ctx: ReaderContext,
   threadId: string,
   ns: string,
-  meta: StoredMeta,
+  checkpointId: string,
+  meta: StoredMeta | null,
 ): Promise<string[]> {
   let ct: string
   let bytes: Uint8Array
-  if (meta.inline !== undefined) {
+  if (meta?.inline !== undefined) {
     ct = meta.inline.ct
     bytes = meta.inline.body
   } else {
-    const key = ctx.layout.checkpoint(threadId, ns, meta.header.id).body
+    // Format 1, also a crashed put's body without its metadata record.
+    const key = ctx.layout.checkpoint(threadId, ns, checkpointId).body
     const stored = await ctx.backend.get(key)
     if (stored === null) return []
     const body = decodeRecord(stored.value, key, isBodyHeader)
@@ -41,7 +43,7 @@ async function blobKeysOf(
   }
   const checkpoint = await ctx.serde.loadsTyped(ct, bytes)
   return Object.entries(checkpoint.channel_versions ?? {})
-    .filter(([channel]) => !meta.inline?.values.has(channel))
+    .filter(([channel]) => meta?.inline?.values.has(channel) !== true)
     .map(([channel, version]) => ctx.layout.blob(threadId, ns, channel, String(version)))
 }
 
@@ -102,16 +104,16 @@ export async function pruneNamespace(
   const removedIds = ids.filter((id) => !keep.has(id))
   const removedGroups = new Set(groups.filter((_group, index) => !keep.has(ids[index] as string)))
   const keptMetas = [...keep].flatMap((id) => committed.get(id) ?? [])
-  const removedMetas = new Map(
-    metas.flatMap((meta) =>
-      meta === null || keep.has(meta.header.id) ? [] : [[meta.header.id, meta]],
-    ),
-  ) as Map<string, StoredMeta>
+  const removed = ids.flatMap((id, index) =>
+    keep.has(id) ? [] : [{ id, meta: metas[index] ?? null }],
+  )
+  const removedMetas = new Map<string, StoredMeta>()
+  for (const { id, meta } of removed) if (meta !== null) removedMetas.set(id, meta)
   const [keptBlobs, removedBlobs] = await Promise.all([
-    mapLimited(keptMetas, ctx.concurrency, (meta) => blobKeysOf(ctx, threadId, ns, meta)),
-    mapLimited([...removedMetas.values()], ctx.concurrency, (meta) =>
-      blobKeysOf(ctx, threadId, ns, meta),
+    mapLimited(keptMetas, ctx.concurrency, (meta) =>
+      blobKeysOf(ctx, threadId, ns, meta.header.id, meta),
     ),
+    mapLimited(removed, ctx.concurrency, ({ id, meta }) => blobKeysOf(ctx, threadId, ns, id, meta)),
   ])
   const stillUsed = new Set(keptBlobs.flat())
   const blobs = [...new Set(removedBlobs.flat())].filter((key) => !stillUsed.has(key))

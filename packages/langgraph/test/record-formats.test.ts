@@ -120,6 +120,32 @@ describe('record formats', () => {
     expect(blobs).toEqual([saver.keys.blob('t', '', 'constant', 1)])
   })
 
+  it('prune removes what a crashed 0.1 put left (body and channel value, no metadata record)', async () => {
+    const { createCheckpointSaver } = await import('../src/index.js')
+    const backend = createMemoryBackend({})
+    const saver = createCheckpointSaver({ backend, prefix: 'lg-crashed' })
+    const [kept] = await putChain(saver, 't', 1)
+    const crashed = await putFormatOne(
+      backend,
+      new JsonPlusSerializer(),
+      saver.keys,
+      { threadId: 't', ns: '', parentId: null },
+      checkpointOf(uuid6(-3), { counter: 7 }, { counter: 'lost' }),
+      { source: 'loop', step: 9, parents: {} },
+      { counter: 7 },
+    )
+    await backend.delete(
+      saver.keys.checkpoint('t', '', crashed.configurable.checkpoint_id as string).meta,
+    )
+    expect(await saver.prune('t', { keepLast: 1 })).toEqual({ checkpoints: 0, writes: 0, blobs: 1 })
+    const left = await allKeys(backend, 'lg-crashed/')
+    expect(left.filter((key) => key.includes('/v/') || key.endsWith('/b'))).toEqual([])
+    expect((await saver.getTuple(kept as RunnableConfig))?.checkpoint.channel_values).toEqual({
+      counter: 'main-0',
+      constant: 'same',
+    })
+  })
+
   it('a record of a format this version does not know is INCOMPATIBLE_SCHEMA, never a missing checkpoint', async () => {
     const { createCheckpointSaver } = await import('../src/index.js')
     const backend = createMemoryBackend({})
