@@ -8,6 +8,7 @@ import KeyvPostgres from '@keyv/postgres'
 import Keyv from 'keyv'
 import pg from 'pg'
 import { type LangGraphWorkload, langGraphPaths } from './postgres-langgraph.js'
+import { type PostgresResults, readPostgresResults } from './report/postgres.js'
 import { rebuildReports } from './report/rebuild.js'
 
 /**
@@ -30,13 +31,17 @@ import { rebuildReports } from './report/rebuild.js'
  * Closed loop: `c` callers each issue an operation and await it, for
  * `BENCH_PG_SECONDS` (default 3) per repetition; repetitions interleave the
  * paths (rotated order). Knobs: `BENCH_PG_REPS` (3), `BENCH_PG_SECONDS`,
- * `BENCH_PG_CONCURRENCY` (`1,64`). Writes `results/postgres.json`, then
- * rebuilds `BENCHMARKS.md` (its PostgreSQL section comes from that file).
+ * `BENCH_PG_CONCURRENCY` (`1,64`), `BENCH_PG_ONLY=savers` (only the
+ * LangGraph savers: their cells replace the saver cells of the existing
+ * file, with their own date and load, and the backend cells stay). Writes
+ * `results/postgres.json`, then rebuilds `BENCHMARKS.md` (its PostgreSQL
+ * section comes from that file).
  */
 
 const REPS = Number(process.env.BENCH_PG_REPS ?? 3)
 const SECONDS = Number(process.env.BENCH_PG_SECONDS ?? 3)
 const CONCURRENCY = (process.env.BENCH_PG_CONCURRENCY ?? '1,64').split(',').map(Number)
+const ONLY_SAVERS = process.env.BENCH_PG_ONLY === 'savers'
 const POOL = 16
 const KEYS = 256
 const VALUE = new Uint8Array(1024).fill(7)
@@ -212,34 +217,32 @@ async function measure(
 const loadAtStart = loadavg()
 const server = await startPostgresServer({ settings: { max_connections: '400' } })
 try {
-  const paths: Path[] = [
-    await agentStatePath(server.url),
-    await rawSamePath(server.url),
-    await rawUpsertPath(server.url),
-    await keyvPath(server.url),
-  ]
+  const paths: Path[] = ONLY_SAVERS
+    ? []
+    : [
+        await agentStatePath(server.url),
+        await rawSamePath(server.url),
+        await rawUpsertPath(server.url),
+        await keyvPath(server.url),
+      ]
   const cells: Cell[] = []
   await measure(paths, ['put-1KiB', 'get-1KiB', 'cas'], cells)
   const savers = await langGraphPaths(server.url, Math.max(...CONCURRENCY), POOL)
   await measure(savers, ['lg-put', 'lg-getTuple', 'lg-list'], cells)
   for (const saver of savers) await saver.close()
-  const out = join(import.meta.dirname, '..', 'results', 'postgres.json')
-  writeFileSync(
-    out,
-    `${JSON.stringify(
-      {
-        date: new Date().toISOString(),
-        reps: REPS,
-        seconds: SECONDS,
-        pool: POOL,
-        cpus: cpus().length,
-        loadAvg: { start: loadAtStart, end: loadavg() },
-        cells,
-      },
-      null,
-      2,
-    )}\n`,
-  )
+  const resultsDir = join(import.meta.dirname, '..', 'results')
+  const out = join(resultsDir, 'postgres.json')
+  const run = { date: new Date().toISOString(), loadAvg: { start: loadAtStart, end: loadavg() } }
+  const previous = readPostgresResults(resultsDir)
+  const results: PostgresResults =
+    ONLY_SAVERS && previous !== undefined
+      ? {
+          ...previous,
+          savers: { ...run, reps: REPS, seconds: SECONDS },
+          cells: [...previous.cells.filter((cell) => !cell.workload.startsWith('lg-')), ...cells],
+        }
+      : { ...run, reps: REPS, seconds: SECONDS, pool: POOL, cpus: cpus().length, cells }
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
   console.log(`written ${out}`)
   console.log(`rebuilt ${rebuildReports().join(', ')}`)
   for (const path of paths) {

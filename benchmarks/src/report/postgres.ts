@@ -27,6 +27,13 @@ export interface PostgresResults {
   /** `os.loadavg()` at the start and the end of the run (absent in older files). */
   readonly loadAvg?: { readonly start: readonly number[]; readonly end: readonly number[] }
   readonly cpus?: number
+  /** When the saver cells were measured apart (`BENCH_PG_ONLY=savers`): that run's date, load and repetitions. */
+  readonly savers?: {
+    readonly date: string
+    readonly loadAvg: { readonly start: readonly number[]; readonly end: readonly number[] }
+    readonly reps: number
+    readonly seconds: number
+  }
   readonly cells: readonly PostgresCell[]
 }
 
@@ -104,10 +111,19 @@ function scaling(results: PostgresResults, path: string, workload: string): stri
 
 /** The `## PostgreSQL` section of `BENCHMARKS.md`. */
 export function renderPostgresSection(results: PostgresResults): string[] {
-  const load =
-    results.loadAvg === undefined
+  const loadOf = (loadAvg: PostgresResults['loadAvg']): string =>
+    loadAvg === undefined
       ? ''
-      : `; load average ${results.loadAvg.start.map((n) => n.toFixed(1)).join('/')} at the start, ${results.loadAvg.end.map((n) => n.toFixed(1)).join('/')} at the end`
+      : `; load average ${loadAvg.start.map((n) => n.toFixed(1)).join('/')} at the start, ${loadAvg.end.map((n) => n.toFixed(1)).join('/')} at the end`
+  const load = loadOf(results.loadAvg)
+  const saversRun =
+    results.savers === undefined
+      ? []
+      : [
+          `Measured apart (\`BENCH_PG_ONLY=savers npx -y pnpm@12.4.2 bench:postgres\`) on ${results.savers.date}: ${results.savers.reps}`,
+          `interleaved repetitions of ${results.savers.seconds} s per path${loadOf(results.savers.loadAvg)}.`,
+          '',
+        ]
   const levels = concurrencies(results, ['put-1KiB'])
   return [
     '## PostgreSQL (`bench:postgres`)',
@@ -138,6 +154,7 @@ export function renderPostgresSection(results: PostgresResults): string[] {
     'on the same server. Each caller works on its own thread of 20+ checkpoints: `lg-put` writes a checkpoint',
     'with one 1 KiB channel value, `lg-getTuple` reads the latest, `lg-list` the 10 newest.',
     '',
+    ...saversRun,
     ...table(
       results,
       ['lg-put', 'lg-getTuple', 'lg-list'],

@@ -5,6 +5,8 @@ import {
   type CheckpointTuple,
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint'
+import type { StoredMeta } from './checkpoint-record.js'
+import { ahead } from './list-ahead.js'
 import {
   checkpointsNewestFirst,
   type ListedCheckpoint,
@@ -13,10 +15,10 @@ import {
 } from './thread-scan.js'
 import {
   EpochCache,
+  HolderReads,
   loadTuple,
   type ReaderContext,
   readMeta,
-  type StoredMeta,
   startTupleReads,
   type TupleReads,
 } from './tuple-reader.js'
@@ -72,9 +74,18 @@ export async function* listCheckpoints(
         )
   const filtering = filter !== undefined && Object.keys(filter).length > 0
   const epochs = new EpochCache(ctx.backend, ctx.layout)
+  const holders = new HolderReads(ctx.backend)
   for (const threadId of threadIds) {
     if (ctx.owned) epochs.prefetch(threadId)
     const threadPrefix = ctx.layout.thread(threadId)
+    const pagesOf = (ns: string) =>
+      checkpointsNewestFirst(ctx, threadId, ns, 2 * Math.min((remaining ?? 15) + 1, 16))
+    // The root graph's namespace ("") sorts first and nearly every thread has it: its
+    // first page is listed beside the namespaces, not after them (dropped if absent).
+    const rootPages =
+      config.configurable?.checkpoint_ns === undefined && onlyId === ''
+        ? ahead(pagesOf(''))
+        : undefined
     const namespaces =
       config.configurable?.checkpoint_ns !== undefined
         ? [namespaceOf(config)]
@@ -82,61 +93,88 @@ export async function* listCheckpoints(
             const ns = ctx.layout.namespaceOf(threadPrefix, prefix)
             return ns === undefined ? [] : [ns]
           })
+    if (rootPages !== undefined && !namespaces.includes('')) await rootPages.drop()
     for (const ns of namespaces) {
       const pages: AsyncIterable<ListedCheckpoint[]> | ListedCheckpoint[][] =
         onlyId !== ''
           ? [[onlyCheckpoint(ctx, threadId, ns, onlyId)]]
-          : checkpointsNewestFirst(ctx, threadId, ns, 2 * Math.min((remaining ?? 15) + 1, 16))
+          : ns === '' && rootPages !== undefined
+            ? rootPages.pages
+            : pagesOf(ns)
       for await (const page of pages) {
-        const candidates = page.filter(
+        const listedCandidates = page.filter(
           (listed) => listed.hasMeta && (beforeId === '' || listed.id < beforeId),
         )
-        // Without a filter, the first `remaining` candidates are the tuples asked
-        // for (unless uncommitted): their body and writes are read beside their
-        // metadata, not after it. With a filter, only for the metadata that matches.
-        const speculate = remaining !== undefined && !filtering
-        const reads = candidates.map((listed, i): TupleReads | undefined =>
-          speculate && i < (remaining ?? 0)
-            ? startTupleReads(ctx, threadId, ns, listed.id, epochs, listed.writeKeys)
-            : undefined,
-        )
-        const metas = await mapLimited(candidates, ctx.concurrency, (listed) =>
-          readMeta(ctx.backend, listed.keys.meta),
-        )
-        const chosen: Array<{ meta: StoredMeta; reads: TupleReads | undefined }> = []
-        for (const [i, meta] of metas.entries()) {
-          if (meta === null) continue
-          if (!(await epochs.committed(threadId, meta.header.o))) continue
-          if (filtering && filter !== undefined) {
-            const metadata = await ctx.serde.loadsTyped(meta.header.mt, meta.payload)
-            if (!metadataMatches(metadata, filter)) continue
+        // Without a filter, a limit needs `remaining` records (more only if some are
+        // uncommitted): each record holds a body, so read no more than that at once.
+        for (let start = 0; start < listedCandidates.length; ) {
+          const size =
+            remaining !== undefined && !filtering ? Math.max(remaining, 1) : listedCandidates.length
+          const candidates = listedCandidates.slice(start, start + size)
+          start += size
+          // Without a filter, the first `remaining` candidates are the tuples asked
+          // for (unless uncommitted): their body and writes are read beside their
+          // metadata, not after it. With a filter, only for the metadata that matches.
+          const speculate = remaining !== undefined && !filtering
+          const reads = candidates.map((listed, i): TupleReads | undefined =>
+            speculate && i < (remaining ?? 0)
+              ? startTupleReads(ctx, threadId, ns, listed.id, epochs, listed)
+              : undefined,
+          )
+          const metas = await mapLimited(candidates, ctx.concurrency, (listed) =>
+            readMeta(ctx.backend, listed.keys.meta),
+          )
+          const chosen: Array<{
+            meta: StoredMeta
+            listed: ListedCheckpoint
+            reads: TupleReads | undefined
+          }> = []
+          for (const [i, meta] of metas.entries()) {
+            if (meta === null) continue
+            holders.seed((candidates[i] as ListedCheckpoint).keys.meta, meta)
+            if (!(await epochs.committed(threadId, meta.header.o))) continue
+            if (filtering && filter !== undefined) {
+              const metadata = await ctx.serde.loadsTyped(meta.header.mt, meta.payload)
+              if (!metadataMatches(metadata, filter)) continue
+            }
+            const listed = candidates[i] as ListedCheckpoint
+            chosen.push({
+              meta,
+              listed,
+              reads:
+                reads[i] ??
+                (remaining === undefined
+                  ? undefined
+                  : startTupleReads(ctx, threadId, ns, listed.id, epochs, listed)),
+            })
           }
-          const listed = candidates[i] as ListedCheckpoint
-          chosen.push({
-            meta,
-            reads:
-              reads[i] ??
-              (remaining === undefined
-                ? undefined
-                : startTupleReads(ctx, threadId, ns, listed.id, epochs, listed.writeKeys)),
-          })
-        }
-        // With a limit the caller asked for these tuples, so they load together;
-        // without one, one at a time, so a consumer that stops early read no extra body.
-        const load = ({ meta, reads }: (typeof chosen)[number]) =>
-          loadTuple(ctx, threadId, ns, meta, epochs, reads)
-        const batch =
-          remaining === undefined
-            ? chosen.map((one) => () => load(one))
-            : (await Promise.all(chosen.slice(0, remaining).map(load))).map((tuple) => () => tuple)
-        for (const next of batch) {
+          // With a limit the caller asked for these tuples, so they load together;
+          // without one, one at a time, so a consumer that stops early read no extra body.
+          const load = ({ meta, listed, reads }: (typeof chosen)[number]) =>
+            loadTuple(
+              ctx,
+              threadId,
+              ns,
+              meta,
+              epochs,
+              reads ?? startTupleReads(ctx, threadId, ns, listed.id, epochs, listed),
+              holders,
+            )
+          const batch =
+            remaining === undefined
+              ? chosen.map((one) => () => load(one))
+              : (await Promise.all(chosen.slice(0, remaining).map(load))).map(
+                  (tuple) => () => tuple,
+                )
+          for (const next of batch) {
+            if (remaining !== undefined && remaining <= 0) return
+            const tuple = await next()
+            if (tuple === undefined) continue
+            if (remaining !== undefined) remaining -= 1
+            yield tuple
+          }
           if (remaining !== undefined && remaining <= 0) return
-          const tuple = await next()
-          if (tuple === undefined) continue
-          if (remaining !== undefined) remaining -= 1
-          yield tuple
         }
-        if (remaining !== undefined && remaining <= 0) return
       }
     }
   }
@@ -153,5 +191,7 @@ function onlyCheckpoint(
     id: checkpointId,
     keys: ctx.layout.checkpoint(threadId, ns, checkpointId),
     hasMeta: true,
+    // Unknown without a listing: a format-1 body is read after the record says so.
+    hasBody: false,
   }
 }

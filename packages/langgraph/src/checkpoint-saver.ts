@@ -19,6 +19,7 @@ import {
   JsonPlusSerializer,
   type PendingWrite,
 } from '@langchain/langgraph-checkpoint'
+import { SourceCache } from './checkpoint-record.js'
 import { KeyLayout } from './key-layout.js'
 import { assertFits } from './limits.js'
 import { listKeys } from './list-keys.js'
@@ -27,14 +28,16 @@ import {
   checkpointSaverOptionsSchema,
   type ResolvedCheckpointSaverOptions,
 } from './options.js'
-import { buildCheckpointRecords, buildWriteRecords } from './record-builders.js'
+import { buildCheckpointRecord, buildWriteRecords } from './record-builders.js'
 import type { OwnerStamp } from './records.js'
 import { type PruneResult, pruneNamespace } from './retention.js'
 import { ThreadOwnership } from './thread-ownership.js'
 import { checkpointsNewestFirst, listChildren } from './thread-scan.js'
 import {
   EpochCache,
+  HolderReads,
   loadTuple,
+  parentSources,
   type ReaderContext,
   readMeta,
   startTupleReads,
@@ -80,6 +83,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       serde: this.serde,
       concurrency: this.concurrency,
       owned: this.ownership !== undefined,
+      sources: new SourceCache(),
       nextVersion: (current) => this.getNextVersion(current),
     }
   }
@@ -107,32 +111,26 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const epochs = new EpochCache(this.backend, this.layout)
     if (this.ownership !== undefined) epochs.prefetch(threadId)
     const checkpointId = getCheckpointId(config)
+    const holders = new HolderReads(this.backend)
     if (checkpointId !== '') {
-      // The body and writes are read beside the metadata, not after it.
+      // The writes are read beside the record, not after it.
       const reads = startTupleReads(this.reader, threadId, ns, checkpointId, epochs)
       const meta = await readMeta(
         this.backend,
         this.layout.checkpoint(threadId, ns, checkpointId).meta,
       )
       if (meta === null || !(await epochs.committed(threadId, meta.header.o))) return undefined
-      return loadTuple(this.reader, threadId, ns, meta, epochs, reads)
+      return loadTuple(this.reader, threadId, ns, meta, epochs, reads, holders)
     }
     // One listing names the newest checkpoints' records (pending writes included);
-    // the newest one's metadata, body and writes are then read together.
+    // the newest one's record and writes are then read together.
     for await (const page of checkpointsNewestFirst(this.reader, threadId, ns, 16)) {
       for (const listed of page) {
         if (!listed.hasMeta) continue
-        const reads = startTupleReads(
-          this.reader,
-          threadId,
-          ns,
-          listed.id,
-          epochs,
-          listed.writeKeys,
-        )
+        const reads = startTupleReads(this.reader, threadId, ns, listed.id, epochs, listed)
         const meta = await readMeta(this.backend, listed.keys.meta)
         if (meta === null || !(await epochs.committed(threadId, meta.header.o))) continue
-        const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs, reads)
+        const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs, reads, holders)
         if (tuple !== undefined) return tuple
       }
     }
@@ -157,33 +155,29 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const threadId = required(config, 'thread_id', 'put')
     const ns = namespaceOf(config)
     const parentId = getCheckpointId(config) || null
-    const records = await buildCheckpointRecords(
+    const built = await buildCheckpointRecord(
       this.serde,
       this.layout,
       { threadId, ns, parentId },
       checkpoint,
       metadata,
       newVersions,
+      await parentSources(this.reader, threadId, ns, parentId),
     )
-    const context = { threadId, checkpointNs: ns, checkpointId: records.id }
-    assertFits(
-      this.backend,
-      [...records.parts, records.meta(this.ownership && WIDEST_STAMP)],
-      context,
-    )
-    // Body and channel values first, the metadata record last: a checkpoint is
-    // visible only once everything it refers to is stored.
+    const context = { threadId, checkpointNs: ns, checkpointId: built.id }
+    assertFits(this.backend, [built.record(this.ownership && WIDEST_STAMP)], context)
+    // One record holds the metadata, the body and the new channel values: the
+    // checkpoint is visible whole or not at all, in one write (in ownership
+    // mode, then committed by the fenced head write).
     await this.commitWrite(threadId, async (stamp) => {
-      await mapLimited(records.parts, this.concurrency, (record) =>
-        this.backend.put(record.key, record.value),
-      )
-      const last = records.meta(stamp)
-      await this.backend.put(last.key, last.value)
-      return [...records.parts, last].map((record) => record.key)
+      const record = built.record(stamp)
+      await this.backend.put(record.key, record.value)
+      return [record.key]
     })
+    this.reader.sources.set(this.layout.checkpoint(threadId, ns, built.id).meta, built.sources)
     if (this.keepLast !== undefined)
       await this.prune(threadId, { keepLast: this.keepLast, checkpointNs: ns })
-    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: records.id } }
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: built.id } }
   }
 
   async putWrites(
@@ -290,6 +284,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     }
     const keys = await listKeys(this.backend, this.layout.thread(threadId))
     await mapLimited(keys, this.concurrency, (key) => this.backend.delete(key))
+    this.reader.sources.forget(this.layout.thread(threadId))
     if (this.ownership !== undefined) await this.ownership.release(threadId).catch(() => false)
   }
 

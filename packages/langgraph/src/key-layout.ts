@@ -5,10 +5,12 @@ import { AgentStateError } from '@agent-state/core'
  *
  * ```
  * <prefix>/t<thread>/owner                              thread head (ownership mode only; the leased key)
- * <prefix>/t<thread>/n<ns>/c/<inv(id)>~/m               checkpoint metadata: small, what `list` filters on
- * <prefix>/t<thread>/n<ns>/c/<inv(id)>~/b               checkpoint body (without channel values)
+ * <prefix>/t<thread>/n<ns>/c/<inv(id)>~/m               the checkpoint's record (format 2: metadata, body and
+ *                                                       the channel values it introduced; format 1: metadata)
+ * <prefix>/t<thread>/n<ns>/c/<inv(id)>~/b               format 1 only: checkpoint body (without channel values)
  * <prefix>/t<thread>/n<ns>/c/<inv(id)>~/w/<task>/<idx>.<token>   one pending write
- * <prefix>/t<thread>/n<ns>/v/<channel>/<version>        one channel value (blob), shared by checkpoints
+ * <prefix>/t<thread>/n<ns>/v/<channel>/<version>        one channel value: format 1, or copied out of a
+ *                                                       pruned format-2 record that a kept checkpoint needs
  * ```
  *
  * Thread ids, namespaces, task ids, channels and versions are
@@ -20,7 +22,9 @@ import { AgentStateError } from '@agent-state/core'
  * lives under `<prefix>/t<thread>/`, so deleting that prefix leaves nothing.
  */
 export interface CheckpointKeys {
+  /** The checkpoint's record (format 2), or its metadata record (format 1). */
   readonly meta: string
+  /** Format 1 only: the body record. */
   readonly body: string
   /** Prefix of the checkpoint's pending writes. */
   readonly writes: string

@@ -7,59 +7,104 @@ import {
   type SerializerProtocol,
   WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint'
+import { type ChannelSources, checkpointPayload } from './checkpoint-record.js'
 import type { KeyLayout } from './key-layout.js'
 import type { PendingRecord } from './limits.js'
 import { encodeRecord } from './record-codec.js'
 import type { OwnerStamp } from './records.js'
 
-/** The records of one `put`: channel values and body (written first), and the metadata record (last). */
-export interface CheckpointRecords {
+/** The record of one `put`: metadata, body and the channel values it introduced, in one write. */
+export interface CheckpointRecord {
   readonly id: string
-  /** Channel values in `newVersions`, then the body. */
-  readonly parts: PendingRecord[]
-  /** The metadata record, stamped in ownership mode. */
-  meta(stamp: OwnerStamp | undefined): PendingRecord
+  /** Where each of this checkpoint's channel values lives (for its children's `put`). */
+  readonly sources: ChannelSources
+  /** The record, stamped in ownership mode. */
+  record(stamp: OwnerStamp | undefined): PendingRecord
 }
 
-/** Serializes a checkpoint into its records; only channels in `newVersions` get a value record. */
-export async function buildCheckpointRecords(
+/**
+ * A checkpoint serialized: its body (without channel values), its metadata
+ * and the channels of `newVersions` (`"empty"` for one without a value),
+ * whatever record format then holds them.
+ */
+export async function serializeCheckpoint(
+  serde: SerializerProtocol,
+  checkpoint: Checkpoint,
+  metadata: CheckpointMetadata,
+  newVersions: ChannelVersions,
+) {
+  const copy = copyCheckpoint(checkpoint)
+  const values = copy.channel_values
+  const [[bodyType, body], [metaType, meta], inline] = await Promise.all([
+    serde.dumpsTyped({ ...copy, channel_values: {} }),
+    serde.dumpsTyped(metadata),
+    Promise.all(
+      Object.entries(newVersions).map(async ([channel, version]) => {
+        const [type, payload] =
+          channel in values ? await serde.dumpsTyped(values[channel]) : ['empty', new Uint8Array(0)]
+        return { channel, version: String(version), type, payload }
+      }),
+    ),
+  ])
+  return { copy, bodyType, body, metaType, meta, inline }
+}
+
+/**
+ * Serializes a checkpoint into its one format-2 record. Channels in
+ * `newVersions` are stored inline; every other channel of its
+ * `channel_versions` is named by where its value lives, taken from
+ * `parentSources` when the parent holds the same version (else the reader
+ * falls back to the format-1 `v/` key, as for a parent of format 1).
+ */
+export async function buildCheckpointRecord(
   serde: SerializerProtocol,
   layout: KeyLayout,
   target: { threadId: string; ns: string; parentId: string | null },
   checkpoint: Checkpoint,
   metadata: CheckpointMetadata,
   newVersions: ChannelVersions,
-): Promise<CheckpointRecords> {
+  parentSources: ChannelSources,
+): Promise<CheckpointRecord> {
   const { threadId, ns, parentId } = target
-  const copy = copyCheckpoint(checkpoint)
-  const keys = layout.checkpoint(threadId, ns, copy.id)
-  const values = copy.channel_values
-  const [[bodyType, body], [metaType, meta]] = await Promise.all([
-    serde.dumpsTyped({ ...copy, channel_values: {} }),
-    serde.dumpsTyped(metadata),
-  ])
-  const parts: PendingRecord[] = await Promise.all(
-    Object.entries(newVersions).map(async ([channel, version]) => {
-      const [type, payload] =
-        channel in values ? await serde.dumpsTyped(values[channel]) : ['empty', new Uint8Array(0)]
-      return {
-        key: layout.blob(threadId, ns, channel, version),
-        value: encodeRecord({ k: 'v', t: type }, payload),
-      }
-    }),
+  const { copy, bodyType, body, metaType, meta, inline } = await serializeCheckpoint(
+    serde,
+    checkpoint,
+    metadata,
+    newVersions,
   )
-  parts.push({ key: keys.body, value: encodeRecord({ k: 'b', ct: bodyType }, body) })
+  const key = layout.checkpoint(threadId, ns, copy.id).meta
+  const sources = new Map<string, readonly [string, string]>()
+  const from: Record<string, readonly [string, string]> = {}
+  for (const [channel, version] of Object.entries(copy.channel_versions ?? {})) {
+    if (channel in newVersions) continue
+    const source = parentSources.get(channel)
+    if (source === undefined || source[1] !== String(version)) continue
+    from[channel] = source
+    sources.set(channel, source)
+  }
+  for (const value of inline) sources.set(value.channel, [copy.id, value.version])
+  const payload = checkpointPayload(
+    meta,
+    body,
+    inline.map((value) => value.payload),
+  )
+  const header = {
+    k: 'c',
+    id: copy.id,
+    parent: parentId,
+    mt: metaType,
+    ml: meta.length,
+    ct: bodyType,
+    bl: body.length,
+    vals: inline.map((value) => [value.channel, value.version, value.type, value.payload.length]),
+    from,
+  }
   return {
     id: copy.id,
-    parts,
-    meta: (stamp) => ({
-      key: keys.meta,
-      value: encodeRecord(
-        stamp === undefined
-          ? { k: 'm', id: copy.id, parent: parentId, mt: metaType }
-          : { k: 'm', id: copy.id, parent: parentId, mt: metaType, o: stamp },
-        meta,
-      ),
+    sources,
+    record: (stamp) => ({
+      key,
+      value: encodeRecord(stamp === undefined ? header : { ...header, o: stamp }, payload, 2),
     }),
   }
 }

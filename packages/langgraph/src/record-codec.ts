@@ -1,10 +1,13 @@
 import { AgentStateError } from '@agent-state/core'
 
 /**
- * Every record the saver stores: `AGLG` magic, a format byte (1), a 4-byte
+ * Every record the saver stores: `AGLG` magic, a format byte, a 4-byte
  * big-endian header length, the JSON header, then the payload bytes (what the
  * serializer produced, kept verbatim). A record that does not parse is
- * `CORRUPT`, another format byte `INCOMPATIBLE_SCHEMA`: never treated as missing.
+ * `CORRUPT`, an unknown format byte `INCOMPATIBLE_SCHEMA`: never treated as missing.
+ * Format 1: every record of versions up to 0.1 (and pending writes, channel
+ * values); format 2: the one-record checkpoint (`CheckpointHeader`, records.ts),
+ * which a saver that knows only format 1 refuses as `INCOMPATIBLE_SCHEMA`.
  */
 export interface DecodedRecord<H> {
   readonly header: H
@@ -12,16 +15,21 @@ export interface DecodedRecord<H> {
 }
 
 const MAGIC = [0x41, 0x47, 0x4c, 0x47] as const
-const FORMAT = 1
+/** The record formats this version reads. */
+const FORMATS: ReadonlySet<number> = new Set([1, 2])
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Encodes a header and a payload into one record. */
-export function encodeRecord(header: object, payload: Uint8Array = new Uint8Array(0)): Uint8Array {
+export function encodeRecord(
+  header: object,
+  payload: Uint8Array = new Uint8Array(0),
+  format: 1 | 2 = 1,
+): Uint8Array {
   const head = encoder.encode(JSON.stringify(header))
   const out = new Uint8Array(9 + head.length + payload.length)
   out.set(MAGIC, 0)
-  out[4] = FORMAT
+  out[4] = format
   new DataView(out.buffer).setUint32(5, head.length)
   out.set(head, 9)
   out.set(payload, 9 + head.length)
@@ -40,7 +48,7 @@ export function decodeRecord<H>(
       cause,
     })
   if (bytes.length < 9 || MAGIC.some((byte, i) => bytes[i] !== byte)) throw corrupt('bad magic')
-  if (bytes[4] !== FORMAT) {
+  if (!FORMATS.has(bytes[4] as number)) {
     throw new AgentStateError('INCOMPATIBLE_SCHEMA', 'A LangGraph record has an unknown format', {
       context: { key, format: bytes[4] },
     })

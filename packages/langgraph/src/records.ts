@@ -11,6 +11,37 @@ export interface MetaHeader {
   readonly o?: OwnerStamp
 }
 
+/**
+ * Header of a checkpoint record (format 2, at the metadata key `m`): one
+ * record holds the metadata, the body and the values of the channels this
+ * checkpoint introduced. The payload is the serialized metadata (`ml`
+ * bytes), the serialized body without channel values (`bl` bytes), then each
+ * value of `vals` in order. A channel of the body's `channel_versions` not in
+ * `vals` is read from the record of checkpoint `from[channel]` (the one that
+ * introduced that version), or, when that record is gone (pruned) or not
+ * named, from the format-1 channel value key `v/<channel>/<version>`.
+ */
+export interface CheckpointHeader {
+  readonly k: 'c'
+  readonly id: string
+  readonly parent: string | null
+  /** Serializer type of the metadata payload. */
+  readonly mt: string
+  /** Byte length of the metadata payload. */
+  readonly ml: number
+  /** Serializer type of the body. */
+  readonly ct: string
+  /** Byte length of the body. */
+  readonly bl: number
+  /** Inline channel values: `[channel, version, serializer type ("empty": no value), byte length]`. */
+  readonly vals: ReadonlyArray<
+    readonly [channel: string, version: string, type: string, length: number]
+  >
+  /** Channel → `[id of the checkpoint whose record holds its value, version]`, for inherited channels. */
+  readonly from: Readonly<Record<string, readonly [holder: string, version: string]>>
+  readonly o?: OwnerStamp
+}
+
 /** Header of a checkpoint body; the payload is the serialized checkpoint without channel values. */
 export interface BodyHeader {
   readonly k: 'b'
@@ -53,6 +84,46 @@ export function isMetaHeader(value: unknown): value is MetaHeader {
     typeof value.mt === 'string' &&
     isStamp(value.o)
   )
+}
+
+const isLength = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0
+
+/** Whether `value` is a {@link CheckpointHeader}. */
+export function isCheckpointHeader(value: unknown): value is CheckpointHeader {
+  return (
+    isObject(value) &&
+    value.k === 'c' &&
+    typeof value.id === 'string' &&
+    (value.parent === null || typeof value.parent === 'string') &&
+    typeof value.mt === 'string' &&
+    isLength(value.ml) &&
+    typeof value.ct === 'string' &&
+    isLength(value.bl) &&
+    Array.isArray(value.vals) &&
+    value.vals.every(
+      (entry) =>
+        Array.isArray(entry) &&
+        entry.length === 4 &&
+        typeof entry[0] === 'string' &&
+        typeof entry[1] === 'string' &&
+        typeof entry[2] === 'string' &&
+        isLength(entry[3]),
+    ) &&
+    isObject(value.from) &&
+    Object.values(value.from).every(
+      (source) =>
+        Array.isArray(source) &&
+        source.length === 2 &&
+        typeof source[0] === 'string' &&
+        typeof source[1] === 'string',
+    ) &&
+    isStamp(value.o)
+  )
+}
+
+/** Whether `value` is a format-1 {@link MetaHeader} or a format-2 {@link CheckpointHeader}. */
+export function isRecordHeader(value: unknown): value is MetaHeader | CheckpointHeader {
+  return isMetaHeader(value) || isCheckpointHeader(value)
 }
 
 /** Whether `value` is a {@link BodyHeader}. */

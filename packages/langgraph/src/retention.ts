@@ -1,7 +1,8 @@
 import { mapLimited } from '@agent-state/core'
+import { type StoredMeta, spilledValues } from './checkpoint-record.js'
 import { listKeys } from './list-keys.js'
 import { decodeRecord } from './record-codec.js'
-import { isBodyHeader, isWriteHeader, type MetaHeader } from './records.js'
+import { isBodyHeader, isWriteHeader } from './records.js'
 import { EpochCache, type ReaderContext, readMeta } from './tuple-reader.js'
 
 /** What one `prune` removed. */
@@ -14,21 +15,36 @@ export interface PruneResult {
   readonly blobs: number
 }
 
-/** The blob keys a checkpoint body refers to (its `channel_versions`). */
+/**
+ * The channel value keys (`v/...`) a checkpoint may read: every channel of
+ * a format-1 body; the channels a format-2 record does not hold inline (they
+ * fall back to that key once their holder's record is pruned).
+ */
 async function blobKeysOf(
   ctx: ReaderContext,
   threadId: string,
   ns: string,
   checkpointId: string,
+  meta: StoredMeta | null,
 ): Promise<string[]> {
-  const key = ctx.layout.checkpoint(threadId, ns, checkpointId).body
-  const stored = await ctx.backend.get(key)
-  if (stored === null) return []
-  const body = decodeRecord(stored.value, key, isBodyHeader)
-  const checkpoint = await ctx.serde.loadsTyped(body.header.ct, body.payload)
-  return Object.entries(checkpoint.channel_versions ?? {}).map(([channel, version]) =>
-    ctx.layout.blob(threadId, ns, channel, version as string | number),
-  )
+  let ct: string
+  let bytes: Uint8Array
+  if (meta?.inline !== undefined) {
+    ct = meta.inline.ct
+    bytes = meta.inline.body
+  } else {
+    // Format 1, also a crashed put's body without its metadata record.
+    const key = ctx.layout.checkpoint(threadId, ns, checkpointId).body
+    const stored = await ctx.backend.get(key)
+    if (stored === null) return []
+    const body = decodeRecord(stored.value, key, isBodyHeader)
+    ct = body.header.ct
+    bytes = body.payload
+  }
+  const checkpoint = await ctx.serde.loadsTyped(ct, bytes)
+  return Object.entries(checkpoint.channel_versions ?? {})
+    .filter(([channel]) => meta?.inline?.values.has(channel) !== true)
+    .map(([channel, version]) => ctx.layout.blob(threadId, ns, channel, String(version)))
 }
 
 /** The write records among `keys` that no owner epoch committed (a stale owner's leftovers). */
@@ -72,29 +88,37 @@ export async function pruneNamespace(
   const metas = await mapLimited(groups, ctx.concurrency, (group) =>
     readMeta(ctx.backend, `${group}m`),
   )
-  const committed = new Map<string, MetaHeader>()
+  const committed = new Map<string, StoredMeta>()
   for (const meta of metas) {
     if (meta !== null && (await epochs.committed(threadId, meta.header.o))) {
-      committed.set(meta.header.id, meta.header)
+      committed.set(meta.header.id, meta)
     }
   }
   const latest = ids.find((id) => committed.has(id))
   const keep = new Set<string>()
   for (let id = latest; id !== undefined && keep.size < keepLast; ) {
     keep.add(id)
-    const parent = committed.get(id)?.parent
+    const parent = committed.get(id)?.header.parent
     id = parent !== null && parent !== undefined && committed.has(parent) ? parent : undefined
   }
   const removedIds = ids.filter((id) => !keep.has(id))
   const removedGroups = new Set(groups.filter((_group, index) => !keep.has(ids[index] as string)))
+  const keptMetas = [...keep].flatMap((id) => committed.get(id) ?? [])
+  const removed = ids.flatMap((id, index) =>
+    keep.has(id) ? [] : [{ id, meta: metas[index] ?? null }],
+  )
+  const removedMetas = new Map<string, StoredMeta>()
+  for (const { id, meta } of removed) if (meta !== null) removedMetas.set(id, meta)
   const [keptBlobs, removedBlobs] = await Promise.all([
-    mapLimited([...keep], ctx.concurrency, (id) => blobKeysOf(ctx, threadId, ns, id)),
-    mapLimited(removedIds, ctx.concurrency, (id) => blobKeysOf(ctx, threadId, ns, id)),
+    mapLimited(keptMetas, ctx.concurrency, (meta) =>
+      blobKeysOf(ctx, threadId, ns, meta.header.id, meta),
+    ),
+    mapLimited(removed, ctx.concurrency, ({ id, meta }) => blobKeysOf(ctx, threadId, ns, id, meta)),
   ])
   const stillUsed = new Set(keptBlobs.flat())
   const blobs = [...new Set(removedBlobs.flat())].filter((key) => !stillUsed.has(key))
   const removedKeys = keys.filter((key) => removedGroups.has(groupOf(key)))
-  const removedMetas = removedKeys.filter((key) => key.endsWith('/m'))
+  const removedRecords = removedKeys.filter((key) => key.endsWith('/m'))
   const removedRest = removedKeys.filter((key) => !key.endsWith('/m'))
   // Stale owners' writes can only exist where a thread head (ownership) exists.
   const owned = (await ctx.backend.head(ctx.layout.owner(threadId))) !== null
@@ -102,7 +126,9 @@ export async function pruneNamespace(
     (key) => !removedGroups.has(groupOf(key)) && key.includes('/w/'),
   )
   const staleWrites = owned ? await uncommittedWrites(ctx, threadId, keptWriteKeys, epochs) : []
-  await mapLimited(removedMetas, ctx.concurrency, (key) => ctx.backend.delete(key))
+  const spills = spilledValues(ctx.layout, threadId, ns, keptMetas, removedMetas)
+  await mapLimited(spills, ctx.concurrency, (record) => ctx.backend.put(record.key, record.value))
+  await mapLimited(removedRecords, ctx.concurrency, (key) => ctx.backend.delete(key))
   await mapLimited([...removedRest, ...staleWrites, ...blobs], ctx.concurrency, (key) =>
     ctx.backend.delete(key),
   )

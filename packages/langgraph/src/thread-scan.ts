@@ -1,7 +1,8 @@
 import type { Backend } from '@agent-state/core'
 import { mapLimited } from '@agent-state/core'
+import type { StoredMeta } from './checkpoint-record.js'
 import type { CheckpointKeys } from './key-layout.js'
-import { type ReaderContext, readMeta, type StoredMeta } from './tuple-reader.js'
+import { type ReaderContext, readMeta } from './tuple-reader.js'
 
 /** Every direct child group (`<prefix><segment>/`) under `prefix`, all pages. */
 export async function listChildren(backend: Backend, prefix: string): Promise<string[]> {
@@ -74,6 +75,8 @@ export interface ListedCheckpoint {
   readonly keys: CheckpointKeys
   /** Whether its metadata record was listed (a checkpoint still being written has none yet). */
   readonly hasMeta: boolean
+  /** Whether a format-1 body record was listed (a format-2 checkpoint is one record). */
+  readonly hasBody: boolean
   /** Its pending writes' keys, in key order; `undefined`: not listed (read their prefix). */
   readonly writeKeys?: readonly string[] | undefined
 }
@@ -105,6 +108,7 @@ export async function* checkpointsNewestFirst(
       id,
       keys: checkpoint,
       hasMeta: keys.includes(checkpoint.meta),
+      hasBody: keys.includes(checkpoint.body),
       writeKeys: keys.filter((key) => key.startsWith(checkpoint.writes)),
     }
   }

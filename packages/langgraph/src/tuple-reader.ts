@@ -8,6 +8,14 @@ import {
   TASKS,
   writesSortKey,
 } from '@langchain/langgraph-checkpoint'
+import {
+  type ChannelSources,
+  decodeCheckpointRecord,
+  type InlineValue,
+  type SourceCache,
+  type StoredMeta,
+  sourcesOf,
+} from './checkpoint-record.js'
 import type { KeyLayout } from './key-layout.js'
 import { listKeys } from './list-keys.js'
 import { decodeRecord } from './record-codec.js'
@@ -15,7 +23,6 @@ import {
   type BodyHeader,
   isBlobHeader,
   isBodyHeader,
-  isMetaHeader,
   isWriteHeader,
   type MetaHeader,
   type WriteHeader,
@@ -30,13 +37,9 @@ export interface ReaderContext {
   readonly concurrency: number
   /** The saver has thread ownership: its records are stamped, so reads need the thread's epochs. */
   readonly owned: boolean
+  /** Channel sources of checkpoints read or written, for `put` (filled by every load). */
+  readonly sources: SourceCache
   nextVersion(current: number | undefined): number
-}
-
-/** A checkpoint's metadata record, decoded (its payload still serialized). */
-export interface StoredMeta {
-  readonly header: MetaHeader
-  readonly payload: Uint8Array
 }
 
 /** Reads each thread's epochs at most once per call, and only when a stamped record needs them. */
@@ -70,10 +73,50 @@ export class EpochCache {
   }
 }
 
-/** The metadata record at `key`, or `null`. */
+/** The checkpoint record at metadata key `key` (format 1 or 2), or `null`. */
 export async function readMeta(backend: Backend, key: string): Promise<StoredMeta | null> {
   const stored = await backend.get(key)
-  return stored === null ? null : decodeRecord(stored.value, key, isMetaHeader)
+  return stored === null ? null : decodeCheckpointRecord(stored.value, key)
+}
+
+/**
+ * The records of the checkpoints holding inherited channel values, each read
+ * at most once per call (many checkpoints of a chain name the same holder);
+ * records the call already read are seeded, not read again.
+ */
+export class HolderReads {
+  private readonly records = new Map<string, Promise<StoredMeta | null>>()
+  constructor(private readonly backend: Backend) {}
+
+  /** Records a record this call already read. */
+  seed(key: string, meta: StoredMeta): void {
+    this.records.set(key, Promise.resolve(meta))
+  }
+
+  /** The record at `key` (read once), or `null`. */
+  read(key: string): Promise<StoredMeta | null> {
+    let record = this.records.get(key)
+    if (record === undefined) {
+      record = readMeta(this.backend, key)
+      this.records.set(key, record)
+    }
+    return record
+  }
+}
+
+/** The parent's channel sources for `put`: remembered, else read from its record (none when absent). */
+export async function parentSources(
+  ctx: ReaderContext,
+  threadId: string,
+  ns: string,
+  parentId: string | null,
+): Promise<ChannelSources> {
+  if (parentId === null) return new Map()
+  const key = ctx.layout.checkpoint(threadId, ns, parentId).meta
+  const known = ctx.sources.get(key)
+  if (known !== undefined) return known
+  const parent = await readMeta(ctx.backend, key)
+  return parent === null ? new Map() : sourcesOf(parent)
 }
 
 /**
@@ -124,16 +167,17 @@ async function readWrites(
   )
 }
 
-/** The reads of a checkpoint's body and pending writes, started before its metadata is judged. */
+/** The reads of a checkpoint's body (format 1 only) and pending writes, started before its metadata is judged. */
 export interface TupleReads {
-  readonly body: Promise<StoredValue | null>
+  readonly body: Promise<StoredValue | null> | undefined
   readonly writes: Promise<CheckpointPendingWrite[]>
 }
 
 /**
- * Starts reading checkpoint `checkpointId`'s body and pending writes (by
- * `writeKeys` when a listing named them, else by listing their prefix). A
- * caller that learns the checkpoint is not to be loaded drops them unread.
+ * Starts reading checkpoint `checkpointId`'s pending writes (by `writeKeys`
+ * when a listing named them, else by listing their prefix) and, when a
+ * listing showed a format-1 body record (`readBody`), its body. A caller
+ * that learns the checkpoint is not to be loaded drops them unread.
  */
 export function startTupleReads(
   ctx: ReaderContext,
@@ -141,25 +185,76 @@ export function startTupleReads(
   ns: string,
   checkpointId: string,
   epochs: EpochCache,
-  writeKeys?: readonly string[],
+  listed?: { readonly writeKeys?: readonly string[] | undefined; readonly hasBody: boolean },
 ): TupleReads {
   const keys = ctx.layout.checkpoint(threadId, ns, checkpointId)
   const reads = {
-    body: ctx.backend.get(keys.body),
-    writes: readWrites(ctx, threadId, writeKeys ?? keys.writes, epochs),
+    body: listed?.hasBody === true ? ctx.backend.get(keys.body) : undefined,
+    writes: readWrites(ctx, threadId, listed?.writeKeys ?? keys.writes, epochs),
   }
   // Awaited, with their errors, by loadTuple; dropped reads must not be unhandled rejections.
-  reads.body.catch(() => {})
+  reads.body?.catch(() => {})
   reads.writes.catch(() => {})
   return reads
 }
 
+/** A format-1 checkpoint's body record, decoded; `undefined` when the checkpoint was deleted meanwhile. */
+async function formatOneBody(
+  ctx: ReaderContext,
+  threadId: string,
+  ns: string,
+  meta: StoredMeta,
+  read: Promise<StoredValue | null> | undefined,
+): Promise<{ ct: string; body: Uint8Array } | undefined> {
+  const keys = ctx.layout.checkpoint(threadId, ns, meta.header.id)
+  const stored = await (read ?? ctx.backend.get(keys.body))
+  if (stored === null) {
+    if ((await ctx.backend.head(keys.meta)) === null) return undefined
+    throw new AgentStateError('CORRUPT', 'A LangGraph checkpoint has metadata but no body', {
+      context: { threadId, checkpointNs: ns, checkpointId: meta.header.id, key: keys.body },
+    })
+  }
+  const body = decodeRecord<BodyHeader>(stored.value, keys.body, isBodyHeader)
+  return { ct: body.header.ct, body: body.payload }
+}
+
 /**
- * The full tuple of a committed checkpoint whose metadata was read: its body,
+ * The value of `channel` at `version` for checkpoint `meta`: inline in its
+ * record, else in the record of the checkpoint that introduced it, else
+ * (format 1, or that record pruned) in the channel value record `v/...`.
+ */
+async function channelValue(
+  ctx: ReaderContext,
+  threadId: string,
+  ns: string,
+  meta: StoredMeta,
+  channel: string,
+  version: string,
+  holders: HolderReads,
+): Promise<InlineValue | undefined> {
+  const inline = meta.inline?.values.get(channel)
+  if (inline?.version === version) return inline
+  const source = meta.inline?.from[channel]
+  if (source !== undefined && source[1] === version) {
+    const holder = await holders.read(ctx.layout.checkpoint(threadId, ns, source[0]).meta)
+    const held = holder?.inline?.values.get(channel)
+    if (held?.version === version) return held
+  }
+  const key = ctx.layout.blob(threadId, ns, channel, version)
+  const blob = await ctx.backend.get(key)
+  if (blob === null) return undefined
+  const record = decodeRecord(blob.value, key, isBlobHeader)
+  return { version, type: record.header.t, payload: record.payload }
+}
+
+/**
+ * The full tuple of a committed checkpoint whose record was read: its body,
  * its channel values and its pending writes (from `reads`, when they were
- * started beside the metadata's read). Resolves `undefined` when the
- * checkpoint was deleted in between (its metadata is gone too); a body missing
- * under live metadata is `CORRUPT`.
+ * started beside the record's read). Format 2 holds the body and the values
+ * it introduced; inherited values come from their holders' records
+ * (`holders`, shared by one call). Resolves `undefined` when a format-1
+ * checkpoint was deleted in between (its metadata is gone too); a body
+ * missing under live metadata is `CORRUPT`.
  */
 export async function loadTuple(
   ctx: ReaderContext,
@@ -168,25 +263,19 @@ export async function loadTuple(
   meta: StoredMeta,
   epochs: EpochCache,
   reads: TupleReads = startTupleReads(ctx, threadId, ns, meta.header.id, epochs),
+  holders: HolderReads = new HolderReads(ctx.backend),
 ): Promise<CheckpointTuple | undefined> {
-  const keys = ctx.layout.checkpoint(threadId, ns, meta.header.id)
-  const [stored, pendingWrites] = await Promise.all([reads.body, reads.writes])
-  if (stored === null) {
-    if ((await ctx.backend.head(keys.meta)) === null) return undefined
-    throw new AgentStateError('CORRUPT', 'A LangGraph checkpoint has metadata but no body', {
-      context: { threadId, checkpointNs: ns, checkpointId: meta.header.id, key: keys.body },
-    })
-  }
-  const body = decodeRecord<BodyHeader>(stored.value, keys.body, isBodyHeader)
-  const checkpoint = await ctx.serde.loadsTyped(body.header.ct, body.payload)
-  const versions = Object.entries(checkpoint.channel_versions ?? {}) as Array<[string, string]>
+  const [body, pendingWrites] = await Promise.all([
+    meta.inline ?? formatOneBody(ctx, threadId, ns, meta, reads.body),
+    reads.writes,
+  ])
+  if (body === undefined) return undefined
+  const checkpoint = await ctx.serde.loadsTyped(body.ct, body.body)
+  const versions = Object.entries(checkpoint.channel_versions ?? {}) as Array<[string, unknown]>
   const blobs = await mapLimited(versions, ctx.concurrency, async ([channel, version]) => {
-    const key = ctx.layout.blob(threadId, ns, channel, version)
-    const blob = await ctx.backend.get(key)
-    if (blob === null) return undefined
-    const record = decodeRecord(blob.value, key, isBlobHeader)
-    if (record.header.t === 'empty') return undefined
-    return [channel, await ctx.serde.loadsTyped(record.header.t, record.payload)] as const
+    const value = await channelValue(ctx, threadId, ns, meta, channel, String(version), holders)
+    if (value === undefined || value.type === 'empty') return undefined
+    return [channel, await ctx.serde.loadsTyped(value.type, value.payload)] as const
   })
   const values: Record<string, unknown> = {}
   for (const blob of blobs) if (blob !== undefined) values[blob[0]] = blob[1]
@@ -195,6 +284,7 @@ export async function loadTuple(
   if (checkpoint.v < 4 && parent !== null) {
     await migratePendingSends(ctx, threadId, ns, parent, checkpoint, epochs)
   }
+  ctx.sources.set(ctx.layout.checkpoint(threadId, ns, meta.header.id).meta, sourcesOf(meta))
   const tuple: CheckpointTuple = {
     config: {
       configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: meta.header.id },

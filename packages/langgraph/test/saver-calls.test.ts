@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto'
 import { createMemoryBackend } from '@agent-state/memory'
+import type { RunnableConfig } from '@langchain/core/runnables'
 import { type Checkpoint, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type * as Saver from '../src/index.js'
@@ -69,31 +71,112 @@ async function callsPerOperation(saver: typeof Saver, owned: boolean) {
   return { put: put_, getTuple, list, getTupleWith40Writes: take() }
 }
 
+/** The most `list` calls in flight at once during `list` of a thread (limit 10) without a namespace. */
+async function listingsInFlight(saver: typeof Saver): Promise<number> {
+  const memory = createMemoryBackend({})
+  let inFlight = 0
+  let most = 0
+  const backend = new Proxy(memory, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (property !== 'list') return typeof value === 'function' ? value.bind(target) : value
+      return async (...args: Parameters<typeof memory.list>) => {
+        inFlight++
+        most = Math.max(most, inFlight)
+        try {
+          return await target.list(...args)
+        } finally {
+          inFlight--
+        }
+      }
+    },
+  })
+  const checkpointer = saver.createCheckpointSaver({ backend })
+  // Memory backends of one process share their namespace: a thread of its own.
+  const thread = `in-flight-${randomUUID()}`
+  let config: RunnableConfig = { configurable: { thread_id: thread, checkpoint_ns: '' } }
+  for (let step = 1; step <= 3; step++) {
+    const metadata = { source: 'loop' as const, step, parents: {} }
+    config = await checkpointer.put(config, checkpointOf(step), metadata, { messages: step })
+  }
+  most = 0
+  let listed = 0
+  for await (const _ of checkpointer.list({ configurable: { thread_id: thread } }, { limit: 10 }))
+    listed++
+  expect(listed).toBe(3)
+  return most
+}
+
 afterEach(() => {
   vi.doUnmock('../src/thread-scan.js')
+  vi.doUnmock('../src/checkpoint-record.js')
+  vi.doUnmock('../src/list-ahead.js')
   vi.resetModules()
 })
 
 describe('backend calls per saver operation', () => {
-  it('put writes body, channel value and metadata; getTuple and list read each checkpoint once, from one listing', async () => {
+  it('put is one write (owned: and the fenced commit); getTuple and list read one record per checkpoint, from one listing', async () => {
     const saver = await import('../src/index.js')
     expect(await callsPerOperation(saver, false)).toEqual({
-      put: { put: 3 },
-      // One listing of the newest records, then metadata, body and channel value.
-      getTuple: { list: 1, get: 3 },
+      // One record: metadata, body and the new channel value; the parent's channel
+      // sources are remembered from the previous put, so nothing is read.
+      put: { put: 1 },
+      // One listing of the newest records, then the newest checkpoint's record.
+      getTuple: { list: 1, get: 1 },
       // The namespaces, one listing of the checkpoints' records (their pending writes
-      // included), then metadata, body and channel value of each of the 10.
-      list: { list: 2, get: 30 },
+      // included), then the record of each of the 10 (and no more).
+      list: { list: 2, get: 10 },
       // The first page (16 keys) ends inside the checkpoint's writes; the next takes 1000.
-      getTupleWith40Writes: { list: 2, get: 43 },
+      getTupleWith40Writes: { list: 2, get: 41 },
     })
-    // Ownership adds the head's commit to put, and the head's epochs to each read.
+    // Ownership adds the head's fenced commit to put, and the head's epochs to each read.
     expect(await callsPerOperation(saver, true)).toEqual({
-      put: { put: 4 },
-      getTuple: { list: 1, get: 4 },
-      list: { list: 2, get: 31 },
-      getTupleWith40Writes: { list: 2, get: 44 },
+      put: { put: 2 },
+      getTuple: { list: 1, get: 2 },
+      list: { list: 2, get: 11 },
+      getTupleWith40Writes: { list: 2, get: 42 },
     })
+  })
+
+  it('a put on a parent this saver has not seen reads the parent record once; one it loaded, not at all', async () => {
+    const saver = await import('../src/index.js')
+    const counted = countingBackend(createMemoryBackend({}))
+    const config = { configurable: { thread_id: `unseen-${randomUUID()}`, checkpoint_ns: '' } }
+    const metadata = { source: 'loop' as const, step: 1, parents: {} }
+    const first = await saver
+      .createCheckpointSaver({ backend: counted.backend })
+      .put(config, checkpointOf(1), metadata, { messages: 1 })
+    const other = saver.createCheckpointSaver({ backend: counted.backend })
+    counted.reset()
+    // The parent's record says where `messages` lives: the child refers to it, not a copy.
+    const second = await other.put(first, { ...checkpointOf(1), id: uuid6(-1) }, metadata, {})
+    expect(counted.calls()).toEqual({ get: 1, put: 1 })
+    counted.reset()
+    expect((await other.getTuple(second))?.checkpoint.channel_values).toEqual({
+      messages: 'x'.repeat(1024),
+    })
+    // Its record, then the holder's record for the inherited value.
+    expect(counted.calls()).toEqual({ get: 2, list: 1 })
+    const third = saver.createCheckpointSaver({ backend: counted.backend })
+    await third.getTuple(second)
+    counted.reset()
+    await third.put(second, { ...checkpointOf(1), id: uuid6(-1) }, metadata, {})
+    expect(counted.calls()).toEqual({ put: 1 })
+  })
+
+  it("mutant: a saver that forgets its checkpoints' channel sources reads the parent on every put", async () => {
+    vi.resetModules()
+    vi.doMock('../src/checkpoint-record.js', async (importOriginal) => {
+      const original = await importOriginal<typeof import('../src/checkpoint-record.js')>()
+      class ForgetfulCache extends original.SourceCache {
+        override get(): undefined {
+          return undefined
+        }
+      }
+      return { ...original, SourceCache: ForgetfulCache }
+    })
+    const saver = await import('../src/index.js')
+    expect((await callsPerOperation(saver, false)).put).toEqual({ get: 1, put: 1 })
   })
 
   it('mutant: a listing that does not hand on the pending-write keys costs a listing per checkpoint', async () => {
@@ -113,6 +196,25 @@ describe('backend calls per saver operation', () => {
     const calls = await callsPerOperation(saver, false)
     expect(calls.getTuple.list).toBe(2)
     expect(calls.list.list).toBe(12)
+  })
+})
+
+describe('list without a namespace', () => {
+  it("lists the root namespace's checkpoints beside the namespaces, not after them", async () => {
+    expect(await listingsInFlight(await import('../src/index.js'))).toBe(2)
+  })
+
+  it('mutant: a list that waits for the namespaces lists one thing at a time', async () => {
+    vi.resetModules()
+    vi.doMock('../src/list-ahead.js', () => ({
+      ahead: <T>(pages: AsyncGenerator<T>) => ({
+        pages,
+        drop: async () => {
+          await pages.return(undefined)
+        },
+      }),
+    }))
+    expect(await listingsInFlight(await import('../src/index.js'))).toBe(1)
   })
 })
 

@@ -41,7 +41,7 @@ describeEachBackend(
         await putChain(saver, 'doomed', 2, { ns: 'child' })
         await putChain(saver, 'kept', 2)
         const before = await allKeys(backend, `${prefix}/`)
-        expect(before.some((key) => key.includes('/v/'))).toBe(true)
+        expect(before.some((key) => key.endsWith('/m'))).toBe(true)
         expect(before.some((key) => key.includes('/w/'))).toBe(true)
         await saver.deleteThread('doomed')
         const after = await allKeys(backend, `${prefix}/`)
@@ -52,7 +52,7 @@ describeEachBackend(
       }
     })
 
-    it('list reads the metadata of candidates but the body only of checkpoints it yields', async () => {
+    it("a filtered list reads each candidate's record once, and writes only of checkpoints it yields", async () => {
       const prefix = freshPrefix()
       const writer = createCheckpointSaver({ backend, prefix })
       const configs = await putChain(writer, 'thread', 6)
@@ -64,17 +64,31 @@ describeEachBackend(
       expect(yielded.map((tuple) => tuple.config.configurable?.checkpoint_id)).toEqual([
         configs[1]?.configurable?.checkpoint_id,
       ])
-      const bodies = recorded.gets.filter((key) => key.endsWith('/b'))
-      expect(bodies).toEqual([
-        reader.keys.checkpoint('thread', '', configs[1]?.configurable?.checkpoint_id).body,
+      // Six records (the inherited `constant` comes from the first one, already read),
+      // then the one pending write of the yielded checkpoint; no other record.
+      const yieldedKeys = reader.keys.checkpoint(
+        'thread',
+        '',
+        configs[1]?.configurable?.checkpoint_id,
+      )
+      expect(recorded.gets.filter((key) => key.endsWith('/m'))).toEqual(
+        [...configs]
+          .reverse()
+          .map(
+            (config) =>
+              reader.keys.checkpoint('thread', '', config.configurable?.checkpoint_id).meta,
+          ),
+      )
+      expect(recorded.gets.filter((key) => !key.endsWith('/m'))).toEqual([
+        reader.keys.write(yieldedKeys, 'task-1', 0, 0),
       ])
-      expect(recorded.gets.filter((key) => key.endsWith('/m')).length).toBeGreaterThanOrEqual(5)
       recorded.gets.length = 0
       const limited = await collect(
         reader.list({ configurable: { thread_id: 'thread' } }, { limit: 1 }),
       )
       expect(limited[0]?.checkpoint.id).toBe(configs[5]?.configurable?.checkpoint_id)
-      expect(recorded.gets.filter((key) => key.endsWith('/b'))).toHaveLength(1)
+      // Its record, its write and the holder of `constant` (the first checkpoint's record).
+      expect(recorded.gets).toHaveLength(3)
     })
 
     it('prune keeps the latest checkpoint and its nearest ancestors whole, and removes the rest', async () => {
@@ -97,11 +111,19 @@ describeEachBackend(
       expect(history.map((tuple) => tuple.checkpoint.id)).toEqual(
         keptConfigs.map((config) => config?.configurable?.checkpoint_id),
       )
-      // No record of a removed checkpoint survives: 3 checkpoints x (meta, body, 1 write),
-      // plus the blobs they reference: 3 `counter` versions and the shared `constant`.
+      // No record of a removed checkpoint survives: 3 checkpoints x (record, 1 write). Their
+      // `counter` values are inline; `constant`, inherited from the removed first checkpoint,
+      // was copied out to its channel value record before that record was removed.
       const keys = await allKeys(backend, `${prefix}/`)
-      expect(keys.filter((key) => key.includes('/c/'))).toHaveLength(9)
-      expect(keys.filter((key) => key.includes('/v/'))).toHaveLength(4)
+      expect(keys.filter((key) => key.includes('/c/'))).toHaveLength(6)
+      expect(keys.filter((key) => key.includes('/v/'))).toEqual([
+        saver.keys.blob(
+          't',
+          '',
+          'constant',
+          String(before[2]?.checkpoint.channel_versions.constant),
+        ),
+      ])
       expect(await saver.prune('t', { keepLast: 3 })).toEqual({
         checkpoints: 0,
         writes: 0,
@@ -214,10 +236,12 @@ describeEachBackend(
       const saver = createCheckpointSaver({ backend, prefix: freshPrefix() })
       const [config] = await putChain(saver, 't', 1)
       const id = config?.configurable?.checkpoint_id as string
-      await backend.put(
-        saver.keys.checkpoint('t', '', id).body,
-        new TextEncoder().encode('garbage'),
-      )
+      const key = saver.keys.checkpoint('t', '', id).meta
+      const stored = await backend.get(key)
+      // A record cut short (its lengths no longer add up), then one that is not a record.
+      await backend.put(key, stored?.value.subarray(0, -1) as Uint8Array)
+      expect(await errorCodeOf(saver.getTuple(config as never))).toBe('CORRUPT')
+      await backend.put(key, new TextEncoder().encode('garbage'))
       expect(await errorCodeOf(saver.getTuple(config as never))).toBe('CORRUPT')
     })
 
