@@ -237,9 +237,13 @@ export function startWakeDispatcher(
   }
 
   const tick = (): Promise<TickReport> => {
-    const run = chain.then(() => {
+    const run = chain.then(async () => {
       ticks++
-      return runTick(backend, config, noteMet)
+      try {
+        return await runTick(backend, config, noteMet, () => timer?.busy())
+      } finally {
+        timer?.settled()
+      }
     })
     chain = run.catch(() => undefined)
     return run
@@ -298,6 +302,7 @@ async function runTick(
   backend: Backend,
   config: Parsed,
   noteMet: (wakeId: string) => void,
+  busy: () => void,
 ): Promise<TickReport> {
   const now = config.clock()
   const slots: Array<
@@ -310,6 +315,8 @@ async function runTick(
       for await (const marker of dueMarkers(backend, bucket, now, config.pageSize, horizon)) {
         // Before any work on it, so the hint of its marker delete is known as this tick's own.
         if ('wakeId' in marker) noteMet(marker.wakeId)
+        // Before the first write of the tick: a polling watch is closed while it fires (tick-timer.ts).
+        busy()
         slots.push(undefined)
         yield { marker, slot: slots.length - 1 }
       }
