@@ -44,7 +44,7 @@ export interface BurstOptions {
  * Registers `wakes` timeouts, all due one second ago, on a fresh SQLite
  * database, then starts one notified dispatcher (ticks every 100 ms, no
  * sweep, idle ceiling 1 s) and waits until every wake is handled and the
- * tick after the burst ran, or until the listing passes the budget.
+ * two ticks after the burst ran, or until the listing passes the budget.
  */
 export async function burstListing(
   rt: Runtime,
@@ -105,9 +105,10 @@ export async function burstListing(
         break
       }
       if (handled < wakes) continue
-      // Every wake handled: wait for the next tick, which comes once the
-      // watch opened again after the burst is established (its first listing counted).
-      if (settledTicks === 0) settledTicks = dispatcher.ticks + 1
+      // Every wake handled: wait two more ticks, the one that meets no due
+      // wake (the watch is opened again after it) and the one once the watch
+      // is established, so the watch's first listing is counted.
+      if (settledTicks === 0) settledTicks = dispatcher.ticks + 2
       if (dispatcher.ticks >= settledTicks) break
     }
     await dispatcher.stop()

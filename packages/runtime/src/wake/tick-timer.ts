@@ -19,10 +19,12 @@ import { sleepDelayOf } from './idle-sleep.js'
  * after every commit, the dispatcher's own included: a tick that fires
  * wakes would pay a listing of every pending marker every poll interval, so
  * a burst of N due wakes cost O(N²) listed keys (10,000 timers due in one
- * second fired at about 10 a second). Such a watch is closed while a tick
- * works on due wakes (`busy`), opened again after it, and once the new
- * watch is established one more tick meets whatever was registered while
- * nobody watched (docs/runtime/wakes.md, Ticks woken by change notification).
+ * second fired at about 10 a second). Such a watch is closed when a tick
+ * meets a due wake (`busy`) and stays closed, the timer ticking every
+ * `intervalMs`, until a tick meets none; then it is opened again (one
+ * listing of what is pending), and once it is established one more tick
+ * meets whatever was registered while nobody watched (docs/runtime/wakes.md,
+ * Ticks woken by change notification).
  */
 
 /** Ids of wakes met by ticks, kept to recognise the hints of their marker deletes. Bounded. */
@@ -36,10 +38,10 @@ export interface TickTimer {
   readonly ready: Promise<void>
   /**
    * What a tick calls when it meets a due wake: a polling watch is closed
-   * until the tick ends (see above). Idempotent; nothing on a push watch.
+   * until a tick meets none (see above). Idempotent; nothing on a push watch.
    */
   busy(): void
-  /** What the dispatcher calls after every tick (the timer's or `tick()`): a watch `busy` closed is opened again. */
+  /** What the dispatcher calls after every tick (the timer's or `tick()`): a watch `busy` closed is opened again after a tick that met no due wake. */
   settled(): void
   /** Stops the timer and the watch. Idempotent. */
   stop(): void
@@ -72,8 +74,10 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
   let stopped = false
   // A polling watch re-lists the whole index after every commit: closed while a tick fires.
   const closesWhenBusy = backend.capabilities.changeNotification?.mode === 'poll'
-  // Set by `busy` during a tick: the watch is closed until `settled`.
+  // Set by `busy`: the watch is closed until a tick meets no due wake.
   let closed = false
+  // Whether the tick in progress called `busy`.
+  let busyTick = false
 
   // Arms the timer `delayMs` from now unless it is already armed sooner.
   const arm = (delayMs: number): void => {
@@ -126,7 +130,7 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
     running = true
     // Sleeping is safe only when every marker written after this tick's
     // listing is hinted: the watch was established before the tick started.
-    const watched = current.established && current.watch.notified
+    const watched = !closed && current.established && current.watch.notified
     void options
       .tick()
       .catch(() => null)
@@ -139,7 +143,7 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
           return
         }
         arm(
-          report !== null && watched && current.watch.notified
+          report !== null && watched && !closed && current.watch.notified
             ? sleepDelayOf(
                 report.nextDueAt,
                 options.clock(),
@@ -157,12 +161,16 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
     },
     ready,
     busy() {
+      busyTick = true
       if (!closesWhenBusy || closed || stopped || !current.watch.notified) return
       closed = true
       current.controller.abort()
     },
     settled() {
-      if (!closed || stopped) return
+      const met = busyTick
+      busyTick = false
+      // A burst goes on while ticks keep meeting due wakes: the watch stays closed.
+      if (!closed || met || stopped) return
       closed = false
       reopen()
       // Should the new watch never be established, the interval still ticks.
