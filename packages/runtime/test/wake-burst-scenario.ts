@@ -123,3 +123,64 @@ export async function burstListing(
     rmSync(dir, { recursive: true, force: true })
   }
 }
+
+/** What the late-registration scenario saw. */
+export interface LateDuringBurstOutcome {
+  /** Whether the dispatcher's ticks were woken by notification before the burst. */
+  readonly notified: boolean
+  /** Whether the late wake was registered (by another instance, from the burst's first handler). */
+  readonly lateRegistered: boolean
+  /** Whether it was handled within 5 s. */
+  readonly lateHandled: boolean
+}
+
+/**
+ * A wake registered while a burst fires, so while SQLite's watch is closed:
+ * 50 wakes due now, a dispatcher with a one-hour interval (only hints and
+ * the re-ticks after a firing tick can fire anything) and one `tick()`
+ * started by hand, whose first handler waits until another instance has
+ * registered a wake due now. That wake must be handled within 5 s: by the
+ * tick that follows a firing tick at the hint delay, not after the hour.
+ */
+export async function lateDuringBurst(rt: Runtime): Promise<LateDuringBurstOutcome> {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-state-wake-late-'))
+  const open = () =>
+    createSqliteBackend({ path: join(dir, 'wakes.db'), namespace: 'late', synchronous: 'NORMAL' })
+  const backend = open()
+  const registrant = open()
+  const register = (workerId: string, on = backend) =>
+    rt.registerWake(on, {
+      target: { kind: 'worker', workerId },
+      cause: 'timeout',
+      dueAt: Date.now(),
+    })
+  try {
+    const burst = await Promise.all(Array.from({ length: 50 }, (_, i) => register(`w${i}`)))
+    const first = burst.map((wake) => wake.id).sort()[0]
+    const handled = new Set<string>()
+    let lateId = ''
+    const dispatcher = rt.startWakeDispatcher(backend, {
+      handlers: {
+        timeout: async (wake) => {
+          if (wake.id === first) lateId = (await register('late', registrant)).id
+          handled.add(wake.id)
+        },
+      },
+      intervalMs: 3_600_000,
+      sweep: null,
+    })
+    await dispatcher.ready
+    const notified = dispatcher.notified
+    await dispatcher.tick()
+    const deadline = Date.now() + 5_000
+    while (!handled.has(lateId) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await dispatcher.stop()
+    return { notified, lateRegistered: lateId !== '', lateHandled: handled.has(lateId) }
+  } finally {
+    await registrant.close()
+    await backend.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

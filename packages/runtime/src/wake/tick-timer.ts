@@ -20,11 +20,13 @@ import { sleepDelayOf } from './idle-sleep.js'
  * wakes would pay a listing of every pending marker every poll interval, so
  * a burst of N due wakes cost O(N²) listed keys (10,000 timers due in one
  * second fired at about 10 a second). Such a watch is closed when a tick
- * meets a due wake (`busy`) and stays closed, the timer ticking every
- * `intervalMs`, until a tick meets none; then it is opened again (one
- * listing of what is pending), and once it is established one more tick
- * meets whatever was registered while nobody watched (docs/runtime/wakes.md,
- * Ticks woken by change notification).
+ * is about to fire (or archive) a wake (`busy`) and stays closed while
+ * ticks keep firing, each the next one the backend's hint delay after the
+ * last (what a hint would have taken), until a tick fires none; then it is
+ * opened again (one listing of what is pending), and once it is
+ * established one more tick meets whatever was registered while nobody
+ * watched (docs/runtime/wakes.md, Ticks woken by change notification). A
+ * tick that only meets wakes it leaves (busy, unhandled) closes nothing.
  */
 
 /** Ids of wakes met by ticks, kept to recognise the hints of their marker deletes. Bounded. */
@@ -37,11 +39,11 @@ export interface TickTimer {
   /** Resolves once the watch is established (at once when not notified). */
   readonly ready: Promise<void>
   /**
-   * What a tick calls when it meets a due wake: a polling watch is closed
-   * until a tick meets none (see above). Idempotent; nothing on a push watch.
+   * What a tick calls before it fires or archives a wake: a polling watch is
+   * closed until a tick fires none (see above). Idempotent; nothing on a push watch.
    */
   busy(): void
-  /** What the dispatcher calls after every tick (the timer's or `tick()`): a watch `busy` closed is opened again after a tick that met no due wake. */
+  /** What the dispatcher calls after every tick (the timer's or `tick()`): a watch `busy` closed is opened again after a tick that fired none. */
   settled(): void
   /** Stops the timer and the watch. Idempotent. */
   stop(): void
@@ -74,9 +76,10 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
   let stopped = false
   // A polling watch re-lists the whole index after every commit: closed while a tick fires.
   const closesWhenBusy = backend.capabilities.changeNotification?.mode === 'poll'
-  // Set by `busy`: the watch is closed until a tick meets no due wake.
+  const hintDelayMs = backend.capabilities.changeNotification?.maxDelayMs ?? options.intervalMs
+  // Set by `busy`: the watch is closed until a tick fires no wake.
   let closed = false
-  // Whether the tick in progress called `busy`.
+  // Whether the tick in progress fired (called `busy`).
   let busyTick = false
 
   // Arms the timer `delayMs` from now unless it is already armed sooner.
@@ -169,8 +172,13 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
     settled() {
       const met = busyTick
       busyTick = false
-      // A burst goes on while ticks keep meeting due wakes: the watch stays closed.
-      if (!closed || met || stopped) return
+      if (!closed || stopped) return
+      if (met) {
+        // A burst goes on while ticks keep firing: the watch stays closed, and
+        // the next tick comes as soon as a hint would have brought it.
+        arm(Math.min(options.intervalMs, hintDelayMs))
+        return
+      }
       closed = false
       reopen()
       // Should the new watch never be established, the interval still ticks.

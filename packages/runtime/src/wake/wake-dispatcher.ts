@@ -315,8 +315,6 @@ async function runTick(
       for await (const marker of dueMarkers(backend, bucket, now, config.pageSize, horizon)) {
         // Before any work on it, so the hint of its marker delete is known as this tick's own.
         if ('wakeId' in marker) noteMet(marker.wakeId)
-        // Before the first write of the tick: a polling watch is closed while it fires (tick-timer.ts).
-        busy()
         slots.push(undefined)
         yield { marker, slot: slots.length - 1 }
       }
@@ -330,7 +328,7 @@ async function runTick(
     try {
       slots[slot] = {
         wakeId: marker.wakeId,
-        outcome: await processWake(backend, config, marker.wakeId, now, turn, { gate, slot }),
+        outcome: await processWake(backend, config, marker.wakeId, now, turn, { gate, slot }, busy),
       }
     } catch (error) {
       slots[slot] = { key: marker.key, error }
@@ -394,6 +392,7 @@ async function processWake(
   now: number,
   order: ClaimTurn,
   sameTarget: { readonly gate: SameTargetGate; readonly slot: number } | null,
+  busy: () => void,
 ): Promise<WakeOutcome> {
   const key = recordKeyOfId(wakeId)
   let lease: Awaited<ReturnType<typeof takeWake>>
@@ -433,6 +432,7 @@ async function processWake(
     const writer = { writerId: config.dispatcherId }
     const step = nextStep(record)
     if (step === 'archive') {
+      busy()
       await unindexWake(backend, wakeId)
       release = false // final record, as after a delivery
       return 'archived'
@@ -449,7 +449,7 @@ async function processWake(
       await backend.releaseLease(lease).catch(() => false)
       release = false
       await earlier
-      return await processWake(backend, config, wakeId, now, order, null)
+      return await processWake(backend, config, wakeId, now, order, null, busy)
     }
     const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
@@ -472,6 +472,8 @@ async function processWake(
           failure: null,
           delivery: { attempts: (record.delivery?.attempts ?? 0) + 1, deliveredAt: null },
         }
+    // Before the tick's firing writes: a polling watch is closed while it fires (tick-timer.ts).
+    busy()
     const version = await writeUnderLease(backend, key, fired, stored.meta.version, lease, writer)
     if (version === null) return 'lost'
     try {
