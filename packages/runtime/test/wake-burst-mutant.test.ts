@@ -15,50 +15,39 @@ import { burstListing, LISTED_PER_WAKE, lateDuringBurst } from './wake-burst-sce
 
 afterEach(unmockAll)
 
+/** The runtime whose tick timer has `busy` or `settled` replaced by a no-op. */
+function timerWithout(member: 'busy' | 'settled') {
+  return mutated('../src/wake/tick-timer.ts', (original) => {
+    const { startTickTimer } = original as typeof TickTimer
+    return {
+      ...original,
+      startTickTimer: (...args: Parameters<typeof startTickTimer>): TickTimer.TickTimer => {
+        const timer = startTickTimer(...args)
+        return {
+          get notified() {
+            return timer.notified
+          },
+          ready: timer.ready,
+          busy: () => timer.busy(),
+          settled: () => timer.settled(),
+          stop: () => timer.stop(),
+          [member]: () => undefined,
+        }
+      },
+    }
+  })
+}
+
 describe('a dispatcher that keeps its polling watch open while it fires', () => {
   it('lists the pending markers again per poll: more listed keys per wake than the bound at 2,000 wakes', async () => {
-    const rt = await mutated('../src/wake/tick-timer.ts', (original) => {
-      const { startTickTimer } = original as typeof TickTimer
-      return {
-        ...original,
-        startTickTimer: (...args: Parameters<typeof startTickTimer>) => {
-          const timer = startTickTimer(...args)
-          return {
-            get notified() {
-              return timer.notified
-            },
-            ready: timer.ready,
-            busy: () => undefined,
-            settled: () => timer.settled(),
-            stop: () => timer.stop(),
-          }
-        },
-      }
-    })
+    const rt = await timerWithout('busy')
     const outcome = await burstListing(rt, 2_000, { listedBudgetPerWake: 20 })
     console.info(JSON.stringify(outcome))
     expect(outcome.listedPerWake).toBeGreaterThan(LISTED_PER_WAKE)
   }, 120_000)
 
   it('never opened again after a burst (and no early tick after a firing one): a wake registered while the burst fires waits for the interval', async () => {
-    const rt = await mutated('../src/wake/tick-timer.ts', (original) => {
-      const { startTickTimer } = original as typeof TickTimer
-      return {
-        ...original,
-        startTickTimer: (...args: Parameters<typeof startTickTimer>) => {
-          const timer = startTickTimer(...args)
-          return {
-            get notified() {
-              return timer.notified
-            },
-            ready: timer.ready,
-            busy: () => timer.busy(),
-            settled: () => undefined,
-            stop: () => timer.stop(),
-          }
-        },
-      }
-    })
+    const rt = await timerWithout('settled')
     expect(await lateDuringBurst(rt)).toEqual({
       notified: true,
       lateRegistered: true,
