@@ -90,6 +90,20 @@ export function countingCalls(backend: Backend, count: (method: string) => void)
   })
 }
 
+/**
+ * Counts the keys and groups `backend.list` returns, by replacing `list` on
+ * the instance itself: a backend's own watch lists through it (SQLite's
+ * polling watch does), which a proxy around the instance would not see.
+ */
+export function countListed(backend: Backend, count: (keys: number) => void): void {
+  const list = backend.list.bind(backend)
+  backend.list = async (options) => {
+    const page = await list(options)
+    count(page.entries.length + (page.prefixes?.length ?? 0))
+    return page
+  }
+}
+
 /** The `q` quantile (0 to 1) of `values`, nearest rank; `NaN` when empty. */
 export function quantile(values: readonly number[], q: number): number {
   return quantileSorted(sortedCopy(values), q)

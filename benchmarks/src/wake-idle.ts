@@ -10,7 +10,8 @@
  * load does not change (the keys a listing reads are not counted here; see
  * docs/runtime/wakes.md, A tick, for the bound). Knobs: WAKE_BACKENDS
  * (sqlite,redis: fs and S3 take long to register 100,000 wakes), WAKE_IDLE_COUNTS
- * (1000,100000), WAKE_IDLE_WINDOW_MS (30000). Writes results/wake-idle.json and .md.
+ * (1000,100000), WAKE_IDLE_WINDOW_MS (30000), WAKE_RESULT (`wake-idle`: the results' file
+ * name). Writes results/<WAKE_RESULT>.json and .md.
  */
 import type { Backend } from '@agent-state/core'
 import { registerWake, startWakeDispatcher } from '@agent-state/runtime'
@@ -24,6 +25,7 @@ import {
 const BACKENDS = (process.env.WAKE_BACKENDS ?? 'sqlite,redis').split(',')
 const COUNTS = (process.env.WAKE_IDLE_COUNTS ?? '1000,100000').split(',').map(Number)
 const WINDOW_MS = Number(process.env.WAKE_IDLE_WINDOW_MS ?? 30_000)
+const RESULT = process.env.WAKE_RESULT ?? 'wake-idle'
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const storages = wakeBenchStorages('wake-idle')
 
@@ -126,4 +128,4 @@ const table = [
   ),
   '',
 ].join('\n')
-writeWakeResults('wake-idle', { windowMs: WINDOW_MS, load, rows }, table)
+writeWakeResults(RESULT, { windowMs: WINDOW_MS, load, rows }, table)

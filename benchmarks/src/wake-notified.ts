@@ -7,8 +7,10 @@
  * one interval, so the interval's phase is random. Also the dispatcher's ticks
  * per wake (the interval's own ticks included). Not a timed test: figures for
  * docs/runtime/wakes.md. Knobs: WAKE_BACKENDS (fs,sqlite,redis),
- * WAKE_NOTIFIED_COUNT (20), WAKE_INTERVAL_MS (1000). Writes
- * results/wake-notified.json and .md.
+ * WAKE_NOTIFIED_COUNT (20), WAKE_INTERVAL_MS (1000), WAKE_RESULT
+ * (`wake-notified`: the results' file name). Writes results/<WAKE_RESULT>.json
+ * and .md. S3 (`WAKE_BACKENDS=s3`) claims no notification: both its rows are
+ * the interval alone.
  */
 import type { Backend } from '@agent-state/core'
 import { registerWake, startWakeDispatcher } from '@agent-state/runtime'
@@ -110,4 +112,8 @@ const table = [
   ),
   '',
 ].join('\n')
-writeWakeResults('wake-notified', { intervalMs: INTERVAL_MS, load, rows }, table)
+writeWakeResults(
+  process.env.WAKE_RESULT ?? 'wake-notified',
+  { intervalMs: INTERVAL_MS, load, rows },
+  table,
+)

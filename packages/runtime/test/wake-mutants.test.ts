@@ -294,6 +294,9 @@ describe('notified-tick mutants on memory', () => {
             return watch.notified
           },
           ready: watch.established,
+          // Memory's watch pushes: nothing to close while a tick fires.
+          busy: () => undefined,
+          settled: () => undefined,
           stop: () => controller.abort(),
         }
       },

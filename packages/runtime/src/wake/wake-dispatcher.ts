@@ -237,9 +237,13 @@ export function startWakeDispatcher(
   }
 
   const tick = (): Promise<TickReport> => {
-    const run = chain.then(() => {
+    const run = chain.then(async () => {
       ticks++
-      return runTick(backend, config, noteMet)
+      try {
+        return await runTick(backend, config, noteMet, () => timer?.busy())
+      } finally {
+        timer?.settled()
+      }
     })
     chain = run.catch(() => undefined)
     return run
@@ -298,6 +302,7 @@ async function runTick(
   backend: Backend,
   config: Parsed,
   noteMet: (wakeId: string) => void,
+  busy: () => void,
 ): Promise<TickReport> {
   const now = config.clock()
   const slots: Array<
@@ -323,7 +328,7 @@ async function runTick(
     try {
       slots[slot] = {
         wakeId: marker.wakeId,
-        outcome: await processWake(backend, config, marker.wakeId, now, turn, { gate, slot }),
+        outcome: await processWake(backend, config, marker.wakeId, now, turn, { gate, slot }, busy),
       }
     } catch (error) {
       slots[slot] = { key: marker.key, error }
@@ -387,6 +392,7 @@ async function processWake(
   now: number,
   order: ClaimTurn,
   sameTarget: { readonly gate: SameTargetGate; readonly slot: number } | null,
+  busy: () => void,
 ): Promise<WakeOutcome> {
   const key = recordKeyOfId(wakeId)
   let lease: Awaited<ReturnType<typeof takeWake>>
@@ -426,6 +432,7 @@ async function processWake(
     const writer = { writerId: config.dispatcherId }
     const step = nextStep(record)
     if (step === 'archive') {
+      busy()
       await unindexWake(backend, wakeId)
       release = false // final record, as after a delivery
       return 'archived'
@@ -442,7 +449,7 @@ async function processWake(
       await backend.releaseLease(lease).catch(() => false)
       release = false
       await earlier
-      return await processWake(backend, config, wakeId, now, order, null)
+      return await processWake(backend, config, wakeId, now, order, null, busy)
     }
     const firstFiring = step === 'fire'
     // Read at the firing, not at the tick's start, so lateness includes the tick's own work.
@@ -465,6 +472,8 @@ async function processWake(
           failure: null,
           delivery: { attempts: (record.delivery?.attempts ?? 0) + 1, deliveredAt: null },
         }
+    // Before the tick's firing writes: a polling watch is closed while it fires (tick-timer.ts).
+    busy()
     const version = await writeUnderLease(backend, key, fired, stored.meta.version, lease, writer)
     if (version === null) return 'lost'
     try {
