@@ -291,18 +291,24 @@ describe.each(BACKENDS)('worker lifecycle on $name', (factory) => {
 
   it('renews on the lease clock: a skewed server clock neither stops nor forces renewals', async () => {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-    // Server an hour ahead: comparing its expiresAt with Date.now() would never renew.
-    const ahead = withSkewedLeaseClock(fixture.create(), 3_600_000)
-    const worker = await startWorker(ahead, { workerId: 'ahead', leaseTtlMs: 3000 })
-    // Server an hour behind: that comparison would renew on every write.
+    // Server an hour behind: comparing its expiresAt with Date.now() would renew on every write.
     const behind = withSkewedLeaseClock(fixture.create(), -3_600_000)
-    const other = await startWorker(behind, { workerId: 'behind', leaseTtlMs: 3000 })
+    const other = await startWorker(behind, { workerId: 'behind', leaseTtlMs: 6000 })
     await other.checkpoint({ state: 'fresh lease' })
     expect(behind.renewals).toBe(0)
-    await sleep(1700)
+    // Server an hour ahead: that comparison would never renew. Started after the other worker's
+    // writes, and each sleep counted from when the lease was surely requested (once a loaded S3's
+    // writes took so long that the lease had lapsed before the first write below).
+    const ahead = withSkewedLeaseClock(fixture.create(), 3_600_000)
+    const ttl = 6000
+    const worker = await startWorker(ahead, { workerId: 'ahead', leaseTtlMs: ttl })
+    const started = performance.now() // the lease was requested before this
+    await sleep(ttl / 2 + 100)
+    const renewing = performance.now()
     await worker.checkpoint({ state: 1 }) // past half the TTL: renews
     expect(ahead.renewals).toBe(1)
-    await sleep(1700)
+    await sleep(Math.max(0, started + ttl + 100 - performance.now()))
+    expect(performance.now() - renewing).toBeLessThan(ttl) // the renewed lease still runs
     // Past the first expiry: only the renewal above keeps this write ours.
     await worker.checkpoint({ state: 2 })
     expect((await inspectWorker(fixture.create(), 'ahead')).state).toBe(2)

@@ -23,8 +23,12 @@ import {
 import { runTs } from './child-process.js'
 import { type Provider, paymentHandler, startProvider } from './provider.js'
 
-/** The dead owner's lease: the recovery waits it out. */
-const LEASE_TTL_MS = 2000
+/**
+ * The dead owner's lease: the recovery waits it out. Long enough for the child to reach e2 on a
+ * loaded CI host (2 s ran out once before its e2 write, at load 25, and the child died of
+ * LEASE_LOST instead of the provider's kill).
+ */
+const LEASE_TTL_MS = 6000
 const BACKENDS = MULTI_PROCESS_BACKENDS.filter((b) => ['sqlite', 'fs', 'redis'].includes(b.name))
 
 describe.each(BACKENDS)(
