@@ -267,3 +267,41 @@ export async function hostPathValidation(runtime: Runtime, kind: WakeBackendKind
     }
   })
 }
+
+/**
+ * A host-directory watch with a one-hour rescan: a file written two levels
+ * down must register a path wake within `windowMs` (only the recursive
+ * `fs.watch` notification can do that in time).
+ */
+export async function hostNotified(runtime: Runtime, kind: WakeBackendKind, windowMs: number) {
+  return withStorage(kind, async (storage, clock) =>
+    withHostDir(async (root) => {
+      const dir = join(root, 'src')
+      await mkdir(join(dir, 'a', 'b'), { recursive: true })
+      const backend = storage.open()
+      await runtime.spawnDaemon(backend, {
+        daemonId: 'host-notified',
+        watchPaths: [pathToFileURL(dir).href],
+        clock: clock.now,
+        leaseTtlMs: 3_600_000,
+      })
+      const watch = await runtime.watchDaemonPaths(backend, 'host-notified', {
+        clock: clock.now,
+        pollMs: 3_600_000,
+        debounceMs: 0,
+        settleMs: 10,
+      })
+      try {
+        await watch.ready
+        await writeFile(join(dir, 'a', 'b', 'deep.txt'), 'deep')
+        const woken = await waitUntil(
+          () => pathWakePending(runtime, backend, 'host-notified'),
+          windowMs,
+        )
+        return { woken, warnings: [...watch.warnings] }
+      } finally {
+        await watch.stop()
+      }
+    }),
+  )
+}

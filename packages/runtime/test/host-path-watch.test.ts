@@ -6,7 +6,13 @@
  */
 import { describe, expect, it } from 'vitest'
 import * as runtime from '../src/index.js'
-import { hostBurst, hostPathValidation, hostRemoval } from './host-path-watch-scenarios.js'
+import { WAKE_WINDOW_MS } from './daemon-wake-scenarios.js'
+import {
+  hostBurst,
+  hostNotified,
+  hostPathValidation,
+  hostRemoval,
+} from './host-path-watch-scenarios.js'
 import { WAKE_BACKENDS } from './wake-scenarios.js'
 
 describe.each(WAKE_BACKENDS)('host-directory watchPaths on $name', (kind) => {
@@ -31,6 +37,10 @@ describe.each(WAKE_BACKENDS)('host-directory watchPaths on $name', (kind) => {
       afterReplaced: [2, 1],
       warnings: [],
     })
+  })
+
+  it('fs.watch is recursive: a file written two levels down wakes the daemon with a one-hour rescan', async () => {
+    expect(await hostNotified(runtime, kind, WAKE_WINDOW_MS)).toEqual({ woken: true, warnings: [] })
   })
 
   it('relative and ambiguous host paths are refused naming watchPaths; key prefixes and file:/// URLs are accepted', async () => {
