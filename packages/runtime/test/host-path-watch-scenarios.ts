@@ -12,10 +12,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { Backend } from '@agent-state/core'
+import type { Backend, ManualClock } from '@agent-state/core'
 import type { DaemonPathWatch } from '../src/index.js'
 import type { Runtime } from './mutants.js'
-import { sleep, type WakeBackendKind, withStorage } from './wake-scenarios.js'
+import { sleep, type WakeBackendKind, type WakeStorage, withStorage } from './wake-scenarios.js'
 
 /** Waits (real time, at most `ms`) until `check` holds; resolves whether it did. */
 async function waitUntil(check: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
@@ -58,6 +58,45 @@ async function pathWakePending(runtime: Runtime, backend: Backend, daemonId: str
   return ((await runtime.readDaemonWakes(backend, daemonId))?.pathWakeId ?? null) !== null
 }
 
+/**
+ * A daemon spawned over `storage` watching `watchPaths`, its path watch
+ * (rescans every `pollMs`, path wakes due 1 s after a change on the manual
+ * clock) and a dispatcher with the built-in daemon handler (ticked by hand).
+ */
+async function watchedDaemon(
+  runtime: Runtime,
+  storage: WakeStorage,
+  clock: ManualClock,
+  daemonId: string,
+  watchPaths: string[],
+  pollMs: number,
+) {
+  const backend = storage.open()
+  const daemon = await runtime.spawnDaemon(backend, {
+    daemonId,
+    watchPaths,
+    clock: clock.now,
+    leaseTtlMs: 3_600_000,
+  })
+  const watch = await runtime.watchDaemonPaths(backend, daemonId, {
+    clock: clock.now,
+    pollMs,
+    debounceMs: 1000,
+    settleMs: 10,
+  })
+  const dispatcher = runtime.startWakeDispatcher(backend, {
+    handlers: {},
+    daemons: true,
+    clock: clock.now,
+    intervalMs: null,
+  })
+  const stop = async () => {
+    await dispatcher.stop()
+    await watch.stop()
+  }
+  return { backend, daemon, watch, dispatcher, stop }
+}
+
 /** What {@link hostBurst} saw. */
 export interface BurstOutcome {
   /** `path_changed` events enqueued (each one dispatcher wake). */
@@ -84,25 +123,14 @@ export async function hostBurst(runtime: Runtime, kind: WakeBackendKind) {
     withHostDir(async (root): Promise<BurstOutcome> => {
       const dir = join(root, 'src')
       await mkdir(dir)
-      const backend = storage.open()
-      const daemon = await runtime.spawnDaemon(backend, {
-        daemonId: 'host-burst',
-        watchPaths: [pathToFileURL(dir).href],
-        clock: clock.now,
-        leaseTtlMs: 3_600_000,
-      })
-      const watch = await runtime.watchDaemonPaths(backend, 'host-burst', {
-        clock: clock.now,
-        pollMs: 50,
-        debounceMs: 1000,
-        settleMs: 10,
-      })
-      const dispatcher = runtime.startWakeDispatcher(backend, {
-        handlers: {},
-        daemons: true,
-        clock: clock.now,
-        intervalMs: null,
-      })
+      const { backend, daemon, watch, dispatcher, stop } = await watchedDaemon(
+        runtime,
+        storage,
+        clock,
+        'host-burst',
+        [pathToFileURL(dir).href],
+        50,
+      )
       const files = Array.from({ length: 100 }, (_, index) =>
         join(dir, `f-${String(index).padStart(3, '0')}.txt`),
       )
@@ -130,8 +158,7 @@ export async function hostBurst(runtime: Runtime, kind: WakeBackendKind) {
           pathWakeLeft: await pending(),
         }
       } finally {
-        await dispatcher.stop()
-        await watch.stop()
+        await stop()
       }
     }),
   )
@@ -168,25 +195,14 @@ export async function hostRemoval(runtime: Runtime, kind: WakeBackendKind) {
       await writeFile(join(kept, 'a.txt'), 'a')
       await writeFile(join(kept, 'sub', 'b.txt'), 'b')
       const entries = [pathToFileURL(kept).href, pathToFileURL(join(root, 'missing')).href]
-      const backend = storage.open()
-      const daemon = await runtime.spawnDaemon(backend, {
-        daemonId: 'host-removal',
-        watchPaths: entries,
-        clock: clock.now,
-        leaseTtlMs: 3_600_000,
-      })
-      const watch = await runtime.watchDaemonPaths(backend, 'host-removal', {
-        clock: clock.now,
-        pollMs: 50,
-        debounceMs: 1000,
-        settleMs: 10,
-      })
-      const dispatcher = runtime.startWakeDispatcher(backend, {
-        handlers: {},
-        daemons: true,
-        clock: clock.now,
-        intervalMs: null,
-      })
+      const { daemon, watch, dispatcher, stop } = await watchedDaemon(
+        runtime,
+        storage,
+        clock,
+        'host-removal',
+        entries,
+        50,
+      )
       const removals = async () => {
         const events = await queued(daemon)
         return entries.map(
@@ -229,8 +245,7 @@ export async function hostRemoval(runtime: Runtime, kind: WakeBackendKind) {
           warnings: [...watch.warnings],
         }
       } finally {
-        await dispatcher.stop()
-        await watch.stop()
+        await stop()
       }
     }),
   )
@@ -278,19 +293,14 @@ export async function hostNotified(runtime: Runtime, kind: WakeBackendKind, wind
     withHostDir(async (root) => {
       const dir = join(root, 'src')
       await mkdir(join(dir, 'a', 'b'), { recursive: true })
-      const backend = storage.open()
-      await runtime.spawnDaemon(backend, {
-        daemonId: 'host-notified',
-        watchPaths: [pathToFileURL(dir).href],
-        clock: clock.now,
-        leaseTtlMs: 3_600_000,
-      })
-      const watch = await runtime.watchDaemonPaths(backend, 'host-notified', {
-        clock: clock.now,
-        pollMs: 3_600_000,
-        debounceMs: 0,
-        settleMs: 10,
-      })
+      const { backend, watch, stop } = await watchedDaemon(
+        runtime,
+        storage,
+        clock,
+        'host-notified',
+        [pathToFileURL(dir).href],
+        3_600_000,
+      )
       try {
         await watch.ready
         await writeFile(join(dir, 'a', 'b', 'deep.txt'), 'deep')
@@ -300,7 +310,7 @@ export async function hostNotified(runtime: Runtime, kind: WakeBackendKind, wind
         )
         return { woken, warnings: [...watch.warnings] }
       } finally {
-        await watch.stop()
+        await stop()
       }
     }),
   )
