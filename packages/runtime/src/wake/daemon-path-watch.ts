@@ -197,12 +197,18 @@ export async function watchDaemonPaths(
     }
   }
 
+  // A watch that keeps failing the same way (reopened on every rescan) is one warning.
+  const warn = (entry: string, problem: string) => {
+    const warning = `${entry}: ${problem}`
+    if (!warnings.includes(warning)) warnings.push(warning)
+  }
+
   const watchHostDirs = async (baseline: () => void) => {
     const hostSleeper = sleeper(signal)
     const dirs = hostEntries.map((entry) => ({
       entry,
       notifier: hostDirNotifier(hostDirOf(entry), (problem) => {
-        if (problem !== undefined) warnings.push(`${entry}: ${problem}`)
+        if (problem !== undefined) warn(entry, problem)
         hostSleeper.poke()
       }),
       known: null as HostDirScan | null,
@@ -212,9 +218,7 @@ export async function watchDaemonPaths(
     const rescan = async (first: boolean) => {
       for (const dir of dirs) {
         const problem = dir.notifier.open()
-        if (problem !== null && !warnings.includes(`${dir.entry}: ${problem}`)) {
-          warnings.push(`${dir.entry}: ${problem}`)
-        }
+        if (problem !== null) warn(dir.entry, problem)
         const now = await scanHostDir(hostDirOf(dir.entry))
         if (now === null) dir.notifier.close()
         for (const path of diffVersions(dir.known ?? new Map(), now ?? new Map())) {

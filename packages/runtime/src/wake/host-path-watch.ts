@@ -1,5 +1,5 @@
 import { type FSWatcher, watch as fsWatch } from 'node:fs'
-import { lstat, readdir } from 'node:fs/promises'
+import { lstat, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { daemonError } from '../shared/errors.js'
@@ -74,13 +74,15 @@ export type HostDirScan = Map<string, string>
 
 /**
  * Scans `dir` recursively: every entry that is not a directory (symbolic
- * links are not followed, so a link loop cannot trap the scan). Returns
+ * links below `dir` are not followed, so a link loop cannot trap the scan;
+ * `dir` itself may be one). Returns
  * `null` when `dir` is missing or not a directory. An entry removed while
  * the scan runs is skipped (the next scan sees the removal).
  */
 export async function scanHostDir(dir: string): Promise<HostDirScan | null> {
   try {
-    if (!(await lstat(dir)).isDirectory()) return null
+    // The watched directory itself may be reached through a symbolic link (stat, not lstat).
+    if (!(await stat(dir)).isDirectory()) return null
   } catch (error) {
     if (isGone(error)) return null
     throw error
