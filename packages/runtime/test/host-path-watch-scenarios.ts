@@ -94,7 +94,17 @@ async function watchedDaemon(
     await dispatcher.stop()
     await watch.stop()
   }
-  return { backend, daemon, watch, dispatcher, stop }
+  const pending = () => pathWakePending(runtime, backend, daemonId)
+  // Delivers path wakes until a rescan after the delivery leaves none pending
+  // (a change seen in two rescans may take two wakes).
+  const deliverAll = async () => {
+    for (let round = 0; round < 5 && (await pending()); round++) {
+      clock.advance(1000)
+      await dispatcher.tick()
+      await settled(watch)
+    }
+  }
+  return { backend, daemon, watch, pending, deliverAll, stop }
 }
 
 /** What {@link hostBurst} saw. */
@@ -123,7 +133,7 @@ export async function hostBurst(runtime: Runtime, kind: WakeBackendKind) {
     withHostDir(async (root): Promise<BurstOutcome> => {
       const dir = join(root, 'src')
       await mkdir(dir)
-      const { backend, daemon, watch, dispatcher, stop } = await watchedDaemon(
+      const { daemon, watch, pending, deliverAll, stop } = await watchedDaemon(
         runtime,
         storage,
         clock,
@@ -134,19 +144,13 @@ export async function hostBurst(runtime: Runtime, kind: WakeBackendKind) {
       const files = Array.from({ length: 100 }, (_, index) =>
         join(dir, `f-${String(index).padStart(3, '0')}.txt`),
       )
-      const pending = () => pathWakePending(runtime, backend, 'host-burst')
       try {
         await watch.ready
         await writeFile(files[0] as string, 'first')
         if (!(await waitUntil(pending))) throw new Error('the first write woke nothing')
         await Promise.all(files.slice(1).map((file, index) => writeFile(file, `${index}`)))
         await settled(watch)
-        // Deliver path wakes until a rescan after the delivery leaves none pending.
-        for (let round = 0; round < 5 && (await pending()); round++) {
-          clock.advance(1000)
-          await dispatcher.tick()
-          await settled(watch)
-        }
+        await deliverAll()
         const events = (await queued(daemon)).filter((event) => event.kind === 'path_changed')
         const named = new Set(events.flatMap((event) => event.paths ?? []))
         return {
@@ -195,7 +199,7 @@ export async function hostRemoval(runtime: Runtime, kind: WakeBackendKind) {
       await writeFile(join(kept, 'a.txt'), 'a')
       await writeFile(join(kept, 'sub', 'b.txt'), 'b')
       const entries = [pathToFileURL(kept).href, pathToFileURL(join(root, 'missing')).href]
-      const { daemon, watch, dispatcher, stop } = await watchedDaemon(
+      const { daemon, watch, deliverAll, stop } = await watchedDaemon(
         runtime,
         storage,
         clock,
@@ -211,11 +215,10 @@ export async function hostRemoval(runtime: Runtime, kind: WakeBackendKind) {
         ) as [number, number]
       }
       const relative = (url: string) => url.slice(pathToFileURL(root).href.length + 1)
-      // Delivers the pending path wake; returns the paths its event names.
+      // Delivers the pending path wakes; returns the paths their events name.
       const deliver = async () => {
         const before = (await queued(daemon)).length
-        clock.advance(1000)
-        await dispatcher.tick()
+        await deliverAll()
         const fresh = (await queued(daemon)).slice(before)
         return fresh.flatMap((event) => (event.paths ?? []).map(relative)).sort()
       }
@@ -293,7 +296,7 @@ export async function hostNotified(runtime: Runtime, kind: WakeBackendKind, wind
     withHostDir(async (root) => {
       const dir = join(root, 'src')
       await mkdir(join(dir, 'a', 'b'), { recursive: true })
-      const { backend, watch, stop } = await watchedDaemon(
+      const { watch, pending, stop } = await watchedDaemon(
         runtime,
         storage,
         clock,
@@ -304,10 +307,7 @@ export async function hostNotified(runtime: Runtime, kind: WakeBackendKind, wind
       try {
         await watch.ready
         await writeFile(join(dir, 'a', 'b', 'deep.txt'), 'deep')
-        const woken = await waitUntil(
-          () => pathWakePending(runtime, backend, 'host-notified'),
-          windowMs,
-        )
+        const woken = await waitUntil(pending, windowMs)
         return { woken, warnings: [...watch.warnings] }
       } finally {
         await stop()
