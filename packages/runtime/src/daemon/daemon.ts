@@ -5,6 +5,7 @@ import { daemonError, runtimeError } from '../shared/errors.js'
 import { uuidv7 } from '../shared/ids.js'
 import { assertIdleWatchdog } from '../wake/daemon-interval.js'
 import { armDaemonWakes } from '../wake/daemon-wakes.js'
+import { assertWatchPaths } from '../wake/host-path-watch.js'
 import type { Suspension, Worker, WorkerUpdate } from '../worker/index.js'
 import {
   type ResumeWorkerOptions,
@@ -416,6 +417,7 @@ export async function spawnDaemon(
     options
   const id = daemonId ?? uuidv7()
   assertIdleWatchdog(idleWatchdogAttempts, wakeIntervalMs, id)
+  assertWatchPaths(watchPaths, id)
   const queue = await createDaemonQueue(
     backend,
     id,
