@@ -9,7 +9,7 @@
 import type { Backend } from '@agent-state/core'
 import type { FiredWake } from '../src/index.js'
 import type { Runtime } from './mutants.js'
-import { sleep, T0, type WakeBackendKind, withStorage } from './wake-scenarios.js'
+import { T0, type WakeBackendKind, waitUntil, withStorage } from './wake-scenarios.js'
 
 const encoder = new TextEncoder()
 
@@ -39,16 +39,6 @@ export function withoutNotification(inner: Backend): Backend {
       return typeof value === 'function' ? value.bind(target) : value
     },
   })
-}
-
-/** Waits (real time, at most `ms`) until `check` holds; resolves whether it did. */
-async function waitUntil(check: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await check()) return true
-    if (Date.now() > deadline) return false
-    await sleep(5)
-  }
 }
 
 /** What {@link intervalTicks} saw. */

@@ -15,17 +15,7 @@ import { pathToFileURL } from 'node:url'
 import type { Backend, ManualClock } from '@agent-state/core'
 import type { DaemonPathWatch } from '../src/index.js'
 import type { Runtime } from './mutants.js'
-import { sleep, type WakeBackendKind, type WakeStorage, withStorage } from './wake-scenarios.js'
-
-/** Waits (real time, at most `ms`) until `check` holds; resolves whether it did. */
-async function waitUntil(check: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await check()) return true
-    if (Date.now() > deadline) return false
-    await sleep(5)
-  }
-}
+import { type WakeBackendKind, type WakeStorage, waitUntil, withStorage } from './wake-scenarios.js'
 
 /** Two more rescans than now: the second started after everything done before this call. */
 async function settled(watch: DaemonPathWatch): Promise<void> {

@@ -85,6 +85,19 @@ export const T0 = 1_800_000_000_000 - (1_800_000_000_000 % 60_000)
 /** Resolves after `ms` of real time (what a poll or a child process needs; the clock is manual). */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Waits (real time, at most `ms`) until `check` holds; resolves whether it did. */
+export async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  ms = 5000,
+): Promise<boolean> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    if (await check()) return true
+    if (Date.now() > deadline) return false
+    await sleep(5)
+  }
+}
+
 /** Runs `body` on a fresh storage of `kind` with a manual clock at {@link T0}, then cleans it up. */
 export async function withStorage<T>(
   kind: WakeBackendKind,
