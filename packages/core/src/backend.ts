@@ -186,6 +186,19 @@ export interface Backend {
 
   /** The value and its meta, or `null` when the key holds no value. */
   get(key: string): Promise<StoredValue | null>
+  /**
+   * Reads several keys in one call, optional (callers use core's `getMany(backend, keys)`,
+   * which falls back to concurrent `get`s). Resolves one entry per key, in the order of
+   * `keys`: `null` for a key with no value, otherwise exactly what `get` of that key would
+   * have returned at some instant during the call. No snapshot across keys is promised: two
+   * entries may come from different instants. Duplicates are allowed, each with its own copy
+   * of the value. The argument is checked before anything is read: more than
+   * `MAX_GET_MANY_KEYS` (1000) keys is `INVALID_ARGUMENT`, then any invalid key is
+   * `INVALID_KEY` (context `index`). A corrupt entry fails the whole call with `CORRUPT`,
+   * never a wrong or missing value; any other failure rejects the whole call too
+   * (docs/contract.md, Multi-key reads).
+   */
+  getMany?(keys: readonly string[]): Promise<(StoredValue | null)[]>
   /** The meta, or `null` when the key holds no value. */
   head(key: string): Promise<ValueMeta | null>
   /**

@@ -85,6 +85,15 @@ export {
   type ErrorCode,
   isAgentStateError,
 } from './errors.js'
+export {
+  checkGetManyKeys,
+  GET_MANY_CONCURRENCY,
+  type GetManyOptions,
+  getMany,
+  getManyByGets,
+  MAX_GET_MANY_KEYS,
+  spreadDistinct,
+} from './get-many.js'
 export { afterPosition, type KeyRange, prefixEnd, prefixRange } from './key-range.js'
 export {
   ABSENT_STATE,

@@ -18,6 +18,7 @@ import type {
   NativeQueueClaimed,
   NativeQueueKeys,
 } from './native-queue.js'
+import { leadingNumbers, numberTemplate } from './queue-record-numbers.js'
 import type { KeyState } from './record-codec.js'
 
 /*
@@ -127,6 +128,13 @@ function decoded(found: StoredValue | null): Record<string, unknown> | null {
 const isSeq = (value: unknown): value is number =>
   typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 
+const HEAD_FORMAT = 'agent-state/daemon-head'
+const TAIL_FORMAT = 'agent-state/daemon-tail'
+
+const TAIL_NUMBERS = numberTemplate(TAIL_FORMAT, ['next'])
+const HEAD_NUMBERS = numberTemplate(HEAD_FORMAT, ['head', 'attempts', 'iterations'])
+const EVENT_NUMBERS = numberTemplate(EVENT_FORMAT, ['seq'])
+
 /** A head or tail record, or an event, that the queue cannot use: the runtime's `QUEUE_CORRUPT`. */
 export function queueRecordCorrupt(key: string): AgentStateError {
   return new AgentStateError(
@@ -142,10 +150,15 @@ function remove(rows: QueueRows, key: string): void {
   if (next !== undefined) rows.store(key, next)
 }
 
-/** The event record at `seq` as stored, or `CORRUPT` when missing or not the event of `seq`. */
+/**
+ * The event record at `seq` as stored, or `CORRUPT` when missing or not the
+ * event of `seq` (its leading format and sequence number, see
+ * `leadingNumbers`; the consumer decodes the event in full).
+ */
 function headEvent(rows: QueueRows, keys: NativeQueueKeys, seq: number): Uint8Array {
   const key = queueEventKey(keys, seq)
   const found = rows.read(key)
+  if (found !== null && leadingNumbers(found.value, EVENT_NUMBERS)?.[0] === seq) return found.value
   const record = decoded(found)
   if (found === null || record?.format !== EVENT_FORMAT || record.seq !== seq) {
     throw queueRecordCorrupt(key)
@@ -153,18 +166,39 @@ function headEvent(rows: QueueRows, keys: NativeQueueKeys, seq: number): Uint8Ar
   return found.value
 }
 
+/** The tail record's next sequence number, or `undefined` when it has none. */
+function tailNext(found: StoredValue | null): number | undefined {
+  const fast = found === null ? null : leadingNumbers(found.value, TAIL_NUMBERS)
+  if (fast !== null) return fast[0]
+  const tail = decoded(found)
+  return tail !== null && isSeq(tail.next) ? tail.next : undefined
+}
+
+/** The head record's numbers, or `undefined` when it lacks one. */
+function headNumbers(found: StoredValue | null) {
+  const fast = found === null ? null : leadingNumbers(found.value, HEAD_NUMBERS)
+  if (fast !== null) {
+    const [head, attempts, iterations] = fast as [number, number, number]
+    return { head, attempts, iterations }
+  }
+  const record = decoded(found)
+  if (record === null || !isSeq(record.head)) return undefined
+  return { head: record.head, attempts: record.attempts, iterations: record.iterations }
+}
+
 /** The head and tail records' numbers, `CORRUPT` (the head's key) unless they decode. */
 function queueState(rows: QueueRows, keys: NativeQueueKeys) {
-  const head = decoded(rows.read(keys.head))
-  const tail = decoded(rows.read(keys.tail))
+  const head = headNumbers(rows.read(keys.head))
+  const next = tailNext(rows.read(keys.tail))
   if (
-    !(head && tail && isSeq(tail.next) && isSeq(head.head)) ||
+    head === undefined ||
+    next === undefined ||
     !isSeq(head.attempts) ||
     !isSeq(head.iterations)
   ) {
     throw queueRecordCorrupt(keys.head)
   }
-  return { next: tail.next, head: head.head, attempts: head.attempts, iterations: head.iterations }
+  return { next, head: head.head, attempts: head.attempts, iterations: head.iterations }
 }
 
 /**
@@ -181,10 +215,9 @@ export function appendStep(
   const { now } = rows
   // A leased tail is refused first, as a producer's put would be.
   checkWriteLease(keys.tail, rows.state(keys.tail), undefined, now)
-  const tail = decoded(rows.read(keys.tail))
-  const head = decoded(rows.read(keys.head))
-  if (!(tail && head && isSeq(tail.next) && isSeq(head.head))) throw queueRecordCorrupt(keys.tail)
-  const first = tail.next
+  const first = tailNext(rows.read(keys.tail))
+  const head = headNumbers(rows.read(keys.head))
+  if (first === undefined || head === undefined) throw queueRecordCorrupt(keys.tail)
   const stored = decisions.appendRoom(
     append.capacity,
     first,
@@ -202,7 +235,7 @@ export function appendStep(
     records.push(json)
   }
   const earlier = stored > 1 ? `,"earlier":[${records.slice(0, -1).join(',')}]` : ''
-  const value = `{"format":"agent-state/daemon-tail","next":${first + stored},"last":${records.at(-1)}${earlier}}`
+  const value = `{"format":"${TAIL_FORMAT}","next":${first + stored},"last":${records.at(-1)}${earlier}}`
   rows.store(
     keys.tail,
     applyPut(keys.tail, rows.state(keys.tail), encoder.encode(value), null, undefined, now),
@@ -300,9 +333,7 @@ function headJson(
   iterations: number,
   claim: ReturnType<typeof claimOf> | null,
 ): Uint8Array {
-  return encoder.encode(
-    JSON.stringify({ format: 'agent-state/daemon-head', head, attempts, iterations, claim }),
-  )
+  return encoder.encode(JSON.stringify({ format: HEAD_FORMAT, head, attempts, iterations, claim }))
 }
 
 /** `queueClaim`'s result from what the transaction wrote. */

@@ -9,6 +9,7 @@ export const CATEGORIES = [
   'versions',
   'metadata',
   'listing',
+  'get-many',
   'leases',
   'concurrency',
   'linearizability',

@@ -2,7 +2,9 @@ import {
   AgentStateError,
   type Backend,
   createRecordBackend,
+  getManyByGets,
   isAgentStateError,
+  type StoredValue,
 } from '@agent-state/core'
 import {
   createMemoryBackend,
@@ -11,12 +13,14 @@ import {
   type MemoryRecordMap,
   type MemoryStore,
 } from '@agent-state/memory'
+import type { ContractContext } from '../src/index.js'
 import type { MutantFactory } from './memory-mutants.js'
 
 /**
  * Deliberately broken backends for the checks added against the survivors of the Stryker run
  * (mutation-testing.md): each reproduces, outside the mutated source, what a surviving mutant of
- * core's key-state.ts or record-backend.ts did, and passed the suite before its check.
+ * core's key-state.ts or record-backend.ts did, and passed the suite before its check. Then one
+ * broken `getMany` per multi-key read check (checks/get-many.ts), over the memory backend.
  */
 
 const maps = new WeakMap<MemoryStore, Map<string, MemoryRecordMap>>()
@@ -88,6 +92,23 @@ function blankMessages(inner: Backend, code: string): Backend {
   }
 }
 
+type GetMany = (inner: Backend, keys: readonly string[]) => Promise<(StoredValue | null)[]>
+
+/**
+ * The memory backend with a `getMany`: core's generic one (`getManyByGets`), which the mutant
+ * test takes as the correct reference for the multi-key read checks, or `broken`. Assigned on
+ * the instance, so what the backend carries beside its methods stays.
+ */
+export function memoryWithGetMany(
+  store: MemoryStore,
+  ctx: ContractContext,
+  broken?: GetMany,
+): Backend {
+  const inner = createMemoryBackend({ store, namespace: ctx.namespace, clock: ctx.clock })
+  const read: GetMany = broken ?? ((b, keys) => getManyByGets(b, keys))
+  return Object.assign(inner, { getMany: (keys: readonly string[]) => read(inner, keys) })
+}
+
 /** The mutants, by name. */
 export const SURVIVOR_MUTANTS: Record<string, MutantFactory> = {
   // record-backend.ts:127 (the CLOSED message replaced by '').
@@ -153,4 +174,48 @@ export const SURVIVOR_MUTANTS: Record<string, MutantFactory> = {
   "the store's watch-interrupt declaration not carried over": (store) => (ctx) => ({
     ...recordBackend(store, ctx.namespace, ctx.clock),
   }),
+
+  // Multi-key read: the entries in byte order of their keys (a backend that returns the rows of
+  // `key = ANY(…)` as the index gives them, without putting them back in the order asked).
+  'getMany answers in key order instead of the order asked': (store) => (ctx) =>
+    memoryWithGetMany(store, ctx, async (b, keys) => {
+      const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
+      return getManyByGets(b, sorted)
+    }),
+
+  // Multi-key read: one decoded value handed to every duplicate of its key.
+  'getMany hands duplicates one shared value': (store) => (ctx) =>
+    memoryWithGetMany(store, ctx, async (b, keys) => {
+      const distinct = [...new Set(keys)]
+      const values = await getManyByGets(b, distinct)
+      return keys.map((key) => values[distinct.indexOf(key)] ?? null)
+    }),
+
+  // Multi-key read: keys matched after Unicode normalization (a map keyed by NFC forms).
+  'getMany matches keys after NFC normalization': (store) => (ctx) =>
+    memoryWithGetMany(store, ctx, (b, keys) =>
+      getManyByGets(
+        b,
+        keys.map((k) => k.normalize('NFC')),
+      ),
+    ),
+
+  // Multi-key read: no bound on the number of keys (each key still checked by its get).
+  'getMany without a bound on the number of keys': (store) => (ctx) =>
+    memoryWithGetMany(store, ctx, (b, keys) => Promise.all(keys.map((key) => b.get(key)))),
+
+  // Multi-key read: a closed backend answered as if it held nothing.
+  'getMany answers nulls after close': (store) => (ctx) =>
+    memoryWithGetMany(store, ctx, (b, keys) =>
+      getManyByGets(b, keys).catch((error: unknown) => {
+        if (isAgentStateError(error, 'CLOSED')) return keys.map(() => null)
+        throw error
+      }),
+    ),
+
+  // Multi-key read: a key that fails its read answered as absent instead of failing the call.
+  'getMany answers null for an invalid key': (store) => (ctx) =>
+    memoryWithGetMany(store, ctx, (b, keys) =>
+      Promise.all(keys.map((key) => b.get(key).catch(() => null))),
+    ),
 }

@@ -3,6 +3,7 @@ import { basicChecks } from './basic.js'
 import { concurrencyChecks } from './concurrency.js'
 import { decisionChecks } from './decisions.js'
 import { errorChecks } from './errors.js'
+import { getManyChecks } from './get-many.js'
 import { keyChecks } from './keys.js'
 import { leaseEdgeChecks } from './lease-edges.js'
 import { leaseChecks } from './leases.js'
@@ -19,6 +20,7 @@ export const IN_PROCESS_CHECKS: readonly ContractCheck[] = [
   ...keyChecks,
   ...versionChecks,
   ...listingChecks,
+  ...getManyChecks,
   ...leaseChecks,
   ...leaseEdgeChecks,
   ...ruleCombinationChecks,
