@@ -67,15 +67,18 @@ export function sqliteNativeQueue(rows: QueueRows): NativeQueue {
 
   /**
    * The transaction's rows for core's steps: a key's row loaded when its state
-   * is asked for, and written against that row (each step asks for a key's
-   * state before it stores it).
+   * is first asked for, kept until the key is stored (the body is synchronous
+   * inside the transaction, so nothing else writes the row meanwhile: an
+   * append asks for the tail's state twice, once to check its lease and once
+   * to write it, and loads it once), and written against that row (each step
+   * asks for a key's state before it stores it).
    */
   function stepRows(): StepRows {
     const loaded = new Map<string, LoadedState | undefined>()
     return {
       now: rows.clock(),
       state(key) {
-        const row = rows.load(key)
+        const row = loaded.has(key) ? loaded.get(key) : rows.load(key)
         loaded.set(key, row)
         return row?.state ?? ABSENT_STATE
       },

@@ -9,7 +9,18 @@ import {
   type WriterIdentity,
 } from '@agent-state/core'
 
-import { listCheck, ROW_CHECK_CELLS, ROW_CHECK_COLUMNS, rowCheck, valueCrc } from './row-checks.js'
+import {
+  listCheck,
+  META_CHECK_CELLS,
+  META_CHECK_COLUMNS,
+  metaCheck,
+  metaCheckAt,
+  ROW_CHECK_CELLS,
+  ROW_CHECK_COLUMNS,
+  rowCheck,
+  rowCheckAt,
+  valueCrc,
+} from './row-checks.js'
 
 /**
  * Decoding the rows of the entries table. Statements return raw rows (arrays,
@@ -20,16 +31,31 @@ import { listCheck, ROW_CHECK_CELLS, ROW_CHECK_COLUMNS, rowCheck, valueCrc } fro
  * is trusted, and one that does not decode, or whose integrity check (see
  * `row-checks.ts`) does not match, is `CORRUPT`, never treated as empty.
  *
- * Every state read selects the same cells first ({@link STATE_COLUMNS}):
+ * Every whole-row read selects the same cells first ({@link STATE_COLUMNS}):
  * `version, revision, writer, updated_at, size, value_crc, lease_holder,
- * lease_token, lease_ttl_ms, lease_expires_at, fence, row_check`.
+ * lease_token, lease_ttl_ms, lease_expires_at, fence, row_check`. `get` and
+ * `head` select {@link META_COLUMNS} first: `version, writer, updated_at,
+ * size, value_crc, meta_check`.
  */
 
 /** One raw row: its cells in the selecting statement's column order. */
 export type RawRow = readonly unknown[]
 
-/** The cells every state read selects first, in this order. */
+/** The cells every whole-row read selects first, in this order. */
 export const STATE_COLUMNS = `${ROW_CHECK_COLUMNS}, row_check`
+
+/** The cells `get` and `head` select first, in this order (`get` then selects `value`). */
+export const META_COLUMNS = `${META_CHECK_COLUMNS}, meta_check`
+
+/**
+ * What a {@link META_COLUMNS} decoder returns when `meta_check` does not
+ * match: the caller reads the whole row and verifies it by `row_check`
+ * instead. That row is either damaged (`CORRUPT` there too: `row_check`
+ * covers every meta cell) or consistent, as a row written by a process of
+ * schema version 2 still running after the migration (no or a stale
+ * `meta_check`), or one whose only damage is its `meta_check`.
+ */
+export const UNVERIFIED: unique symbol = Symbol('unverified meta cells')
 
 /** A key's state as read for a write, with what the write needs to update the row in place. */
 export interface LoadedState {
@@ -55,6 +81,7 @@ export type ValueParams = [
   value: Uint8Array | null,
   valueCrc: number,
   listCheck: number,
+  metaCheck: number,
   rowCheck: number,
 ]
 
@@ -85,6 +112,19 @@ function corrupt(key: string, problem: string, cause?: unknown): AgentStateError
     'CORRUPT',
     `Row of key ${quoteForMessage(key)} is corrupt: ${problem}`,
     cause === undefined ? { context: { key, problem } } : { context: { key, problem }, cause },
+  )
+}
+
+/**
+ * The `CORRUPT` of a key the primary key finds no row for while the listing
+ * index has it live: the primary index is damaged (a miss is only an answer
+ * when both b-trees agree).
+ */
+export function missingFromPrimaryIndex(key: string): AgentStateError {
+  return new AgentStateError(
+    'CORRUPT',
+    `Row of key ${quoteForMessage(key)} is corrupt: the listing index has it but the primary key finds no row`,
+    { context: { key, problem: 'missing from the primary index' } },
   )
 }
 
@@ -166,30 +206,55 @@ function decodeFence(key: string, fence: unknown): number {
  * `row`, before anything in them is trusted.
  */
 function verifyRow(namespace: string, key: string, row: RawRow, offset: number): void {
-  const cells = row.slice(offset, offset + ROW_CHECK_CELLS)
   const stored = row[offset + ROW_CHECK_CELLS]
-  if (stored !== rowCheck(namespace, key, cells)) {
+  if (stored !== rowCheckAt(namespace, key, row, offset)) {
     throw corrupt(key, 'the row does not match its integrity check')
   }
 }
 
-/** Decodes verified {@link STATE_COLUMNS} cells at `offset` into a state without its value. */
-function decodeState(key: string, row: RawRow, offset: number) {
-  const version = row[offset]
-  const revision = row[offset + 1]
-  const writerText = row[offset + 2]
-  const updatedAt = row[offset + 3]
-  const size = row[offset + 4]
-  const crc = row[offset + 5]
+/** A value's meta cells, verified and decoded. */
+interface MetaCells {
+  readonly version: string | null
+  readonly writer: WriterIdentity | null
+  readonly updatedAt: number
+  readonly size: number
+  readonly valueCrc: number
+  readonly writerText: string | null
+}
+
+/** Decodes verified meta cells, wherever a statement selected them. */
+function decodeMetaCells(
+  key: string,
+  version: unknown,
+  writerText: unknown,
+  updatedAt: unknown,
+  size: unknown,
+  crc: unknown,
+): MetaCells {
   if (!(version === null || (typeof version === 'string' && version.length > 0))) {
     throw corrupt(key, 'version is not text')
   }
-  if (!isInteger(revision) || revision < 0) throw corrupt(key, 'revision is not an integer')
   if (typeof updatedAt !== 'number') throw corrupt(key, 'updated_at is not a number')
   if (!isInteger(size) || size < 0) throw corrupt(key, 'size is not an integer')
   if (!isInteger(crc) || crc < 0) throw corrupt(key, 'value_crc is not an integer')
   if (writerText !== null && typeof writerText !== 'string')
     throw corrupt(key, 'writer is not text')
+  const writer = decodeWriter(key, writerText)
+  return { version, writer, updatedAt, size, valueCrc: crc, writerText }
+}
+
+/** Decodes verified {@link STATE_COLUMNS} cells at `offset` into a state without its value. */
+function decodeState(key: string, row: RawRow, offset: number) {
+  const revision = row[offset + 1]
+  if (!isInteger(revision) || revision < 0) throw corrupt(key, 'revision is not an integer')
+  const meta = decodeMetaCells(
+    key,
+    row[offset],
+    row[offset + 2],
+    row[offset + 3],
+    row[offset + 4],
+    row[offset + 5],
+  )
   const fence = decodeFence(key, row[offset + 10])
   const lease = decodeLease(
     key,
@@ -200,54 +265,94 @@ function decodeState(key: string, row: RawRow, offset: number) {
     fence,
   )
   const state: KeyState = {
-    version,
+    version: meta.version,
     revision,
-    writer: decodeWriter(key, writerText),
-    updatedAt,
+    writer: meta.writer,
+    updatedAt: meta.updatedAt,
     value: EMPTY,
     lease,
     fence,
   }
-  return { state, size, valueCrc: crc, writerText }
+  return { state, meta }
 }
 
-function metaOfState(key: string, state: KeyState, size: number): ValueMeta {
+function metaOf(key: string, meta: MetaCells): ValueMeta {
   return {
     key,
-    version: state.version as string,
-    size,
-    writer: state.writer,
-    updatedAt: state.updatedAt,
+    version: meta.version as string,
+    size: meta.size,
+    writer: meta.writer,
+    updatedAt: meta.updatedAt,
   }
 }
 
-/**
- * Decodes a `get` row ({@link STATE_COLUMNS}, then `value`): the value and
- * its meta, or `null` for a deleted key. The value must match `value_crc`.
- */
-export function decodeValueRow(namespace: string, key: string, row: RawRow): StoredValue | null {
-  verifyRow(namespace, key, row, 0)
-  const { state, size, valueCrc: crc } = decodeState(key, row, 0)
-  const value = row[ROW_CHECK_CELLS + 1]
-  if (state.version === null) {
+/** The value and meta of a key whose meta cells are verified; `null` for a deleted key. */
+function storedValue(key: string, meta: MetaCells, value: unknown): StoredValue | null {
+  if (meta.version === null) {
     if (value !== null) throw corrupt(key, 'a deleted key holds a value')
     return null
   }
   if (!(value instanceof Uint8Array)) throw corrupt(key, 'value is not a blob')
-  if (value.byteLength !== size) throw corrupt(key, 'value length differs from its size')
-  if (valueCrc(value) !== crc) throw corrupt(key, 'the value does not match its checksum')
+  if (value.byteLength !== meta.size) throw corrupt(key, 'value length differs from its size')
+  if (valueCrc(value) !== meta.valueCrc) {
+    throw corrupt(key, 'the value does not match its checksum')
+  }
   // A plain Uint8Array view of better-sqlite3's Buffer: callers compare it with Uint8Arrays.
   return {
     value: new Uint8Array(value.buffer, value.byteOffset, value.byteLength),
-    meta: metaOfState(key, state, size),
+    meta: metaOf(key, meta),
   }
 }
 
-/** Decodes a `head` row ({@link STATE_COLUMNS}): the meta, or `null` for a deleted key. */
-export function decodeMetaRow(namespace: string, key: string, row: RawRow): ValueMeta | null {
+/** The {@link META_COLUMNS} cells at the start of `row`, or {@link UNVERIFIED}. */
+function verifiedMeta(namespace: string, key: string, row: RawRow): MetaCells | typeof UNVERIFIED {
+  if (row[META_CHECK_CELLS] !== metaCheckAt(namespace, key, row, 0)) return UNVERIFIED
+  return decodeMetaCells(key, row[0], row[1], row[2], row[3], row[4])
+}
+
+/**
+ * Decodes a `get` row ({@link META_COLUMNS}, then `value`): the value and its
+ * meta, `null` for a deleted key, or {@link UNVERIFIED}. The value must match
+ * `value_crc`.
+ */
+export function decodeValueRow(
+  namespace: string,
+  key: string,
+  row: RawRow,
+): StoredValue | null | typeof UNVERIFIED {
+  const meta = verifiedMeta(namespace, key, row)
+  return meta === UNVERIFIED ? meta : storedValue(key, meta, row[META_CHECK_CELLS + 1])
+}
+
+/** Decodes a `head` row ({@link META_COLUMNS}): the meta, `null` for a deleted key, or {@link UNVERIFIED}. */
+export function decodeMetaRow(
+  namespace: string,
+  key: string,
+  row: RawRow,
+): ValueMeta | null | typeof UNVERIFIED {
+  const meta = verifiedMeta(namespace, key, row)
+  if (meta === UNVERIFIED) return meta
+  return meta.version === null ? null : metaOf(key, meta)
+}
+
+/**
+ * Decodes a whole `get` row ({@link STATE_COLUMNS}, then `value`), verified
+ * by `row_check`: read when the meta cells do not verify.
+ */
+export function decodeWholeValueRow(
+  namespace: string,
+  key: string,
+  row: RawRow,
+): StoredValue | null {
   verifyRow(namespace, key, row, 0)
-  const { state, size } = decodeState(key, row, 0)
-  return state.version === null ? null : metaOfState(key, state, size)
+  return storedValue(key, decodeState(key, row, 0).meta, row[ROW_CHECK_CELLS + 1])
+}
+
+/** Decodes a whole `head` row ({@link STATE_COLUMNS}), verified by `row_check`. */
+export function decodeWholeMetaRow(namespace: string, key: string, row: RawRow): ValueMeta | null {
+  verifyRow(namespace, key, row, 0)
+  const { meta } = decodeState(key, row, 0)
+  return meta.version === null ? null : metaOf(key, meta)
 }
 
 /** Decodes a `getLease` row ({@link STATE_COLUMNS}): the stored lease, live or not, or `null`. */
@@ -261,7 +366,8 @@ export function decodeStateRow(namespace: string, key: string, row: RawRow): Loa
   const rowid = row[0]
   if (!isInteger(rowid)) throw corrupt(key, 'rowid is not an integer')
   verifyRow(namespace, key, row, 1)
-  return { rowid, ...decodeState(key, row, 1) }
+  const { state, meta } = decodeState(key, row, 1)
+  return { rowid, state, size: meta.size, valueCrc: meta.valueCrc, writerText: meta.writerText }
 }
 
 function leaseCells(state: KeyState) {
@@ -295,6 +401,7 @@ export function valueParams(namespace: string, key: string, state: KeyState): Va
     value,
     crc,
     listCheck(namespace, key, state.version, size, state.updatedAt),
+    metaCheck(namespace, key, [state.version, writer, state.updatedAt, size, crc]),
     rowCheck(namespace, key, [...cells, ...leaseCells(state)]),
   ]
 }

@@ -1,6 +1,13 @@
 import { AgentStateError } from '@agent-state/core'
 import type Database from 'better-sqlite3'
-import { listCheck, rowCheck, valueCrc } from './row-checks.js'
+import {
+  listCheck,
+  META_CHECK_COLUMNS,
+  migratedMetaCheck,
+  ROW_CHECK_COLUMNS,
+  rowCheck,
+  valueCrc,
+} from './row-checks.js'
 
 /**
  * The database layout and its migrations. The schema version lives in our own
@@ -12,9 +19,10 @@ import { listCheck, rowCheck, valueCrc } from './row-checks.js'
 /**
  * The schema version this package writes and reads. 2 added the integrity
  * checks of every row (`value_crc`, `row_check`, `list_check`; see
- * `row-checks.ts`).
+ * `row-checks.ts`), 3 the `meta_check` that lets `get` and `head` read the
+ * meta cells alone.
  */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /** Table of one row per (namespace, key): value, writer, lease and fencing counter together. */
 export const ENTRIES_TABLE = 'agent_state_entries'
@@ -51,37 +59,67 @@ function addChecks(db: Database.Database): void {
      ALTER TABLE ${ENTRIES_TABLE} ADD COLUMN row_check INTEGER;
      DROP INDEX ${LIVE_INDEX};`,
   )
-  const page = db
-    .prepare(
-      `SELECT rowid, ${V1_COLUMNS} FROM ${ENTRIES_TABLE} WHERE rowid > ? ORDER BY rowid LIMIT 256`,
-    )
-    .raw(true)
   const update = db.prepare(
     `UPDATE ${ENTRIES_TABLE} SET value_crc = ?, list_check = ?, row_check = ? WHERE rowid = ?`,
   )
-  for (let after = 0; ; ) {
-    const rows = page.all(after) as unknown[][]
-    for (const row of rows) {
-      const [rowid, namespace, key, version, revision, writer, updatedAt, size, value] = row
-      const ns = String(namespace)
-      const name = String(key)
-      const crc = valueCrc(value instanceof Uint8Array ? value : null)
-      const cells = [version, revision, writer, updatedAt, size, crc, ...row.slice(9, 14)]
-      update.run(
-        crc,
-        listCheck(ns, name, version, size, updatedAt),
-        rowCheck(ns, name, cells),
-        rowid,
-      )
-    }
-    const last = rows[rows.length - 1]
-    if (last === undefined) break
-    after = last[0] as number
-  }
+  forEachRow(db, V1_COLUMNS, (row) => {
+    const [rowid, namespace, key, version, revision, writer, updatedAt, size, value] = row
+    const ns = String(namespace)
+    const name = String(key)
+    const crc = valueCrc(value instanceof Uint8Array ? value : null)
+    const cells = [version, revision, writer, updatedAt, size, crc, ...row.slice(9, 14)]
+    update.run(crc, listCheck(ns, name, version, size, updatedAt), rowCheck(ns, name, cells), rowid)
+  })
   db.exec(
     `CREATE INDEX ${LIVE_INDEX} ON ${ENTRIES_TABLE} (namespace, key, version, size, updated_at, list_check)
        WHERE version IS NOT NULL;
      CREATE INDEX ${DEAD_INDEX} ON ${ENTRIES_TABLE} (namespace, key) WHERE version IS NULL;`,
+  )
+}
+
+/**
+ * Calls `visit` with `rowid` and then `columns` of every row, in rowid pages:
+ * better-sqlite3 cannot update while a query iterates.
+ */
+function forEachRow(db: Database.Database, columns: string, visit: (row: unknown[]) => void): void {
+  const page = db
+    .prepare(
+      `SELECT rowid, ${columns} FROM ${ENTRIES_TABLE} WHERE rowid > ? ORDER BY rowid LIMIT 256`,
+    )
+    .raw(true)
+  for (let after = 0; ; ) {
+    const rows = page.all(after) as unknown[][]
+    for (const row of rows) visit(row)
+    const last = rows[rows.length - 1]
+    if (last === undefined) break
+    after = last[0] as number
+  }
+}
+
+/**
+ * Version 2 to 3: adds `meta_check` and computes it for every row whose
+ * `row_check` verifies. A row that does not verify (damaged under version 2)
+ * keeps a `NULL` `meta_check`: its reads fall back to the whole row and its
+ * `row_check`, so the damage stays `CORRUPT` instead of being sealed by a
+ * check computed over it. Runs in the migration's IMMEDIATE transaction.
+ */
+function addMetaChecks(db: Database.Database): void {
+  db.exec(`ALTER TABLE ${ENTRIES_TABLE} ADD COLUMN meta_check INTEGER;`)
+  const update = db.prepare(`UPDATE ${ENTRIES_TABLE} SET meta_check = ? WHERE rowid = ?`)
+  forEachRow(
+    db,
+    `namespace, key, row_check, ${META_CHECK_COLUMNS}, ${ROW_CHECK_COLUMNS}`,
+    (row) => {
+      const [rowid, namespace, key, stored] = row
+      const check = migratedMetaCheck(
+        String(namespace),
+        String(key),
+        stored,
+        row.slice(4, 9),
+        row.slice(9),
+      )
+      if (check !== null) update.run(check, rowid)
+    },
   )
 }
 
@@ -117,6 +155,8 @@ const MIGRATIONS: readonly (string | ((db: Database.Database) => void))[] = [
      WHERE version IS NOT NULL;`,
   // 2: integrity checks on every row.
   addChecks,
+  // 3: the meta check of `get` and `head`.
+  addMetaChecks,
 ]
 
 function tableExists(db: Database.Database, name: string): boolean {
@@ -160,13 +200,14 @@ export function assertSupportedVersion(version: number): void {
 /**
  * Brings the schema to {@link SCHEMA_VERSION} in one IMMEDIATE transaction,
  * re-reading the version inside it so that processes opening the same new
- * file at once migrate it exactly once.
+ * file at once migrate it exactly once. `target` stops at an older version:
+ * tests build the databases earlier releases left with it.
  */
-export function migrate(db: Database.Database): void {
+export function migrate(db: Database.Database, target = SCHEMA_VERSION): void {
   db.transaction(() => {
     const version = readSchemaVersion(db)
     assertSupportedVersion(version)
-    if (version === SCHEMA_VERSION) return
+    if (version >= target) return
     if (version === 0 && tableExists(db, ENTRIES_TABLE)) {
       // Our table name without our version record: not a layout we know how to migrate.
       throw new AgentStateError(
@@ -175,7 +216,7 @@ export function migrate(db: Database.Database): void {
         { context: { schemaVersion: null, supported: SCHEMA_VERSION } },
       )
     }
-    for (let next = version + 1; next <= SCHEMA_VERSION; next++) {
+    for (let next = version + 1; next <= target; next++) {
       const step = MIGRATIONS[next - 1]
       if (typeof step === 'string') db.exec(step)
       else step?.(db)
@@ -183,6 +224,6 @@ export function migrate(db: Database.Database): void {
     db.prepare(
       `INSERT INTO ${META_TABLE} (name, value) VALUES ('schema_version', ?)
        ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-    ).run(SCHEMA_VERSION)
+    ).run(target)
   }).immediate()
 }

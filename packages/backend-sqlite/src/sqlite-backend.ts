@@ -17,6 +17,7 @@ import {
   CONTRACT_VERSION,
   checkAcquire,
   checkDelete,
+  checkGetManyKeys,
   checkPut,
   collectListPage,
   type DeleteOptions,
@@ -33,7 +34,6 @@ import {
   type PutOptions,
   parseBackendOptions,
   prefixRange,
-  quoteForMessage,
   type StoredValue,
   setWatchInterrupt,
   systemClock,
@@ -47,6 +47,7 @@ import {
 } from './change-notification.js'
 import { openConnection } from './connection.js'
 import { isBusy, toAgentStateError, withStoredSize } from './errors.js'
+import { type GetManyDeps, readMany } from './get-many.js'
 import { createGroupCommit } from './group-commit.js'
 import { SQLITE_NATIVE_QUEUE, sqliteNativeQueue } from './native-queue.js'
 import { MEMORY_PATH, type SqliteBackendOptions, sqliteOptionsSchema } from './options.js'
@@ -56,10 +57,14 @@ import {
   decodeMetaRow,
   decodeStateRow,
   decodeValueRow,
+  decodeWholeMetaRow,
+  decodeWholeValueRow,
   encodeState,
   type LoadedState,
   leaseParams,
+  missingFromPrimaryIndex,
   type RawRow,
+  UNVERIFIED,
   valueParams,
 } from './row-codec.js'
 import { prepareStatements } from './statements.js'
@@ -201,13 +206,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
 
   /** `null` for a key the primary key misses, or `CORRUPT` if the listing index says it is live. */
   function absent(key: string): null {
-    if (statements.listedAsLive(key)) {
-      throw new AgentStateError(
-        'CORRUPT',
-        `Row of key ${quoteForMessage(key)} is corrupt: the listing index has it but the primary key finds no row`,
-        { context: { key, problem: 'missing from the primary index' } },
-      )
-    }
+    if (statements.listedAsLive(key)) throw missingFromPrimaryIndex(key)
     return null
   }
 
@@ -225,6 +224,42 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
   function rowOf<R>(key: string, read: () => R | undefined): R | undefined {
     const row = read()
     return row !== undefined ? row : (confirmMiss(key, read) as R | undefined)
+  }
+
+  /**
+   * `get`'s and `head`'s read: the meta cells (and value) verified by
+   * `meta_check`, else the whole row verified by `row_check` (see
+   * `UNVERIFIED`), so a row no meta check covers reads as it did in schema 2.
+   * `undefined` without a row (the listing index agreeing).
+   */
+  function readVerified<T>(
+    key: string,
+    read: (key: string) => RawRow | undefined,
+    decode: (namespace: string, key: string, row: RawRow) => T | null | typeof UNVERIFIED,
+    readWhole: (key: string) => RawRow | undefined,
+    decodeWhole: (namespace: string, key: string, row: RawRow) => T | null,
+  ): T | null {
+    const row = rowOf(key, () => read(key))
+    if (row === undefined) return null
+    const decoded = decode(namespace, key, row)
+    return decoded !== UNVERIFIED ? decoded : readWholeVerified(key, readWhole, decodeWhole)
+  }
+
+  /** {@link readVerified}'s second read: the whole row, verified by `row_check`. */
+  function readWholeVerified<T>(
+    key: string,
+    readWhole: (key: string) => RawRow | undefined,
+    decodeWhole: (namespace: string, key: string, row: RawRow) => T | null,
+  ): T | null {
+    const whole = rowOf(key, () => readWhole(key))
+    return whole === undefined ? null : decodeWhole(namespace, key, whole)
+  }
+
+  /** The native `getMany`'s read (get-many.ts), with `get`'s whole-row read for an unverified row. */
+  const getManyDeps: GetManyDeps = {
+    namespace,
+    readMany: statements.readMany,
+    readWhole: (key) => readWholeVerified(key, statements.readWholeValue, decodeWholeValueRow),
   }
 
   /**
@@ -281,10 +316,26 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       return checked(
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
-          run('get', () => {
-            const row = rowOf(key, () => statements.readValue(key))
-            return row === undefined ? null : decodeValueRow(namespace, key, row)
-          }),
+          run('get', () =>
+            readVerified(
+              key,
+              statements.readValue,
+              decodeValueRow,
+              statements.readWholeValue,
+              decodeWholeValueRow,
+            ),
+          ),
+      )
+    },
+
+    getMany(keys: readonly string[]): Promise<(StoredValue | null)[]> {
+      return checked(
+        () => checkGetManyKeys(keys, MAX_KEY_BYTES),
+        // No keys, no statement (core's getMany does not call here for none either).
+        () =>
+          keys.length === 0
+            ? Promise.resolve([])
+            : run('getMany', () => readMany(getManyDeps, keys)),
       )
     },
 
@@ -292,10 +343,15 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       return checked(
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
-          run('head', () => {
-            const row = rowOf(key, () => statements.readMeta(key))
-            return row === undefined ? null : decodeMetaRow(namespace, key, row)
-          }),
+          run('head', () =>
+            readVerified(
+              key,
+              statements.readMeta,
+              decodeMetaRow,
+              statements.readWholeMeta,
+              decodeWholeMetaRow,
+            ),
+          ),
       )
     },
 
@@ -399,7 +455,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => assertValidKey(key, MAX_KEY_BYTES),
         () =>
           run('getLease', () => {
-            const row = rowOf(key, () => statements.readMeta(key))
+            const row = rowOf(key, () => statements.readWholeMeta(key))
             if (row === undefined) return null
             const lease = decodeLeaseRow(namespace, key, row)
             return lease === null ? null : liveLease(key, { ...ABSENT_STATE, lease }, clock())
@@ -416,8 +472,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
       submit,
       load,
       read: (key) => {
-        const row = statements.readValue(key)
-        return row === undefined ? absent(key) : decodeValueRow(namespace, key, row)
+        const row = statements.readWholeValue(key)
+        return row === undefined ? absent(key) : decodeWholeValueRow(namespace, key, row)
       },
       store,
       clock: () => clock(),

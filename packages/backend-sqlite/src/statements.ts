@@ -1,9 +1,11 @@
 import type { KeyRange } from '@agent-state/core'
 import { AgentStateError } from '@agent-state/core'
 import type Database from 'better-sqlite3'
+import { getManySql } from './get-many.js'
 import {
   type EntryParams,
   type LeaseParams,
+  META_COLUMNS,
   type RawRow,
   STATE_COLUMNS,
   type ValueParams,
@@ -16,10 +18,19 @@ import { DEAD_INDEX, ENTRIES_TABLE, LIVE_INDEX } from './schema.js'
  * mode (rows are arrays; `row-codec.ts` decodes them by position).
  */
 export interface Statements {
-  /** `get`: the state columns (`STATE_COLUMNS`), then `value`. */
+  /** `get`: the meta columns (`META_COLUMNS`), then `value`. */
   readValue(key: string): RawRow | undefined
-  /** `head` and `getLease`: the state columns (`STATE_COLUMNS`). */
+  /**
+   * `getMany`: `get`'s cells of every key of a JSON array of distinct keys, in
+   * ONE statement, one row per key (see `getManySql` in `get-many.ts`).
+   */
+  readMany(keysJson: string): RawRow[]
+  /** `head`: the meta columns (`META_COLUMNS`). */
   readMeta(key: string): RawRow | undefined
+  /** `get` when the meta cells do not verify: the state columns (`STATE_COLUMNS`), then `value`. */
+  readWholeValue(key: string): RawRow | undefined
+  /** `getLease`, and `head` when the meta cells do not verify: the state columns (`STATE_COLUMNS`). */
+  readWholeMeta(key: string): RawRow | undefined
   /** Writes: `rowid`, then the state columns: every column but the value (see `decodeStateRow`). */
   readState(key: string): RawRow | undefined
   /**
@@ -62,8 +73,11 @@ export function scanSql(inclusive: boolean, bounded: boolean): string {
 export function prepareStatements(db: Database.Database, namespace: string): Statements {
   const selectRaw = (columns: string): Database.Statement =>
     db.prepare(`SELECT ${columns} FROM ${ENTRIES_TABLE} ${WHERE_KEY}`).raw(true)
-  const readValue = selectRaw(`${STATE_COLUMNS}, value`)
-  const readMeta = selectRaw(STATE_COLUMNS)
+  const readValue = selectRaw(`${META_COLUMNS}, value`)
+  const readMeta = selectRaw(META_COLUMNS)
+  const readMany = db.prepare(getManySql()).raw(true)
+  const readWholeValue = selectRaw(`${STATE_COLUMNS}, value`)
+  const readWholeMeta = selectRaw(STATE_COLUMNS)
   const readState = selectRaw(`rowid, ${STATE_COLUMNS}`)
   const listed = db
     .prepare(
@@ -73,15 +87,16 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
     .pluck()
   const insert = db.prepare(
     `INSERT INTO ${ENTRIES_TABLE} (namespace, key, version, revision, writer, updated_at, size, value,
-       value_crc, list_check, row_check, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       value_crc, list_check, meta_check, row_check, lease_holder, lease_token, lease_ttl_ms,
+       lease_expires_at, fence)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
   // Updates name only the columns they change: SQLite then leaves alone every
   // index whose columns (and partial-index condition) are not assigned, so a
   // lease step does not touch the listing index.
   const writeValue = db.prepare(
     `UPDATE ${ENTRIES_TABLE} SET version = ?, revision = ?, writer = ?, updated_at = ?, size = ?, value = ?,
-       value_crc = ?, list_check = ?, row_check = ? WHERE rowid = ?`,
+       value_crc = ?, list_check = ?, meta_check = ?, row_check = ? WHERE rowid = ?`,
   )
   const writeLease = db.prepare(
     `UPDATE ${ENTRIES_TABLE} SET lease_holder = ?, lease_token = ?, lease_ttl_ms = ?,
@@ -167,7 +182,10 @@ export function prepareStatements(db: Database.Database, namespace: string): Sta
 
   return {
     readValue: (key) => readValue.get(namespace, key) as RawRow | undefined,
+    readMany: (keysJson) => readMany.all(keysJson, namespace, namespace) as RawRow[],
     readMeta: (key) => readMeta.get(namespace, key) as RawRow | undefined,
+    readWholeValue: (key) => readWholeValue.get(namespace, key) as RawRow | undefined,
+    readWholeMeta: (key) => readWholeMeta.get(namespace, key) as RawRow | undefined,
     readState: (key) => readState.get(namespace, key) as RawRow | undefined,
     listedAsLive: (key) => listed.get(namespace, key) !== undefined,
     insert: (key, params) => {

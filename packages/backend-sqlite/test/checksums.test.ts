@@ -5,25 +5,13 @@ import { type Backend, isAgentStateError } from '@agent-state/core'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createSqliteBackend, SCHEMA_VERSION } from '../src/index.js'
-import { rejection, tempDir } from './helpers.js'
-import { type V1Row, writeV1Database } from './legacy-v1-database.js'
+import { dropIndexEntries, PRIMARY_KEY_INDEX, rejection, seededRandom, tempDir } from './helpers.js'
+import { V1_BIG_VALUE, V1_SAMPLE_ROWS, writeV1Database } from './legacy-v1-database.js'
 
 interface Expected {
   readonly value: Uint8Array
   readonly version: string
   readonly writerId: string
-}
-
-/** A small seeded generator (mulberry32), so a failing run can be replayed from its seed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 const equalBytes = (a: Uint8Array, b: Uint8Array): boolean =>
@@ -184,24 +172,6 @@ describe('sqlite index pages that lose entries', () => {
   })
   afterEach(() => dir.remove())
 
-  /**
-   * Lowers by `by` the cell count of the root page of index `name` (a leaf
-   * for this small database): SQLite then silently skips the page's last
-   * entries, the damage a byte flip in a page header can do.
-   */
-  function dropIndexEntries(name: string, by: number): void {
-    const raw = new Database(path, { readonly: true })
-    const root = raw.prepare('SELECT rootpage FROM sqlite_master WHERE name = ?').pluck().get(name)
-    raw.close()
-    const file = readFileSync(path)
-    const pageSize = file.readUInt16BE(16)
-    const header = ((root as number) - 1) * pageSize + (root === 1 ? 100 : 0)
-    // 0x0a: an index leaf page; its cell count is the 2 bytes at offset 3.
-    expect(file[header]).toBe(0x0a)
-    file.writeUInt16BE(file.readUInt16BE(header + 3) - by, header + 3)
-    writeFileSync(path, file)
-  }
-
   async function fill(): Promise<void> {
     const backend = createSqliteBackend({ path, namespace: 'ns' })
     for (let i = 0; i < 20; i++)
@@ -213,12 +183,12 @@ describe('sqlite index pages that lose entries', () => {
   it.each([
     ['the listing index', 'agent_state_entries_live'],
     ['the index of deleted keys', 'agent_state_entries_dead'],
-    ['the primary key', 'sqlite_autoindex_agent_state_entries_1'],
+    ['the primary key', PRIMARY_KEY_INDEX],
   ])(
     'reports a listing as CORRUPT when %s lost entries, never a short page',
     async (_label, index) => {
       await fill()
-      dropIndexEntries(index, 1)
+      dropIndexEntries(path, index, 1)
       const backend = createSqliteBackend({ path, namespace: 'ns' })
       try {
         expect((await rejection(backend.list())).code).toBe('CORRUPT')
@@ -230,7 +200,7 @@ describe('sqlite index pages that lose entries', () => {
 
   it('reports a live key the primary key lost as CORRUPT, never as absent', async () => {
     await fill()
-    dropIndexEntries('sqlite_autoindex_agent_state_entries_1', 2)
+    dropIndexEntries(path, PRIMARY_KEY_INDEX, 2)
     const backend = createSqliteBackend({ path, namespace: 'ns' })
     try {
       // The primary key's last two entries are the two last keys.
@@ -255,68 +225,8 @@ describe('upgrading a version 1 database (no integrity checks)', () => {
   })
   afterEach(() => dir.remove())
 
-  const big = randomBytes(6000)
-  const rows: V1Row[] = [
-    {
-      namespace: 'ns',
-      key: 'a',
-      version: 'v-a',
-      revision: 3,
-      writer: '{"sessionId":"s","writerId":"w"}',
-      updatedAt: 1_700_000_000_123.5,
-      value: new Uint8Array([1, 2, 3]),
-      lease: null,
-      fence: 0,
-    },
-    {
-      namespace: 'ns',
-      key: 'big',
-      version: 'v-big',
-      revision: 1,
-      writer: null,
-      updatedAt: 1_700_000_000_200,
-      value: big,
-      lease: null,
-      fence: 0,
-    },
-    {
-      namespace: 'ns',
-      key: 'deleted',
-      version: null,
-      revision: 2,
-      writer: null,
-      updatedAt: 1_700_000_000_300,
-      value: null,
-      lease: null,
-      fence: 4,
-    },
-    {
-      namespace: 'ns',
-      key: 'leased',
-      version: 'v-l',
-      revision: 1,
-      // Not the key order this package writes: a row check must cover the stored text.
-      writer: '{"workerId":"k","writerId":"w"}',
-      updatedAt: 1_700_000_000_400,
-      value: new Uint8Array([9]),
-      lease: { holder: 'h', token: 5, ttlMs: 60_000, expiresAt: Date.now() + 3_600_000 },
-      fence: 5,
-    },
-    {
-      namespace: 'other',
-      key: 'a',
-      version: 'v-o',
-      revision: 1,
-      writer: null,
-      updatedAt: 1_700_000_000_500,
-      value: new Uint8Array([7]),
-      lease: null,
-      fence: 0,
-    },
-  ]
-
   it('migrates on open: every row gets its checks, every value reads back unchanged', async () => {
-    writeV1Database(path, rows)
+    writeV1Database(path, V1_SAMPLE_ROWS)
     const backend = createSqliteBackend({ path, namespace: 'ns' })
     try {
       const a = await backend.get('a')
@@ -327,7 +237,7 @@ describe('upgrading a version 1 database (no integrity checks)', () => {
         updatedAt: 1_700_000_000_123.5,
         writer: { writerId: 'w', sessionId: 's' },
       })
-      expect((await backend.get('big'))?.value).toEqual(new Uint8Array(big))
+      expect((await backend.get('big'))?.value).toEqual(new Uint8Array(V1_BIG_VALUE))
       expect(await backend.get('deleted')).toBeNull()
       expect((await backend.getLease('leased'))?.token).toBe(5)
       expect((await backend.list()).entries.map((entry) => entry.key)).toEqual([
@@ -357,7 +267,7 @@ describe('upgrading a version 1 database (no integrity checks)', () => {
     expect(
       raw
         .prepare(
-          'SELECT count(*) FROM agent_state_entries WHERE value_crc IS NULL OR row_check IS NULL OR list_check IS NULL',
+          'SELECT count(*) FROM agent_state_entries WHERE value_crc IS NULL OR row_check IS NULL OR list_check IS NULL OR meta_check IS NULL',
         )
         .pluck()
         .get(),

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { AgentStateError, type Backend } from '@agent-state/core'
-import { afterEach, beforeEach } from 'vitest'
+import Database from 'better-sqlite3'
+import { afterEach, beforeEach, expect } from 'vitest'
 import { createSqliteBackend } from '../src/index.js'
 
 /** The package directory: children run from it so `--import tsx` resolves. */
@@ -163,4 +164,38 @@ export function startFixture(name: string, args: readonly string[]): Child {
       child.kill(signal)
     },
   }
+}
+
+/** A small seeded generator (mulberry32), so a failing run can be replayed from its seed. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** The name SQLite gives the index of the entries table's primary key (namespace, key). */
+export const PRIMARY_KEY_INDEX = 'sqlite_autoindex_agent_state_entries_1'
+
+/**
+ * Lowers by `by` the cell count of the root page of index `name` in the
+ * (closed) database at `path` (a leaf for a small database): SQLite then
+ * silently skips the page's last entries, the damage a byte flip in a page
+ * header can do.
+ */
+export function dropIndexEntries(path: string, name: string, by: number): void {
+  const raw = new Database(path, { readonly: true })
+  const root = raw.prepare('SELECT rootpage FROM sqlite_master WHERE name = ?').pluck().get(name)
+  raw.close()
+  const file = readFileSync(path)
+  const pageSize = file.readUInt16BE(16)
+  const header = ((root as number) - 1) * pageSize + (root === 1 ? 100 : 0)
+  // 0x0a: an index leaf page; its cell count is the 2 bytes at offset 3.
+  expect(file[header]).toBe(0x0a)
+  file.writeUInt16BE(file.readUInt16BE(header + 3) - by, header + 3)
+  writeFileSync(path, file)
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 
 /**
@@ -74,3 +75,70 @@ export function writeV1Database(path: string, rows: readonly V1Row[]): void {
   }
   db.close()
 }
+
+/** The value of the sample row `big`: larger than a page. */
+export const V1_BIG_VALUE = randomBytes(6000)
+
+/**
+ * Sample rows of a version 1 database: a live key with a writer, one larger
+ * than a page, a deleted key, a leased key whose writer text is not in the
+ * key order this package writes, and a key of another namespace.
+ */
+export const V1_SAMPLE_ROWS: readonly V1Row[] = [
+  {
+    namespace: 'ns',
+    key: 'a',
+    version: 'v-a',
+    revision: 3,
+    writer: '{"sessionId":"s","writerId":"w"}',
+    updatedAt: 1_700_000_000_123.5,
+    value: new Uint8Array([1, 2, 3]),
+    lease: null,
+    fence: 0,
+  },
+  {
+    namespace: 'ns',
+    key: 'big',
+    version: 'v-big',
+    revision: 1,
+    writer: null,
+    updatedAt: 1_700_000_000_200,
+    value: V1_BIG_VALUE,
+    lease: null,
+    fence: 0,
+  },
+  {
+    namespace: 'ns',
+    key: 'deleted',
+    version: null,
+    revision: 2,
+    writer: null,
+    updatedAt: 1_700_000_000_300,
+    value: null,
+    lease: null,
+    fence: 4,
+  },
+  {
+    namespace: 'ns',
+    key: 'leased',
+    version: 'v-l',
+    revision: 1,
+    // Not the key order this package writes: a row check must cover the stored text.
+    writer: '{"workerId":"k","writerId":"w"}',
+    updatedAt: 1_700_000_000_400,
+    value: new Uint8Array([9]),
+    lease: { holder: 'h', token: 5, ttlMs: 60_000, expiresAt: Date.now() + 3_600_000 },
+    fence: 5,
+  },
+  {
+    namespace: 'other',
+    key: 'a',
+    version: 'v-o',
+    revision: 1,
+    writer: null,
+    updatedAt: 1_700_000_000_500,
+    value: new Uint8Array([7]),
+    lease: null,
+    fence: 0,
+  },
+]
