@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import {
   AgentStateError,
   assertLeaseShape,
@@ -20,6 +21,17 @@ import {
   toNumber,
 } from './script-replies.js'
 
+/**
+ * The head record's bytes as a script argument: as a string when they are UTF-8 (the runtime's
+ * JSON always is), which the Redis client writes on its string path, about 5 µs of client CPU
+ * less per settle than a command built around a Buffer (17.6 against 22.6 µs per EVALSHA, ioredis
+ * 5, load 9); the server stores the same bytes. Anything else goes as the bytes themselves.
+ */
+function headArgument(head: Uint8Array): string | Buffer {
+  const bytes = Buffer.from(head.buffer, head.byteOffset, head.byteLength)
+  return isUtf8(bytes) ? bytes.toString('utf8') : bytes
+}
+
 /** What this backend claims as `capabilities.nativeQueue`. */
 export const REDIS_NATIVE_QUEUE: NativeQueueCapability = { version: 1 }
 
@@ -30,12 +42,24 @@ export const REDIS_NATIVE_QUEUE: NativeQueueCapability = { version: 1 }
  */
 export function nativeQueueOperations(ctx: OperationContext, hold: PromotionHold): NativeQueue {
   const { layout, capabilities } = ctx
+  /** The keys `checkKeys` last found valid: a queue handle passes the same ones every time. */
+  let checked: NativeQueueKeys | undefined
   /** Checks the queue's keys as every operation checks its key; the widest event key too. */
   function checkKeys(keys: NativeQueueKeys): void {
     ctx.assertOpen()
+    if (
+      checked !== undefined &&
+      keys.head === checked.head &&
+      keys.tail === checked.tail &&
+      keys.eventPrefix === checked.eventPrefix &&
+      keys.eventDigits === checked.eventDigits
+    ) {
+      return
+    }
     assertValidKey(keys.head, capabilities.maxKeyBytes)
     assertValidKey(keys.tail, capabilities.maxKeyBytes)
     assertValidKey(`${keys.eventPrefix}${'9'.repeat(keys.eventDigits)}`, capabilities.maxKeyBytes)
+    checked = { ...keys }
   }
   /** A script's `QUEUE_CORRUPT` reply (a head or tail record that does not decode, a missing event). */
   function queueFailure(
@@ -152,7 +176,7 @@ export function nativeQueueOperations(ctx: OperationContext, hold: PromotionHold
           [layout.record(keys.head), layout.index, layout.records],
           [
             keys.head,
-            Buffer.from(settle.head.buffer, settle.head.byteOffset, settle.head.byteLength),
+            headArgument(settle.head),
             String(settle.lease.token),
             leaseIdOf(settle.lease),
             settle.headVersion,

@@ -22,17 +22,42 @@ local function event_member(prefix, digits, seq)
   local s = num(seq)
   return prefix .. string.rep('0', digits - #s) .. s
 end
--- The numbers of a head or tail record (JSON written by the runtime or these scripts).
+-- A record's JSON decoded (written by the runtime or these scripts), nil when it is not an object.
 local function decoded(raw)
-  local ok, value = pcall(cjson.decode, raw)
+  local ok, value = pcall(cjson.decode, raw or '')
   if ok and type(value) == 'table' then return value end
   return nil
 end
+-- The numbers of the head and tail records, nil when missing or damaged (checked before any
+-- write, so a damaged queue is refused unchanged). JSON.stringify of the runtime's records, and
+-- these scripts, write the format and the numbers first: a pattern reads them there at a fraction
+-- of cjson.decode's cost (callgrind: 5k server instructions against 22k for a tail carrying its
+-- event, 11k for a head); a record that does not start and end that way is decoded as before.
+local function tail_next(raw)
+  local n = raw and string.match(raw, '^{"format":"agent%-state/daemon%-tail","next":(%d+),"last":[{n]')
+  if n and string.byte(raw, -1) == 125 then return tonumber(n) end
+  local t = decoded(raw)
+  return t and tonumber(t.next)
+end
+local function head_numbers(raw)
+  local h, a, i
+  if raw then
+    h, a, i = string.match(raw, '^{"format":"agent%-state/daemon%-head","head":(%d+),"attempts":(%d+),"iterations":(%d+),"claim":[{n]')
+  end
+  if h and string.byte(raw, -1) == 125 then return tonumber(h), tonumber(a), tonumber(i) end
+  local t = decoded(raw)
+  if not t then return nil end
+  return tonumber(t.head), tonumber(t.attempts), tonumber(t.iterations)
+end
 -- The event record at seq, nil when missing or not the event record of seq
--- (checked before any write, so a damaged queue is refused unchanged).
+-- (checked before any write, so a damaged queue is refused unchanged); its
+-- start read as the head's and tail's are.
 local function head_event(record_prefix, prefix, digits, seq)
   local raw = redis.call('HGET', record_prefix .. event_member(prefix, digits, seq), '${F.value}')
-  local e = raw and decoded(raw)
+  if not raw then return nil end
+  local start = '{"format":"agent-state/daemon-event","seq":' .. num(seq) .. ',"eventId":'
+  if string.sub(raw, 1, #start) == start and string.byte(raw, -1) == 125 then return raw end
+  local e = decoded(raw)
   if not (e and e.format == 'agent-state/daemon-event' and tonumber(e.seq) == seq) then return nil end
   return raw
 end
@@ -65,12 +90,11 @@ local now = now_ms()
 local t = redis.call('HMGET', KEYS[1], '${F.version}', '${F.value}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
 local bad = lease_check(KEYS[1], '', '', now, t[4], t[5], t[6])
 if bad then return bad end
-local tail = t[2] and decoded(t[2])
-local head = decoded(redis.call('HGET', KEYS[2], '${F.value}') or '')
-if not (tail and head and tonumber(tail.next) and tonumber(head.head)) then return {'QUEUE_CORRUPT', ARGV[1]} end
-local nxt = tonumber(tail.next)
+local nxt = tail_next(t[2])
+local at = head_numbers(redis.call('HGET', KEYS[2], '${F.value}'))
+if not (nxt and at) then return {'QUEUE_CORRUPT', ARGV[1]} end
 local k = #ARGV - 8
-local stored = math.min(tonumber(ARGV[2]) - (nxt - tonumber(head.head)), k)
+local stored = math.min(tonumber(ARGV[2]) - (nxt - at), k)
 if stored <= 0 or (ARGV[3] == 'all' and stored < k) then return {'OK', num(nxt), '0'} end
 local records = {}
 for i = 1, stored do
@@ -116,13 +140,9 @@ export const QUEUE_CLAIM: LuaScript = {
   source: `${PRELUDE}${GRANT_LEASE}${RENEW_LEASE}${QUEUE_PRELUDE}
 local now = now_ms()
 local h = redis.call('HMGET', KEYS[1], '${F.version}', '${F.value}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
-local head = h[2] and decoded(h[2])
-local tail = decoded(redis.call('HGET', KEYS[2], '${F.value}') or '')
-if not (head and tail and tonumber(tail.next) and tonumber(head.head) and tonumber(head.attempts) and tonumber(head.iterations)) then
-  return {'QUEUE_CORRUPT', ARGV[1]}
-end
-local nxt = tonumber(tail.next)
-local at, attempts, iterations = tonumber(head.head), tonumber(head.attempts), tonumber(head.iterations)
+local at, attempts, iterations = head_numbers(h[2])
+local nxt = tail_next(redis.call('HGET', KEYS[2], '${F.value}'))
+if not (nxt and at and attempts and iterations) then return {'QUEUE_CORRUPT', ARGV[1]} end
 local prefix, digits = ARGV[9], tonumber(ARGV[10])
 local kept = ARGV[13] ~= ''
 if kept then

@@ -9,6 +9,7 @@ import {
 } from '@agent-state/core'
 import { createRedisWatcher, REDIS_CHANGE_NOTIFICATION } from './change-notification.js'
 import { createRedisConnection } from './connection.js'
+import { redisGetMany } from './get-many.js'
 import { redisKeyLayout } from './key-layout.js'
 import { leaseOperations } from './lease-operations.js'
 import { DESTROY } from './lua-scripts.js'
@@ -90,6 +91,7 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     name: 'redis',
     capabilities,
     get: values.get,
+    getMany: redisGetMany(ctx),
     head: values.head,
     put: values.put,
     delete: values.delete,

@@ -2,9 +2,11 @@ import {
   AgentStateError,
   type Lease,
   quoteForMessage,
+  type StoredValue,
   type ValueMeta,
   type WriterIdentity,
 } from '@agent-state/core'
+import { RECORD_FIELD } from './key-layout.js'
 
 /*
  * Decoding of script replies and stored fields into contract values and
@@ -48,6 +50,41 @@ export function parseWriter(
     // reported below
   }
   throw corrupt(key, 'writer metadata is not valid JSON')
+}
+
+/**
+ * Fields `get` reads of a key's hash, in this order, with one `HMGET` (the
+ * native `getMany` reads the same, one `HMGET` per key).
+ */
+export const GET_FIELDS = [
+  RECORD_FIELD.version,
+  RECORD_FIELD.value,
+  RECORD_FIELD.writer,
+  RECORD_FIELD.updatedAt,
+] as const
+
+/**
+ * The value of `key` from the reply of an `HMGET` of {@link GET_FIELDS}:
+ * `null` when the hash holds no version (no value, or only a lease and its
+ * fence); CORRUPT when a version has no value or a meta field does not decode.
+ * The one decoding of `get` and `getMany`.
+ */
+export function storedValueOf(key: string, fields: readonly (Buffer | null)[]): StoredValue | null {
+  const [version, value, writer, updatedAt] = fields
+  if (version === null || version === undefined) return null
+  if (value === null || value === undefined) throw corrupt(key, 'value missing')
+  // Copy: reply buffers may share memory with other replies.
+  const bytes = new Uint8Array(value)
+  return {
+    value: bytes,
+    meta: {
+      key,
+      version: version.toString(),
+      size: bytes.byteLength,
+      writer: parseWriter(key, writer),
+      updatedAt: toNumber(key, updatedAt?.toString(), 't'),
+    },
+  }
 }
 
 /**

@@ -23,6 +23,16 @@ export interface SharedWait {
    * script, 0 when it failed or ran on another socket; never rejects.
    */
   afterWrite(): Promise<number>
+  /**
+   * Where the connection is in its round, for the pool that picks a write
+   * connection (`connection-pool.ts`): `gathering` (scripts wait for a `WAIT`
+   * not yet sent: a script written now shares it at no cost), `idle`
+   * (nothing pending: a script written now gets its own `WAIT` at once) or
+   * `in-flight` (a script written now waits for the `WAIT` in flight, then
+   * its own), with `sentAt`, when the `WAIT` in flight was sent
+   * (`performance.now()`).
+   */
+  state(): { readonly phase: 'gathering' | 'idle' | 'in-flight'; readonly sentAt: number }
 }
 
 interface Waiter {
@@ -40,6 +50,7 @@ export function createSharedWait(
   let pending: Waiter[] = []
   let inFlight = false
   let scheduled = false
+  let sentAt = 0
 
   function send(): void {
     scheduled = false
@@ -48,6 +59,7 @@ export function createSharedWait(
     const batch = pending
     pending = []
     inFlight = true
+    sentAt = performance.now()
     const stream = client.stream
     client
       .wait(replication.replicas, replication.timeoutMs)
@@ -68,12 +80,16 @@ export function createSharedWait(
     afterWrite() {
       return new Promise<number>((resolve) => {
         pending.push({ stream: client.stream, resolve })
-        // Deferred to a microtask, so writes issued in the same tick share the first WAIT too.
+        // Deferred to the end of this event-loop turn, so writes issued in the same turn (every
+        // caller a WAIT's reply resolved, each a few promise hops later) share the first WAIT too.
         if (!inFlight && !scheduled) {
           scheduled = true
-          queueMicrotask(send)
+          setImmediate(send)
         }
       })
+    },
+    state() {
+      return { phase: inFlight ? 'in-flight' : scheduled ? 'gathering' : 'idle', sentAt }
     },
   }
 }

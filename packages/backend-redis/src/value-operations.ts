@@ -18,12 +18,14 @@ import { DELETE, HEAD, PUT, SCAN } from './lua-scripts.js'
 import type { OperationContext } from './operation-context.js'
 import {
   corrupt,
+  GET_FIELDS,
   leaseIdOf,
   named,
   parseWriter,
   REPLY,
   reply,
   sizeOfVersion,
+  storedValueOf,
   throwWriteFailure,
   toNumber,
 } from './script-replies.js'
@@ -37,13 +39,6 @@ export interface ValueOperations {
   list(options?: ListOptions): Promise<ListPage>
 }
 
-/** Fields `get` reads, in this order, with one `HMGET`. */
-const GET_FIELDS = [
-  RECORD_FIELD.version,
-  RECORD_FIELD.value,
-  RECORD_FIELD.writer,
-  RECORD_FIELD.updatedAt,
-] as const
 /** Fields `head` reads, in this order, with one `HMGET`. */
 const HEAD_FIELDS = [RECORD_FIELD.version, RECORD_FIELD.writer, RECORD_FIELD.updatedAt] as const
 
@@ -54,25 +49,7 @@ export function valueOperations(ctx: OperationContext): ValueOperations {
     async get(key) {
       ctx.assertOpen()
       assertValidKey(key, capabilities.maxKeyBytes)
-      const [version, value, writer, updatedAt] = await connection.hmgetBuffer(
-        'get',
-        layout.record(key),
-        GET_FIELDS,
-      )
-      if (version === null || version === undefined) return null
-      if (value === null || value === undefined) throw corrupt(key, 'value missing')
-      // Copy: reply buffers may share memory with other replies.
-      const bytes = new Uint8Array(value)
-      return {
-        value: bytes,
-        meta: {
-          key,
-          version: version.toString(),
-          size: bytes.byteLength,
-          writer: parseWriter(key, writer),
-          updatedAt: toNumber(key, updatedAt?.toString(), 't'),
-        },
-      }
+      return storedValueOf(key, await connection.hmgetBuffer('get', layout.record(key), GET_FIELDS))
     },
 
     async head(key) {

@@ -1,8 +1,16 @@
 import { fileURLToPath } from 'node:url'
 import { describeBackendContract } from '@agent-state/contract'
 import { redisCli, startRedisCluster } from '@agent-state/test-services'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createRedisBackend, openRedisBackend, redisKeyLayout } from '../src/index.js'
+import { keySlot as computedSlot } from '../src/key-slot.js'
+import {
+  readBesideBlockedWrite,
+  waitPerWrite,
+  withPlanMutant,
+  withSharedWaitMutant,
+} from './connection-mutants.js'
+import { failureOf } from './replica-pair.js'
 
 // Three masters, no replicas: every namespace's keys hash to one slot of one of them.
 const cluster = await startRedisCluster({ masters: 3 })
@@ -90,7 +98,7 @@ describe('redis cluster specifics', () => {
     }
   })
 
-  it('replication: the script and WAIT run as one pipeline on the slot owner', async () => {
+  it("replication: the script and its WAIT run on the slot owner's connection", async () => {
     // This cluster has no replicas: WAIT 1 on the node that ran the put confirms 0.
     const b = createRedisBackend({
       cluster: { nodes },
@@ -109,6 +117,99 @@ describe('redis cluster specifics', () => {
       expect((await b.get('k'))?.value).toEqual(bytes('v'))
     } finally {
       await b.close()
+    }
+  })
+
+  /** With replication (and no replicas: WAIT 1 blocks the node connection 2 s), a read beside a write. */
+  async function readBesideWrite(create: typeof createRedisBackend, namespace: string) {
+    const b = create({
+      cluster: { nodes },
+      namespace,
+      replication: { replicas: 1, timeoutMs: 2000 },
+    })
+    try {
+      const { readMs, write } = await readBesideBlockedWrite(b, 'k')
+      expect(await write).toMatchObject({
+        code: 'INDETERMINATE',
+        context: { acked: 0, required: 1 },
+      })
+      return readMs
+    } finally {
+      await b.close()
+    }
+  }
+
+  it('replication: reads go on a second Cluster client, never behind a WAIT', async () => {
+    expect(await readBesideWrite(createRedisBackend, 'cluster-apart')).toBeDefined()
+  }, 30_000)
+
+  it('mutant (reads on the write client) fails that check', async () => {
+    try {
+      const mutant = await withPlanMutant((plan) => ({ ...plan, readsApart: false }))
+      expect(
+        await readBesideWrite(mutant.createRedisBackend, 'cluster-apart-mutant'),
+      ).toBeUndefined()
+    } finally {
+      vi.doUnmock('../src/connection-pool.js')
+      vi.resetModules()
+    }
+  }, 30_000)
+
+  /** `WAIT` commands all masters ran so far. */
+  async function waitCalls(): Promise<number> {
+    let total = 0
+    for (const node of nodes) {
+      const info = await redisCli(node.port, ['INFO', 'commandstats'])
+      total += Number(/cmdstat_wait:calls=(\d+)/.exec(info)?.[1] ?? '0')
+    }
+    return total
+  }
+
+  /** 16 workers, 3 puts each, under replication (no replicas: each WAIT waits 20 ms): the WAITs run. */
+  async function waitsAtSixteen(create: typeof createRedisBackend, namespace: string) {
+    const b = create({ cluster: { nodes }, namespace, replication: { replicas: 1, timeoutMs: 20 } })
+    try {
+      await failureOf(b.put('warm', bytes('w')))
+      const before = await waitCalls()
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, async (_, worker) => {
+          const codes: string[] = []
+          for (let i = 0; i < 3; i++) {
+            codes.push((await failureOf(b.put(`w${worker}`, bytes('v')))).code)
+          }
+          return codes
+        }),
+      )
+      // Each write is still judged by its own WAIT: none of them is confirmed.
+      expect(new Set(outcomes.flat())).toEqual(new Set(['INDETERMINATE']))
+      return (await waitCalls()) - before
+    } finally {
+      await b.close()
+    }
+  }
+
+  it('replication: 16 concurrent writers share WAITs on the slot owner (one per write before)', async () => {
+    const waits = await waitsAtSixteen(createRedisBackend, 'cluster-shared')
+    expect(waits).toBeGreaterThan(0)
+    expect(waits).toBeLessThanOrEqual((16 * 3) / 4)
+  }, 30_000)
+
+  it('mutant (a WAIT per write) fails the count', async () => {
+    try {
+      const mutant = await withSharedWaitMutant(waitPerWrite)
+      expect(
+        await waitsAtSixteen(mutant.createRedisBackend, 'cluster-shared-mutant'),
+      ).toBeGreaterThan((16 * 3) / 4)
+    } finally {
+      vi.doUnmock('../src/shared-wait.js')
+      vi.resetModules()
+    }
+  }, 30_000)
+
+  it('keySlot is the slot CLUSTER KEYSLOT gives (tagged, untagged, empty tag, non-ASCII)', async () => {
+    const layout = redisKeyLayout('as', 'slot-check')
+    for (const key of [layout.record('k'), layout.index, 'plain', 'a{}b', '{x}y{z}', 'ü{é}', '{']) {
+      expect(computedSlot(key)).toBe(await keySlot(key))
     }
   })
 })

@@ -1,5 +1,6 @@
 import type { Backend, Lease } from '@agent-state/core'
 import { type RedisServer, redisCli } from '@agent-state/test-services'
+import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
 import { failureOf, startReplicaPair, until } from './replica-pair.js'
@@ -23,6 +24,30 @@ const NAMESPACE = 'fence'
 async function serverNow(server: RedisServer): Promise<number> {
   const [seconds, micros] = (await redisCli(server.port, ['TIME'])).trim().split('\n')
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+}
+
+/**
+ * How far the replica's clock is behind the primary's: the primary's `TIME` against the midpoint
+ * of two replica readings taken just before and just after it, on open connections. Two
+ * `redis-cli` runs one after the other measured the replica's clock later than the primary's by
+ * the second process's start-up, which on a loaded host was 450 ms (a 1 s lag read as 551 ms).
+ */
+async function clockLagMs(primary: RedisServer, replica: RedisServer): Promise<number> {
+  const clients = [primary, replica].map((server) => new Redis({ port: server.port }))
+  const [onPrimary, onReplica] = clients as [Redis, Redis]
+  const now = async (client: Redis) => {
+    const [seconds, micros] = await client.time()
+    return Number(seconds) * 1000 + Number(micros) / 1000
+  }
+  try {
+    await Promise.all([onPrimary.ping(), onReplica.ping()])
+    const before = await now(onReplica)
+    const atPrimary = await now(onPrimary)
+    const after = await now(onReplica)
+    return atPrimary - (before + after) / 2
+  } finally {
+    for (const client of clients) client.disconnect()
+  }
 }
 
 interface Failover {
@@ -52,7 +77,7 @@ async function failover(offsetSeconds: number | undefined): Promise<Failover> {
     return b
   }
   try {
-    const lagMs = (await serverNow(primary)) - (await serverNow(replica))
+    const lagMs = await clockLagMs(primary, replica)
     const old = open(primary)
     // A grant the replica receives: the namespace's longest recorded TTL, so the default hold.
     const seen = await old.acquireLease('seen', { holder: 'old', ttlMs: HOLD_MS })

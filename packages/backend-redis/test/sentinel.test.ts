@@ -8,6 +8,7 @@ import {
 } from '@agent-state/test-services'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { withPlanMutant } from './connection-mutants.js'
 import { sleep, startReplicaPair, until } from './replica-pair.js'
 
 /**
@@ -90,6 +91,44 @@ describe('Sentinel', () => {
       expect(unhandled).toEqual([])
     } finally {
       printed.mockRestore()
+    }
+  }, 60_000)
+
+  it('with replication, one connection for reads and writes (a read never reaches a primary its writes left); its mutant opens the single-server pool', async () => {
+    /** Client connections on the primary that are neither replicas, Sentinels nor this count's own. */
+    const clients = async () =>
+      (await redisCli(primary.port, ['CLIENT', 'LIST']))
+        .split('\n')
+        .filter((line) => line.includes(' cmd=') && !/flags=\w*S/.test(line))
+        .filter((line) => !/name=sentinel-/.test(line) && !line.includes('cmd=client')).length
+    /** Connections a backend behind Sentinel with `replication` opens for 16 concurrent writers and readers. */
+    const opens = async (create: typeof createRedisBackend, namespace: string) => {
+      const before = await clients()
+      const b = create({
+        sentinel: { nodes: [{ host: sentinel.host, port: sentinel.port }], name: sentinel.name },
+        namespace,
+        replication: { replicas: 1, timeoutMs: 2000 },
+        commandTimeoutMs: 5000,
+      })
+      try {
+        await Promise.all(
+          Array.from({ length: 16 }, async (_, i) => {
+            await b.put(`k${i}`, bytes('v'))
+            await b.get(`k${(i + 1) % 16}`)
+          }),
+        )
+        return (await clients()) - before
+      } finally {
+        await b.close()
+      }
+    }
+    expect(await opens(createRedisBackend, 'sentinel-one-connection')).toBe(1)
+    const mutant = await withPlanMutant(() => ({ readsApart: true, writers: 4 }))
+    try {
+      expect(await opens(mutant.createRedisBackend, 'sentinel-pool-mutant')).toBeGreaterThan(1)
+    } finally {
+      vi.doUnmock('../src/connection-pool.js')
+      vi.resetModules()
     }
   }, 60_000)
 

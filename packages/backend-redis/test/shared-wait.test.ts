@@ -8,8 +8,15 @@ import {
 } from '@agent-state/test-services'
 import type { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { WRITE_CONNECTIONS } from '../src/connection-pool.js'
 import type * as BackendModule from '../src/index.js'
 import type * as SharedWaitModule from '../src/shared-wait.js'
+import {
+  withSharedWaitMutant as mutated,
+  readBesideBlockedWrite,
+  waitPerWrite,
+  withPlanMutant,
+} from './connection-mutants.js'
 import { failureOf, sleep, until } from './replica-pair.js'
 
 /**
@@ -17,8 +24,10 @@ import { failureOf, sleep, until } from './replica-pair.js'
  * replica linked through a TCP proxy (delay and cuts on the replica's link):
  * concurrent writers share WAITs (counted with `INFO commandstats`), each
  * write's outcome is its own, and a write is never confirmed by a WAIT written
- * before its script. Two committed mutants (loaded with `vi.doMock`) prove the
- * count and the ordering checks.
+ * before its script. And the connections around it (`connection-pool.ts`):
+ * reads never wait behind a `WAIT`, and a write issued while a `WAIT` is in
+ * flight runs at once on another write connection. Committed mutants (loaded
+ * with `vi.doMock`) prove each check.
  */
 
 const bytes = (text: string) => new TextEncoder().encode(text)
@@ -43,23 +52,6 @@ function open(
 /** The backend module as shipped. */
 const real = (): Promise<Module> => import('../src/index.js')
 
-/** The backend module with `createSharedWait` replaced by what `mutate` makes of it. */
-async function mutated(
-  mutate: (original: SharedWaitFactory) => SharedWaitFactory,
-): Promise<Module> {
-  vi.resetModules()
-  vi.doMock('../src/shared-wait.js', async (importOriginal) => {
-    const original = await importOriginal<typeof SharedWaitModule>()
-    return { ...original, createSharedWait: mutate(original.createSharedWait) }
-  })
-  return import('../src/index.js')
-}
-
-/** Mutant: one WAIT per write, sent right after its script (correct, but nothing shared: today's cost). */
-const waitPerWrite = (): SharedWaitFactory => (client: Redis, replication) => ({
-  afterWrite: () => client.wait(replication.replicas, replication.timeoutMs).then(Number, () => 0),
-})
-
 /**
  * Mutant: a write joins the WAIT already in flight when its script is written
  * (a WAIT issued before its script), instead of the next one.
@@ -79,7 +71,7 @@ const joinsWaitInFlight =
       })
       return sent
     }
-    return { afterWrite: () => inFlight ?? shared.afterWrite() }
+    return { afterWrite: () => inFlight ?? shared.afterWrite(), state: () => shared.state() }
   }
 
 /** `WAIT` commands the primary ran so far. */
@@ -110,6 +102,7 @@ beforeAll(async () => {
 }, 60_000)
 afterEach(async () => {
   vi.doUnmock('../src/shared-wait.js')
+  vi.doUnmock('../src/connection-pool.js')
   vi.resetModules()
   await Promise.all(opened.splice(0).map((b) => b.close()))
 })
@@ -137,8 +130,10 @@ async function waitsAtSixteen(module: Module, namespace: string, rounds: number)
 }
 
 /**
- * Write `a`, then `b` while a's WAIT is in flight (400 ms each way on the
- * replica link), and cut the link the moment `a` is confirmed: b's bytes
+ * Write `a`, then one write per other pool connection, each while the
+ * WAITs before it are in flight (400 ms each way on the replica link), so
+ * every write connection has a WAIT in flight; then `b`, which goes behind
+ * a's (the oldest). Cut the link the moment `a` is confirmed: b's bytes
  * are still in the proxy, so only a WAIT issued before b's script could
  * confirm it. Returns how b settled.
  */
@@ -148,11 +143,17 @@ async function writtenDuringWait(module: Module, namespace: string) {
   link.setDelay(400)
   try {
     const first = b.put('a', bytes('a'))
+    const others: Promise<unknown>[] = []
+    for (let i = 1; i < WRITE_CONNECTIONS; i++) {
+      await sleep(50)
+      others.push(failureOf(b.put(`a${i}`, bytes('a'))))
+    }
     await sleep(50)
     const second = failureOf(b.put('b', bytes('b')))
     await first
     await link.setRefusing(true)
     link.dropAll()
+    await Promise.all(others)
     return await second
   } finally {
     link.setDelay(0)
@@ -218,5 +219,60 @@ describe('replication: one shared WAIT per round', () => {
   it('mutant (joins the WAIT in flight) resolves that write: the check fails', async () => {
     const outcome = await writtenDuringWait(await mutated(joinsWaitInFlight), 'order-mutant')
     expect(outcome.code).toBe('resolved')
+  }, 30_000)
+})
+
+/** When `check` first held, in ms from now (polled every 20 ms), or `undefined` after `withinMs`. */
+async function firstHeld(check: () => Promise<boolean>, withinMs: number) {
+  const start = performance.now()
+  while (performance.now() - start < withinMs) {
+    if (await check()) return performance.now() - start
+    await sleep(20)
+  }
+  return undefined
+}
+
+/**
+ * With `replicas: 2` and one replica every WAIT blocks its connection for the
+ * whole timeout (2 s). While a's WAIT blocks: how long a read takes, and
+ * after how long a second write's script has run on the primary (seen with
+ * redis-cli), each `undefined` if not within 1 s (half the block).
+ */
+async function duringBlockedWait(module: Module, namespace: string) {
+  const b = open(module, namespace, { replicas: 2, timeoutMs: 2000 })
+  const { readMs, write: first } = await readBesideBlockedWrite(b, 'a')
+  const second = failureOf(b.put('b', bytes('b')))
+  const record = module.redisKeyLayout('as', namespace).record('b')
+  const secondRanMs = await firstHeld(
+    async () => (await redisCli(primary.port, ['HEXISTS', record, 'v'])).trim() === '1',
+    1000,
+  )
+  // Both writes fail alone (one replica of the two required), after the block.
+  expect(await first).toMatchObject({ code: 'INDETERMINATE', context: { acked: 1, required: 2 } })
+  expect(await second).toMatchObject({ code: 'INDETERMINATE', context: { acked: 1, required: 2 } })
+  return { readMs, secondRanMs }
+}
+
+describe('replication: connections that never wait behind a WAIT', () => {
+  it('while a WAIT blocks its connection, a read returns and another write runs at once', async () => {
+    const { readMs, secondRanMs } = await duringBlockedWait(await real(), 'apart')
+    expect(readMs).toBeDefined()
+    expect(secondRanMs).toBeDefined()
+  }, 30_000)
+
+  it('mutant (reads on the write connection) fails the read check', async () => {
+    const { readMs } = await duringBlockedWait(
+      await withPlanMutant((plan) => ({ ...plan, readsApart: false })),
+      'apart-reads-mutant',
+    )
+    expect(readMs).toBeUndefined()
+  }, 30_000)
+
+  it('mutant (one write connection) fails the write check', async () => {
+    const { secondRanMs } = await duringBlockedWait(
+      await withPlanMutant((plan) => ({ ...plan, writers: 1 })),
+      'apart-pool-mutant',
+    )
+    expect(secondRanMs).toBeUndefined()
   }, 30_000)
 })
