@@ -37,6 +37,25 @@ const MAX_RETRY_MS = 500
  */
 const PROBE_PREFIX = '.probe/'
 
+/**
+ * The probe's statement: it notifies, and answers with its own payload, by
+ * which it knows its answer from a foreign one.
+ */
+const PROBE_STATEMENT = 'SELECT $2::text AS probe, pg_notify($1, $2)'
+
+/**
+ * How long a probe that got a foreign answer keeps its connection after its
+ * notification arrived: its own answer left the server with that commit and
+ * is on its way through the pooler.
+ */
+const FOREIGN_ANSWER_GRACE_MS = 100
+
+/** Whether `answer` is the probe statement's own, for `payload`. */
+function isOwnProbeAnswer(answer: pg.QueryResult, payload: string): boolean {
+  const names = answer.fields.map((field) => field.name).join(',')
+  return names === 'probe,pg_notify' && answer.rows[0]?.probe === payload
+}
+
 /** One instance's watches over its schema's change channel. */
 export interface PostgresWatcher {
   watch(prefix: string, options: WatchOptions | undefined): AsyncIterable<ChangeHint>
@@ -56,6 +75,11 @@ export interface WatcherHooks {
   readonly resyncOnReconnect?: boolean
   /** `false`: the listen connection counts as working without its probe (a mutant). */
   readonly probe?: boolean
+  /**
+   * `false`: a probe that got a foreign answer gives its connection back to the pool at once
+   * (a mutant: the answers still to come on it reach the next statement sent on it).
+   */
+  readonly holdAfterForeignAnswer?: boolean
   /**
    * `false`: watches opened while a dropped connection attempt is still in flight wait for it
    * and get no connection of their own (a mutant: daemons' `next({ waitMs })` hung on it).
@@ -142,7 +166,20 @@ export function createPostgresWatcher(
     else watches.key(key)
   }
 
-  /** Sends a probe through the pool; resolves whether the listen connection received it in time. */
+  /**
+   * Sends a probe through the pool; resolves whether the listen connection
+   * received it in time. Its statement is not declared (answer-check.ts): a
+   * pooler's foreign answer to it (PgBouncer 1.18, see the README) must not
+   * fail the probe, since the statement still runs and notifies once the
+   * dead client's statements are done, where a failed probe on a first
+   * connection is a false "no notifications" error. It checks its answer
+   * itself instead (its own payload comes back in it): after a foreign
+   * answer, the dead client's later answers and then the probe's own are
+   * still to come on that connection, and the next statement sent on it
+   * would take them for its own. So the probe keeps the connection until its
+   * notification arrived (its own answer was sent with its commit) and
+   * {@link FOREIGN_ANSWER_GRACE_MS} more, then has it discarded.
+   */
   async function probe(): Promise<boolean> {
     const payload = `${PROBE_PREFIX}${randomUUID()}`
     let timer: NodeJS.Timeout | undefined
@@ -151,9 +188,13 @@ export function createPostgresWatcher(
       timer = setTimeout(() => resolve(false), options.connectTimeoutMs)
     })
     try {
-      await pool.use('watch', false, (client) =>
-        client.query('SELECT pg_notify($1, $2)', [channel, payload]),
-      )
+      await pool.use('watch', false, async (client, discard) => {
+        const answer = await client.query(PROBE_STATEMENT, [channel, payload])
+        if (isOwnProbeAnswer(answer, payload) || hooks.holdAfterForeignAnswer === false) return
+        discard()
+        if (await arrived)
+          await new Promise((resolve) => setTimeout(resolve, FOREIGN_ANSWER_GRACE_MS))
+      })
       return await arrived
     } catch {
       return false

@@ -1,6 +1,7 @@
 import { AgentStateError, isAgentStateError } from '@agent-state/core'
 import pg from 'pg'
-import { isConnectionLoss, mapPostgresError, sqlState } from './errors.js'
+import { checkAnswersOn } from './answer-check.js'
+import { type ErrorMappingMutants, isConnectionLoss, mapPostgresError, sqlState } from './errors.js'
 import type { ResolvedPostgresOptions } from './options.js'
 
 /**
@@ -10,16 +11,33 @@ import type { ResolvedPostgresOptions } from './options.js'
  * transaction-pooling mode may hand each statement to another one.
  */
 export interface Connection {
-  /** Runs `body` on a pooled client; maps every error (`writing`: see `mapPostgresError`). */
-  use<T>(
-    operation: string,
-    writing: boolean,
-    body: (client: pg.PoolClient) => Promise<T>,
-  ): Promise<T>
+  /**
+   * Runs `body` on a pooled client; maps every error (`writing`: see
+   * `mapPostgresError`'s `mayHaveApplied`; a function is asked once `body`
+   * failed, for a body whose later statements write and earlier ones do not).
+   * An error `body` throws that is neither PostgreSQL's nor a lost connection
+   * (a bug) is never retryable, and its connection is discarded. `body` may
+   * call `discard` to have its connection closed instead of given back to the
+   * pool although it succeeds (the watcher's probe after a foreign answer).
+   */
+  use<T>(operation: string, writing: Writing, body: Body<T>): Promise<T>
+  /**
+   * As {@link Connection.use}, on a connection of its own outside the pool
+   * (a pool of one, opened when first used): the lane of the change-hint
+   * batches (hint-batch.ts), one statement at a time, which never wait
+   * behind the writes queued for the pool.
+   */
+  useLane<T>(operation: string, writing: Writing, body: Body<T>): Promise<T>
   /** `host:port/database as user`, for messages: never the password. */
   readonly server: string
   end(): Promise<void>
 }
+
+/** What runs on a checked-out client (see {@link Connection.use}). */
+export type Body<T> = (client: pg.PoolClient, discard: () => void) => Promise<T>
+
+/** Whether a failed body may have changed data: fixed, or asked once it failed. */
+export type Writing = boolean | (() => boolean)
 
 /**
  * The server as messages show it. Parsed leniently: a URL that `URL` cannot
@@ -36,8 +54,16 @@ export function describeServer(connectionString: string): string {
   }
 }
 
-/** Opens the pool (lazily: no connection is made before the first statement). */
-export function openConnection(options: ResolvedPostgresOptions): Connection {
+/**
+ * Opens the pool (lazily: no connection is made before the first statement).
+ * Every connection checks that each declared statement's answer is its own
+ * (answer-check.ts); `checkAnswers: false` and `mutants` are test mutants.
+ */
+export function openConnection(
+  options: ResolvedPostgresOptions,
+  checkAnswers = true,
+  mutants: ErrorMappingMutants = {},
+): Connection {
   const server = describeServer(options.connectionString)
   const config: pg.PoolConfig = {
     connectionString: options.connectionString,
@@ -59,6 +85,20 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
     config.lock_timeout = options.lockTimeoutMs
     config.idle_in_transaction_session_timeout = options.idleInTransactionTimeoutMs
   }
+  const pool = openPool(config, checkAnswers)
+  const lane = openPool({ ...config, max: 1 }, checkAnswers)
+  return {
+    server,
+    use: (operation, writing, body) => useOn(pool, server, mutants, operation, writing, body),
+    useLane: (operation, writing, body) => useOn(lane, server, mutants, operation, writing, body),
+    end: async () => {
+      await Promise.all([pool.end(), lane.end()])
+    },
+  }
+}
+
+/** A pool whose connections' errors never crash the process (and whose answers are checked). */
+function openPool(config: pg.PoolConfig, checkAnswers: boolean): pg.Pool {
   const pool = new pg.Pool(config)
   // An idle connection the server dropped (restart, pg_terminate_backend)
   // reports here; the pool discards it. Without a listener it would crash the process.
@@ -71,50 +111,61 @@ export function openConnection(options: ResolvedPostgresOptions): Connection {
   // if any, still gets its error, and `use` still retires a broken connection.
   pool.on('connect', (client) => {
     client.on('error', () => {})
+    if (checkAnswers) checkAnswersOn(client)
   })
+  return pool
+}
 
-  return {
-    server,
-    async use(operation, writing, body) {
-      let client: pg.PoolClient
-      try {
-        client = await pool.connect()
-      } catch (error) {
-        const mapped = mapPostgresError(error, { operation, mayHaveApplied: false })
-        throw new AgentStateError(mapped.code, `${mapped.message} (server ${server})`, {
-          context: { ...mapped.context, server },
-          cause: error,
-          retryable: mapped.retryable,
-        })
-      }
-      let broken: Error | undefined
-      // The connection may die while checked out (pg_terminate_backend, a
-      // restart): pg then emits 'error' on the client, which would crash the
-      // process unhandled. The statement in flight gets its own error.
-      const onError = (error: Error) => {
-        broken = error
-      }
-      client.on('error', onError)
-      try {
-        return await body(client)
-      } catch (error) {
-        // A connection-level failure (no SQLSTATE, or the server ending the session: 57P01
-        // `pg_terminate_backend`…): never hand that connection out again, even if its 'end'
-        // has not arrived yet (the next checkout would get a dead connection).
-        const state = sqlState(error)
-        if (
-          (state === undefined || isConnectionLoss(state)) &&
-          !isAgentStateError(error) &&
-          error instanceof Error
-        ) {
-          broken = error
-        }
-        throw mapPostgresError(error, { operation, mayHaveApplied: writing })
-      } finally {
-        client.off('error', onError)
-        client.release(broken)
-      }
-    },
-    end: () => pool.end(),
+/** Runs `body` on a client of `pool` (see {@link Connection.use}). */
+async function useOn<T>(
+  pool: pg.Pool,
+  server: string,
+  mutants: ErrorMappingMutants,
+  operation: string,
+  writing: Writing,
+  body: Body<T>,
+): Promise<T> {
+  let client: pg.PoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    const mapped = mapPostgresError(error, { operation, mayHaveApplied: false }, mutants)
+    throw new AgentStateError(mapped.code, `${mapped.message} (server ${server})`, {
+      context: { ...mapped.context, server },
+      cause: error,
+      retryable: mapped.retryable,
+    })
+  }
+  let broken: Error | undefined
+  // The connection may die while checked out (pg_terminate_backend, a
+  // restart): pg then emits 'error' on the client, which would crash the
+  // process unhandled. The statement in flight gets its own error.
+  const onError = (error: Error) => {
+    broken = error
+  }
+  client.on('error', onError)
+  const discard = () => {
+    broken ??= new Error(`${operation}: connection discarded by its caller`)
+  }
+  try {
+    return await body(client, discard)
+  } catch (error) {
+    // Never hand the connection out again unless it is known to be sound: PostgreSQL
+    // answered with an error of the statement (a SQLSTATE other than the server ending the
+    // session, 57P01 `pg_terminate_backend`…), or the body refused with a contract error
+    // (core's rules: LEASE_HELD, CORRUPT…) after its statements were answered. A lost
+    // connection (its 'end' may not have arrived yet: the next checkout would get a dead
+    // one) and anything else without a SQLSTATE (our own TypeError, an error we do not know:
+    // a statement may still be in flight, a transaction still open) are discarded. When in
+    // doubt, discard: that costs one reconnect, a reused broken connection a wrong answer.
+    const state = sqlState(error)
+    if ((state === undefined || isConnectionLoss(state)) && !isAgentStateError(error)) {
+      broken = error instanceof Error ? error : new Error(`${operation} threw ${typeof error}`)
+    }
+    const mayHaveApplied = typeof writing === 'function' ? writing() : writing
+    throw mapPostgresError(error, { operation, mayHaveApplied }, mutants)
+  } finally {
+    client.off('error', onError)
+    client.release(broken)
   }
 }

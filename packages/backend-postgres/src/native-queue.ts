@@ -36,13 +36,15 @@ export interface QueueConnection {
    * Runs `body` on one pooled connection as the backend's writes run
    * (errors mapped; a write acknowledged only once its change hint, `hinted`,
    * committed: if the hint failed it is sent again for `hintKeys`, else the
-   * write is `INDETERMINATE`).
+   * write is `INDETERMINATE`). A lost connection is `INDETERMINATE` only
+   * when `mayHaveApplied()` says so when it is lost, `UNAVAILABLE` otherwise.
    */
   update<T>(
     operation: string,
     key: string,
     hintKeys: () => readonly string[],
     body: (client: pg.ClientBase) => Promise<{ result: T; hinted?: Promise<unknown> }>,
+    mayHaveApplied: () => boolean,
   ): Promise<T>
   readonly sql: QueueStatements
   readonly namespace: string
@@ -72,6 +74,11 @@ interface Plan {
  * and the change hints of the values written, pipelined. A throw of `body`
  * (a refusal: `LEASE_HELD`, `LEASE_LOST`, `PRECONDITION_FAILED`, `CORRUPT`)
  * rolls back having written nothing.
+ *
+ * A connection lost (or a foreign answer, answer-check.ts) in the first round
+ * trip is `UNAVAILABLE`: it only locked and read, its writes and `COMMIT` were
+ * never sent, and a transaction without its `COMMIT` never commits. Once they
+ * were sent, the commit's outcome is unknown: `INDETERMINATE`.
  */
 function transaction<T>(
   db: QueueConnection,
@@ -83,6 +90,7 @@ function transaction<T>(
 ): Promise<T> {
   const { sql, namespace } = db
   let changed: string[] = []
+  let commitSent = false
   return db.update(
     operation,
     key,
@@ -102,7 +110,7 @@ function transaction<T>(
         if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
       }
       try {
-        send('BEGIN')
+        send(sql.begin)
         send(sql.limits, [String(db.lockTimeoutMs), String(db.idleInTransactionTimeoutMs)])
         send(sql.lock, [namespace, plan.exclusive, plan.shared])
         const loading = send<StateRow & { wanted: string | null }>(sql.load, [
@@ -119,8 +127,10 @@ function transaction<T>(
         const rows = (await loading).rows
         const now = Number(rows[0]?.now_ms)
         const loaded = new Map<string, LoadedState>()
+        // A row without a key of its own is not a wanted key's: the key it was wanted for is
+        // then missing, which `state` reports (never a crash decoding a row of no key).
         for (const row of rows)
-          if (row.wanted !== null) loaded.set(row.wanted, decodeState(row.wanted, row))
+          if (typeof row.wanted === 'string') loaded.set(row.wanted, decodeState(row.wanted, row))
         const written = new Map<string, KeyState>()
         const state = (k: string): KeyState => {
           const found = written.get(k) ?? loaded.get(k)?.state
@@ -138,6 +148,8 @@ function transaction<T>(
           },
         })
         changed = []
+        // From here on the writes and COMMIT are on their way: the outcome may be a commit.
+        commitSent = true
         for (const [k, next] of written) {
           const before = loaded.get(k) as LoadedState
           if (next.version !== before.state.version || next.revision !== before.state.revision) {
@@ -149,7 +161,7 @@ function transaction<T>(
             send(sql.store, [namespace, k, ...valueParams(next), ...leaseParams(next)])
           }
         }
-        send('COMMIT')
+        send(sql.commit)
         if (changed.length === 0) {
           await settle()
           return { result }
@@ -170,10 +182,11 @@ function transaction<T>(
         await settle().catch(() => {})
         // Ends the transaction if it is still open (a refusal, a failed statement); the
         // connection goes back to the pool clean. On a dead connection this fails too: ignored.
-        await client.query('ROLLBACK').catch(() => {})
+        await client.query(sql.rollback).catch(() => {})
         throw error
       }
     },
+    () => commitSent,
   )
 }
 

@@ -45,14 +45,16 @@ import {
   type WatcherHooks,
 } from './change-notification.js'
 import { type Connection, openConnection } from './connection.js'
+import type { ErrorMappingMutants } from './errors.js'
+import { postgresGetMany } from './get-many.js'
+import { createHintBatch } from './hint-batch.js'
 import { POSTGRES_NATIVE_QUEUE, postgresNativeQueue } from './native-queue.js'
-
 import {
   type PostgresBackendOptions,
   postgresOptionsSchema,
   type ResolvedPostgresOptions,
 } from './options.js'
-import { buildQueueStatements } from './queue-statements.js'
+import { buildQueueStatements, type QueueStatements } from './queue-statements.js'
 import {
   decodeListed,
   decodeState,
@@ -86,8 +88,32 @@ export interface PostgresBackendHooks {
   readonly readFirst?: boolean
   /** Hooks of the migration (see `MigrationHooks`). */
   readonly migration?: MigrationHooks
+  /**
+   * `false`: the statements' answers are taken for theirs unchecked (a mutant
+   * of answer-check.ts: a pooler's foreign answer is believed).
+   */
+  readonly checkAnswers?: boolean
+  /** Mutants of the error mapping (see `ErrorMappingMutants`, errors.ts). */
+  readonly errorMapping?: ErrorMappingMutants
+  /**
+   * Retries of the migration step after a lost connection (default
+   * {@link OPEN_RETRIES}); `0` is a mutant: the first lost connection fails the open.
+   */
+  readonly openRetries?: number
+  /** `true`: a refusal of the migration step is retried too (a mutant). */
+  readonly retryRefusals?: boolean
+  /** Called before each attempt of the migration step (tests count them). */
+  readonly onOpenAttempt?: () => void
   /** Replaces statements (mutants of the fencing guard in tests). */
   readonly statements?: (statements: Statements) => Statements
+  /** Replaces the native queue's statements (a mutant: the same texts, undeclared). */
+  readonly queueStatements?: (statements: QueueStatements) => QueueStatements
+  /**
+   * Mutants of what a queue transaction's lost connection reports: `always`
+   * possibly applied (`INDETERMINATE` also before its `COMMIT` was sent, when
+   * nothing was written), `never` (`UNAVAILABLE` also once it was sent).
+   */
+  readonly queueMayHaveApplied?: 'always' | 'never'
   /** Hooks of the watcher (see `WatcherHooks`). */
   readonly watcher?: WatcherHooks
   /**
@@ -100,6 +126,11 @@ export interface PostgresBackendHooks {
    * commit (a mutant: a watcher may read before it is told).
    */
   readonly announceBeforeAck?: boolean
+  /**
+   * `false`: every write sends a hint of its own, even while others are in
+   * flight (a mutant for the statement count of concurrent writes, hint-batch.ts).
+   */
+  readonly batchHints?: boolean
 }
 
 /** How many lost races (a concurrent write changed the row) one operation retries. */
@@ -186,21 +217,19 @@ export function createWithHooks(
   hooks: PostgresBackendHooks,
 ): Backend {
   const resolved = parseBackendOptions(postgresOptionsSchema, options, 'PostgreSQL')
-  const connection = openConnection(resolved)
+  const connection = openConnection(resolved, hooks.checkAnswers ?? true, hooks.errorMapping)
   let migrated: Promise<void> | undefined
   let refused: unknown
   // Migrates once; an unreachable server is tried again by the next
   // operation, a refusal (INCOMPATIBLE_SCHEMA) stays.
   const ready = (): Promise<void> => {
     if (refused !== undefined) return Promise.reject(refused)
-    migrated ??= connection
-      .use('open', true, (client) => migrate(client, resolved.schema, hooks.migration))
-      .catch((error: unknown) => {
-        migrated = undefined
-        const failure = openFailure(error, connection.server)
-        if (isAgentStateError(failure, 'INCOMPATIBLE_SCHEMA')) refused = failure
-        throw failure
-      })
+    migrated ??= migrateRetrying(connection, resolved.schema, hooks).catch((error: unknown) => {
+      migrated = undefined
+      const failure = openFailure(error, connection.server)
+      if (isAgentStateError(failure, 'INCOMPATIBLE_SCHEMA')) refused = failure
+      throw failure
+    })
     return migrated
   }
   const backend = createBackend(
@@ -211,11 +240,59 @@ export function createWithHooks(
         await ready()
         return connection.use(operation, writing, body)
       },
+      // Used only after a write, so after the migrations.
+      useLane: (operation, writing, body) => connection.useLane(operation, writing, body),
       end: () => connection.end(),
     },
     hooks,
   )
   return Object.assign(backend, { [READY]: ready })
+}
+
+/**
+ * How many times the migration step is sent again after its connection was
+ * lost (so at most 1 + 3 attempts), each on a fresh pooled connection (the
+ * lost one is discarded) after {@link OPEN_BACKOFF_MS} × 2^(retry − 1): 50,
+ * 100, 200 ms.
+ */
+export const OPEN_RETRIES = 3
+/** Backoff before the first retry of the migration step; doubled for each next one. */
+const OPEN_BACKOFF_MS = 50
+
+/**
+ * Runs the migrations (`migrate`, schema.ts) on a pooled connection. A
+ * connection lost after a statement was sent (`INDETERMINATE`: a server
+ * connection killed, a network cut, a pooler handing over a connection with
+ * another client's answer still to come) is retried up to
+ * {@link OPEN_RETRIES} times: the step is idempotent and runs in one
+ * transaction under a transaction-scoped advisory lock, so a lost attempt
+ * either committed whole (the next one reads the version and stops) or was
+ * rolled back whole with its lock. Anything else fails at once: a refusal
+ * (`INCOMPATIBLE_SCHEMA`, a missing privilege) or an unexpected error (a
+ * bug) would only fail again, and an unreachable server is tried again by
+ * the next operation.
+ */
+async function migrateRetrying(
+  connection: Connection,
+  schema: string,
+  hooks: PostgresBackendHooks,
+): Promise<void> {
+  const retries = hooks.openRetries ?? OPEN_RETRIES
+  for (let retry = 0; ; retry++) {
+    hooks.onOpenAttempt?.()
+    try {
+      await connection.use('open', true, (client) => migrate(client, schema, hooks.migration))
+      return
+    } catch (error) {
+      // A lost connection is a retryable INDETERMINATE; an unexpected error (a bug,
+      // errors.ts) is INDETERMINATE too but never retryable: sent again, it would fail again.
+      const lost =
+        (isAgentStateError(error, 'INDETERMINATE') && error.retryable) ||
+        hooks.retryRefusals === true
+      if (!lost || retry >= retries) throw error
+      await new Promise((resolve) => setTimeout(resolve, OPEN_BACKOFF_MS * 2 ** retry))
+    }
+  }
 }
 
 /** An error of the migration step as the caller sees it: naming the server, never INDETERMINATE. */
@@ -236,7 +313,8 @@ function createBackend(
   const { namespace, schema, maxValueBytes } = options
   const built = buildStatements(schema)
   const sql = hooks.statements?.(built) ?? built
-  const queueSql = buildQueueStatements(schema)
+  const builtQueue = buildQueueStatements(schema)
+  const queueSql = hooks.queueStatements?.(builtQueue) ?? builtQueue
   const capabilities: Capabilities = {
     durable: true,
     multiProcess: true,
@@ -286,27 +364,37 @@ function createBackend(
     )
   }
 
+  const hints = createHintBatch(
+    {
+      one: (client, key) => client.query(sql.announce, [namespace, key]),
+      many: (keys) =>
+        connection.useLane('change hint', true, (client) =>
+          client.query(sql.announceKeys, [namespace, keys]),
+        ),
+    },
+    hooks.batchHints ?? true,
+  )
+
   /**
    * Sends a write statement with its change hint (`Statements.announce`)
    * queued on the same connection right behind it (node-postgres pipeline
    * mode), so the server runs the hint once the write committed without
-   * waiting for the client: one round trip. The hint goes whether or not the
-   * write matched (a spurious hint, which the contract allows). `hinted`
-   * resolves to the hint's error, if any.
+   * waiting for the client: one round trip; while other writes' hints are in
+   * flight, the hint joins theirs in one statement instead (hint-batch.ts).
+   * The hint goes whether or not the write matched (a spurious hint, which
+   * the contract allows). `hinted` resolves to the hint's error, if any.
    */
   async function sendWithHint<R extends pg.QueryResultRow>(
     client: pg.ClientBase,
     key: string,
     text: string,
     params: unknown[],
-  ): Promise<{ result: pg.QueryResult<R>; hinted: Promise<unknown> }> {
-    const written = client.query<R>(text, params)
-    const hinted = client.query(sql.announce, [namespace, key]).then(
-      () => undefined,
-      (error: unknown) => error ?? new Error('change hint failed'),
+  ): Promise<{ result: pg.QueryResult<R>; hinted: Promise<unknown>; pipelined: boolean }> {
+    const { written, hinted, pipelined } = hints.send(client, key, () =>
+      client.query<R>(text, params),
     )
     try {
-      return { result: await written, hinted }
+      return { result: await written, hinted, pipelined }
     } catch (error) {
       await hinted
       throw error
@@ -359,27 +447,40 @@ function createBackend(
    * on another connection; if that fails too the write is `INDETERMINATE`
    * (it committed, but its watchers cannot be told): an acknowledged write
    * was always announced. `hintKeys`: the keys the hint announced when not
-   * `key` alone (a queue transaction's, native-queue.ts).
+   * `key` alone (a queue transaction's, native-queue.ts). `mayHaveApplied`:
+   * whether a lost connection may have left the write applied (default: yes,
+   * `INDETERMINATE`; a queue transaction's says no before its `COMMIT` was sent).
    */
   async function update<T>(
     operation: string,
     key: string,
     attempts: (
       client: pg.ClientBase,
-    ) => Promise<{ result: T; hinted?: Promise<unknown> | undefined }>,
+    ) => Promise<{ result: T; hinted?: Promise<unknown> | undefined; pipelined?: boolean }>,
     hintKeys?: () => readonly string[],
+    mayHaveApplied: () => boolean = () => true,
   ): Promise<T> {
     let committed: { result: T } | undefined
+    let batched: Promise<unknown> | undefined
     try {
-      return await connection.use(operation, true, async (client) => {
+      const result = await connection.use(operation, mayHaveApplied, async (client) => {
         const written = await attempts(client)
         if (written.hinted === undefined) return written.result
         committed = written
         if (hooks.announceBeforeAck === false) return written.result
+        // A batch's hint does not ride on this connection: it is awaited once the
+        // connection is back in the pool, for the writes queued behind this one.
+        if (written.pipelined === false) {
+          batched = written.hinted
+          return written.result
+        }
         const failure = await written.hinted
         if (failure !== undefined) throw failure
         return written.result
       })
+      const failure = await batched
+      if (failure !== undefined) throw failure
+      return result
     } catch (error) {
       if (committed === undefined) throw error
       if (hooks.retryAnnounce === false) return committed.result
@@ -436,10 +537,15 @@ function createBackend(
         // A mutant (round-trip count test): the read a two-statement write would send first.
         if (hooks.readFirst === true) await load(client, key, false)
         hooks.beforeWrite?.()
-        const { result, hinted } = await sendWithHint<WrittenRow>(client, key, text, params)
+        const { result, hinted, pipelined } = await sendWithHint<WrittenRow>(
+          client,
+          key,
+          text,
+          params,
+        )
         const row = result.rows[0] as WrittenRow
         const done = written(row)
-        if (done !== undefined) return { result: done, hinted }
+        if (done !== undefined) return { result: done, hinted, pipelined }
         // Nothing written: the snapshot explains why, or a race does.
         await hinted
         const loaded = decodeState(key, row)
@@ -493,6 +599,8 @@ function createBackend(
         return meta === null ? null : { value: state.value, meta }
       })
     },
+
+    getMany: postgresGetMany({ connection, namespace, schema, assertOpen }),
 
     async head(key: string): Promise<ValueMeta | null> {
       return read('head', key, false, ({ state, size }) => {
@@ -611,7 +719,16 @@ function createBackend(
 
     // The daemon queue's operations, one transaction each (native-queue.ts).
     nativeQueue: postgresNativeQueue({
-      update: (operation, key, hintKeys, body) => update(operation, key, body, hintKeys),
+      update: (operation, key, hintKeys, body, mayHaveApplied) =>
+        update(
+          operation,
+          key,
+          body,
+          hintKeys,
+          hooks.queueMayHaveApplied === undefined
+            ? mayHaveApplied
+            : () => hooks.queueMayHaveApplied === 'always',
+        ),
       sql: queueSql,
       namespace,
       lockTimeoutMs: options.lockTimeoutMs,

@@ -1,5 +1,6 @@
+import { declareAnswer } from './answer-check.js'
 import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
-import { changeChannel, NOW_MS, STATE_COLUMNS } from './statements.js'
+import { announceKeysSql, NOW_MS, STATE_COLUMNS, STATE_NAMES } from './statements.js'
 
 /**
  * The SQL of the native daemon queue (native-queue.ts), for one schema. An
@@ -8,14 +9,25 @@ import { changeChannel, NOW_MS, STATE_COLUMNS } from './statements.js'
  * session state: PgBouncer's transaction pooling keeps a transaction on one
  * server connection and may hand the next one to another):
  *
- * 1. `BEGIN`, {@link QueueStatements.limits}, {@link QueueStatements.lock}
- *    (the queue's head and tail rows), {@link QueueStatements.load} (every
- *    row the operation reads, with the database clock taken after the locks);
+ * 1. {@link QueueStatements.begin}, {@link QueueStatements.limits},
+ *    {@link QueueStatements.lock} (the queue's head and tail rows),
+ *    {@link QueueStatements.load} (every row the operation reads, with the
+ *    database clock taken after the locks);
  * 2. one {@link QueueStatements.store} or {@link QueueStatements.remove} per
- *    row written, `COMMIT`, then {@link QueueStatements.announce} in a
- *    transaction of its own (as every write's change hint, statements.ts).
+ *    row written, {@link QueueStatements.commit}, then
+ *    {@link QueueStatements.announce} in a transaction of its own (as every
+ *    write's change hint, statements.ts).
+ *
+ * Every statement is declared with the columns it answers (answer-check.ts):
+ * a pooler's foreign answer reaches a transaction's first statement (`BEGIN`,
+ * or the hint after `COMMIT`), and every answer after it is then shifted by
+ * one, so the first round trip fails as a lost connection before anything
+ * is written, whatever columns the foreign answer has (`BEGIN` has none, the
+ * `limits` after it has two).
  */
 export interface QueueStatements {
+  /** Opens the transaction (no columns). */
+  readonly begin: string
   /**
    * `lock_timeout` (`$1`) and `idle_in_transaction_session_timeout` (`$2`)
    * for this transaction only (`set_config(…, true)`): a client stopped
@@ -48,9 +60,16 @@ export interface QueueStatements {
   readonly store: string
   /** Removes the row of `$2` (`$1` namespace): a key with no value, lease or fence left. */
   readonly remove: string
+  /** Commits the transaction (no columns). */
+  readonly commit: string
+  /** Ends a transaction refused or failed before its commit (no columns). */
+  readonly rollback: string
   /** The change hints of the keys `$2` (`<namespace>/<key>`, `$1` namespace), as `Statements.announce`. */
   readonly announce: string
 }
+
+/** The answer of a command that returns no rows (`BEGIN`, `COMMIT`, an `INSERT` without `RETURNING`…). */
+const NO_COLUMNS: readonly string[] = []
 
 /** Builds the queue statements of the backend in `schema` (an identifier checked by the options schema). */
 export function buildQueueStatements(schema: string): QueueStatements {
@@ -64,11 +83,19 @@ export function buildQueueStatements(schema: string): QueueStatements {
     `(SELECT substring(encode(r.value, 'escape') FROM '"${name}":([0-9]{1,15})')::bigint
       FROM ${table} r WHERE r.namespace = $1 AND r.key = ${key})`
   return {
-    limits: `SELECT set_config('lock_timeout', $1, true),
+    begin: declareAnswer('BEGIN', NO_COLUMNS),
+    limits: declareAnswer(
+      `SELECT set_config('lock_timeout', $1, true),
       set_config('idle_in_transaction_session_timeout', $2, true)`,
-    lock: `WITH x AS (${locked('$2', 'UPDATE')}), s AS (${locked('$3', 'SHARE')})
+      ['set_config', 'set_config'],
+    ),
+    lock: declareAnswer(
+      `WITH x AS (${locked('$2', 'UPDATE')}), s AS (${locked('$3', 'SHARE')})
       SELECT key FROM x UNION ALL SELECT key FROM s`,
-    load: `WITH seqs AS (
+      ['key'],
+    ),
+    load: declareAnswer(
+      `WITH seqs AS (
         SELECT generate_series(t.n, t.n + $6 - 1) AS s FROM (SELECT ${field('next', '$5')} AS n) t
         UNION SELECT h.n + d FROM (SELECT ${field('head', '$7')} AS n) h, (VALUES (-1), (0)) v(d)
           WHERE $8
@@ -80,7 +107,10 @@ export function buildQueueStatements(schema: string): QueueStatements {
       SELECT w.key AS wanted, n.now_ms, ${STATE_COLUMNS}, e.value
       FROM (SELECT ${NOW_MS} AS now_ms) n
       LEFT JOIN (wanted w LEFT JOIN ${table} e ON e.namespace = $1 AND e.key = w.key) ON true`,
-    store: `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
+      ['wanted', 'now_ms', ...STATE_NAMES, 'value'],
+    ),
+    store: declareAnswer(
+      `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
         value_crc, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
       ON CONFLICT (namespace, key) DO UPDATE SET version = EXCLUDED.version,
@@ -89,8 +119,11 @@ export function buildQueueStatements(schema: string): QueueStatements {
         lease_holder = EXCLUDED.lease_holder, lease_token = EXCLUDED.lease_token,
         lease_ttl_ms = EXCLUDED.lease_ttl_ms, lease_expires_at = EXCLUDED.lease_expires_at,
         fence = EXCLUDED.fence, row_version = nextval('${schema}.${ROW_VERSIONS}')`,
-    remove: `DELETE FROM ${table} WHERE namespace = $1 AND key = $2`,
-    announce: `SELECT set_config('synchronous_commit', 'off', true),
-      pg_notify('${changeChannel(schema)}', $1 || '/' || k) FROM unnest($2::text[]) k`,
+      NO_COLUMNS,
+    ),
+    remove: declareAnswer(`DELETE FROM ${table} WHERE namespace = $1 AND key = $2`, NO_COLUMNS),
+    commit: declareAnswer('COMMIT', NO_COLUMNS),
+    rollback: declareAnswer('ROLLBACK', NO_COLUMNS),
+    announce: announceKeysSql(schema),
   }
 }

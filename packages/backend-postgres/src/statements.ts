@@ -1,4 +1,5 @@
 import type { KeyRange } from '@agent-state/core'
+import { declareAnswer } from './answer-check.js'
 import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
 
 /**
@@ -10,6 +11,25 @@ import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
 export function changeChannel(schema: string): string {
   return `agent_state:${schema}`.slice(0, 63)
 }
+
+/**
+ * The change hints of the keys `$2` (a `text[]`) of namespace `$1`, in one
+ * statement: the hint batch of concurrent writes (hint-batch.ts) and the
+ * native queue's hints (queue-statements.ts). Its transaction's commit
+ * does not wait for the disk (`synchronous_commit` off, see
+ * {@link buildStatements}: a crash that loses it drops every listen
+ * connection too, whose watches resync).
+ */
+export function announceKeysSql(schema: string): string {
+  return declareAnswer(
+    `SELECT set_config('synchronous_commit', 'off', true), pg_notify('${changeChannel(schema)}', $1 || '/' || k)
+      FROM unnest($2::text[]) k`,
+    HINT_COLUMNS,
+  )
+}
+
+/** The columns of a change hint's answer (`set_config`, `pg_notify`: both void). */
+const HINT_COLUMNS = ['set_config', 'pg_notify']
 
 /**
  * The SQL of every operation, for one schema. Each operation is ONE
@@ -36,6 +56,12 @@ export interface Statements {
    * after the write committed; the writer acknowledges once it committed.
    */
   readonly announce: string
+  /**
+   * The change hints of the keys `$2` (`$1` namespace) in one transaction, as
+   * {@link Statements.announce}: the batch of the writes that committed while
+   * an earlier hint was in flight (hint-batch.ts).
+   */
+  readonly announceKeys: string
   /**
    * A `put` in ONE statement (one round trip): writes the value only if the
    * contract's conditions hold on the row as it is when written (lease
@@ -100,6 +126,11 @@ function base36(expr: string): string {
 export const STATE_COLUMNS =
   'e.row_version, e.version, e.revision, e.writer, e.updated_at, e.size, e.value_crc, e.lease_holder, e.lease_token, e.lease_ttl_ms, e.lease_expires_at, e.fence'
 
+/** The column names of {@link STATE_COLUMNS}, as an answer names them. */
+export const STATE_NAMES = STATE_COLUMNS.split(', ').map((column) => column.slice('e.'.length))
+/** The columns of a read (and of a write's snapshot): the database clock and the state. */
+const READ_NAMES = ['now_ms', ...STATE_NAMES]
+
 /**
  * Milliseconds since the epoch on the database clock. `clock_timestamp()`,
  * not `now()`: `now()` is the start of the transaction, and a statement
@@ -128,6 +159,8 @@ export function buildStatements(schema: string): Statements {
     `SELECT n.now_ms, ${STATE_COLUMNS}${value ? ', e.value' : ''}
      FROM (SELECT ${NOW_MS} AS now_ms) n
      LEFT JOIN ${table} e ON e.namespace = $1 AND e.key = $2`
+  // Every statement is declared with the columns it answers (answer-check.ts).
+  const rowVersion = ['row_version']
   // The lease guard of a fenced write, in the write statement itself, on
   // the database clock: the token must still be the row's and unexpired at
   // the moment the row is written (row_version alone would accept a lease
@@ -155,13 +188,20 @@ export function buildStatements(schema: string): Statements {
   const putCache = new Map<string, string>()
   const deleteCache = new Map<string, string>()
   return {
-    read: read(false),
-    readWithValue: read(true),
-    insert: `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
+    read: declareAnswer(read(false), READ_NAMES),
+    readWithValue: declareAnswer(read(true), [...READ_NAMES, 'value']),
+    insert: declareAnswer(
+      `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
         value_crc, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
       ON CONFLICT (namespace, key) DO NOTHING RETURNING row_version`,
-    announce: `SELECT set_config('synchronous_commit', 'off', true), pg_notify(${channel}, $1 || '/' || $2)`,
+      rowVersion,
+    ),
+    announce: declareAnswer(
+      `SELECT set_config('synchronous_commit', 'off', true), pg_notify(${channel}, $1 || '/' || $2)`,
+      HINT_COLUMNS,
+    ),
+    announceKeys: announceKeysSql(schema),
     put: (shape) => {
       const id = `${shape.fenced}/${shape.ifMatch}/${shape.ifNoneMatch}`
       let text = putCache.get(id)
@@ -182,6 +222,7 @@ export function buildStatements(schema: string): Statements {
       text = `WITH ${snapshot}, written AS (${write} RETURNING t.version, t.updated_at)
         SELECT s.*, w.version AS written_version, w.updated_at AS written_updated_at
         FROM snapshot s LEFT JOIN written w ON true`
+      declareAnswer(text, [...READ_NAMES, 'written_version', 'written_updated_at'])
       putCache.set(id, text)
       return text
     },
@@ -201,21 +242,31 @@ export function buildStatements(schema: string): Statements {
           WHERE ${where} AND t.fence > 0 RETURNING 1)
         SELECT s.*, (SELECT count(*) FROM removed) + (SELECT count(*) FROM emptied) AS written
         FROM snapshot s`
+      declareAnswer(text, [...READ_NAMES, 'written'])
       deleteCache.set(id, text)
       return text
     },
     // Lease steps change no value and announce nothing (the contract promises them no hint).
     writeLease: (fenced) =>
-      `UPDATE ${table} SET lease_holder = $4, lease_token = $5, lease_ttl_ms = $6,
+      declareAnswer(
+        `UPDATE ${table} SET lease_holder = $4, lease_token = $5, lease_ttl_ms = $6,
          lease_expires_at = $7, fence = $8, row_version = ${nextRowVersion}
        WHERE namespace = $1 AND key = $2 AND row_version = $3${guard(fenced, 9)}
        RETURNING row_version`,
+        rowVersion,
+      ),
     scan: (range) =>
-      `SELECT key, version, size, updated_at FROM ${table}
+      declareAnswer(
+        `SELECT key, version, size, updated_at FROM ${table}
        WHERE namespace = $1 AND version IS NOT NULL AND key ${range.inclusive ? '>=' : '>'} $2
        ${range.to === undefined ? '' : 'AND key < $3'}
        ORDER BY key COLLATE "C" LIMIT $${range.to === undefined ? 3 : 4}`,
-    destroy: `WITH d AS (DELETE FROM ${table} WHERE namespace = $1 RETURNING 1)
+        ['key', 'version', 'size', 'updated_at'],
+      ),
+    destroy: declareAnswer(
+      `WITH d AS (DELETE FROM ${table} WHERE namespace = $1 RETURNING 1)
       SELECT pg_notify(${channel}, $1 || '/') FROM (SELECT count(*) FROM d) c`,
+      ['pg_notify'],
+    ),
   }
 }

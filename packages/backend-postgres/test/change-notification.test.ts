@@ -1,5 +1,5 @@
 import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '@agent-state/contract'
-import type { ChangeHint } from '@agent-state/core'
+import type { Backend, ChangeHint } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -160,13 +160,29 @@ async function announced(
   hooks: Omit<PostgresBackendHooks, 'statements'> & { announce: (own: string) => string },
   during: (put: Promise<unknown>, hints: AsyncIterator<ChangeHint>) => Promise<unknown>,
 ) {
+  const { announce, ...rest } = hooks
+  return withWatchedWriter(
+    // A long lock_timeout: one test holds the hint back on an advisory lock.
+    { poolSize: 2, lockTimeoutMs: 30_000 },
+    { ...rest, statements: (own) => ({ ...own, announce: announce(own.announce) }) },
+    (writer, hints) => during(writer.put('jobs/a', new TextEncoder().encode('x')), hints),
+  )
+}
+
+/**
+ * A watcher on `jobs/` (its first resync hint taken) and a writer on the same namespace,
+ * opened with `writerOptions` and `hooks`: what `body` makes of them; both closed after.
+ */
+async function withWatchedWriter<T>(
+  writerOptions: { poolSize: number; lockTimeoutMs?: number },
+  hooks: PostgresBackendHooks,
+  body: (writer: Backend, hints: AsyncIterator<ChangeHint>) => Promise<T>,
+): Promise<T> {
   const namespace = `hint-${Math.random().toString(36).slice(2)}`
   const watcher = await openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, {})
-  const { announce, ...rest } = hooks
   const writer = await openWithHooks(
-    // A long lock_timeout: one test holds the hint back on an advisory lock.
-    { connectionString: server.url, namespace, poolSize: 2, lockTimeoutMs: 30_000 },
-    { ...rest, statements: (own) => ({ ...own, announce: announce(own.announce) }) },
+    { connectionString: server.url, namespace, ...writerOptions },
+    hooks,
   )
   const stop = new AbortController()
   try {
@@ -174,8 +190,7 @@ async function announced(
     if (watch === undefined) throw new Error('the backend has no watch')
     const hints = watch('jobs/', { signal: stop.signal })[Symbol.asyncIterator]()
     expect(await nextHint(hints, 5_000)).toEqual({ kind: 'resync' })
-    const put = writer.put('jobs/a', new TextEncoder().encode('x'))
-    return await during(put, hints)
+    return await body(writer, hints)
   } finally {
     stop.abort()
     await Promise.all([watcher.close(), writer.close()])
@@ -284,4 +299,62 @@ describe('a write is announced after its commit and before its acknowledgement',
       hint: { kind: 'key', key: 'jobs/a' },
     })
   }, 30_000)
+})
+
+/**
+ * 64 concurrent puts of distinct keys from a writer with 4 connections (so most hints are
+ * batched, hint-batch.ts), its batch statement changed by `announceKeys`: whether every put was
+ * acknowledged, and the keys the watcher did not hear of.
+ */
+async function concurrentPuts(
+  hooks: Omit<PostgresBackendHooks, 'statements'> & { announceKeys: (own: string) => string },
+) {
+  const { announceKeys, ...rest } = hooks
+  return withWatchedWriter(
+    { poolSize: 4 },
+    { ...rest, statements: (own) => ({ ...own, announceKeys: announceKeys(own.announceKeys) }) },
+    async (writer, hints) => {
+      const keys = Array.from({ length: 64 }, (_, i) => `jobs/${i}`)
+      const settledAll = await Promise.all(
+        keys.map((key) => settled(writer.put(key, new TextEncoder().encode('x')))),
+      )
+      const unheard = new Set(keys)
+      while (unheard.size > 0) {
+        const hint = await nextHint(hints, HINT_WAIT_MS)
+        if (hint === 'none') break
+        if (hint.kind === 'key') unheard.delete(hint.key)
+      }
+      return {
+        acknowledged: settledAll.filter((s) => s === 'acknowledged').length,
+        unheard: unheard.size,
+      }
+    },
+  )
+}
+
+describe('the change hints of concurrent writes, batched', () => {
+  it('name every key written', async () => {
+    expect(await concurrentPuts({ announceKeys: (own) => own })).toEqual({
+      acknowledged: 64,
+      unheard: 0,
+    })
+  }, 60_000)
+
+  it('mutant: a batch that names only its first key leaves writes unheard', async () => {
+    const result = await concurrentPuts({ announceKeys: (own) => `${own} LIMIT 1` })
+    expect(result.acknowledged).toBe(64)
+    expect(result.unheard).toBeGreaterThan(0)
+  }, 60_000)
+
+  it('a batch that failed is sent again key by key: every write acknowledged and heard', async () => {
+    const fail = (own: string) => own.replace('SELECT ', 'SELECT 1 / 0, ')
+    expect(await concurrentPuts({ announceKeys: fail })).toEqual({ acknowledged: 64, unheard: 0 })
+  }, 60_000)
+
+  it('mutant: a failed batch dropped leaves writes unheard', async () => {
+    const fail = (own: string) => own.replace('SELECT ', 'SELECT 1 / 0, ')
+    const result = await concurrentPuts({ announceKeys: fail, retryAnnounce: false })
+    expect(result.acknowledged).toBe(64)
+    expect(result.unheard).toBeGreaterThan(0)
+  }, 60_000)
 })

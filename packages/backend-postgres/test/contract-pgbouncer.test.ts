@@ -1,22 +1,15 @@
 import { describeBackendContract } from '@agent-state/contract'
 import type { ChangeHint } from '@agent-state/core'
-import { startPgBouncer, startPostgresServer } from '@agent-state/test-services'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createBackendFromUrl } from '../src/index.js'
 import { openWithHooks } from '../src/postgres-backend.js'
-import { APP_PASSWORD, APP_ROLE, createAppRole } from './roles.js'
+import { APP_PASSWORD, APP_ROLE, startAppBehindPgBouncer } from './roles.js'
 
 // The whole contract again, through a real PgBouncer in transaction-pooling
 // mode, as a role that owns only its schema: any session state the backend
 // relied on (SET, named prepared statements, session advisory locks) would
 // land on another server connection and fail here.
-const server = await startPostgresServer()
-await createAppRole(server)
-const bouncer = await startPgBouncer(server, { users: { [APP_ROLE]: APP_PASSWORD }, poolSize: 8 })
-afterAll(async () => {
-  await bouncer.stop()
-  await server.stop()
-})
+const { server, bouncer } = await startAppBehindPgBouncer(8)
 
 // LISTEN is session state, which transaction pooling cannot carry: the watch's listen connection
 // goes to the server directly (listenHost/listenPort), everything else through PgBouncer.

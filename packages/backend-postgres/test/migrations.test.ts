@@ -1,11 +1,26 @@
 import { spawn } from 'node:child_process'
-import { isAgentStateError } from '@agent-state/core'
-import { startPostgresServer } from '@agent-state/test-services'
+import { type Backend, isAgentStateError } from '@agent-state/core'
+import { startPostgresServer, startTcpProxy } from '@agent-state/test-services'
+import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import { MIGRATIONS_TABLE, openPostgresBackend, SCHEMA_VERSION } from '../src/index.js'
+import {
+  buildStatements,
+  MIGRATIONS_TABLE,
+  openPostgresBackend,
+  SCHEMA_VERSION,
+} from '../src/index.js'
+import {
+  createWithHooks,
+  OPEN_RETRIES,
+  openWithHooks,
+  type PostgresBackendHooks,
+} from '../src/postgres-backend.js'
 
 const server = await startPostgresServer()
 afterAll(() => server.stop())
+
+/** The migrations table of a database at {@link SCHEMA_VERSION}: every version, one a line. */
+const EVERY_VERSION = Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1).join('\n')
 
 const CHILD = new URL('./open-child.ts', import.meta.url).pathname
 
@@ -62,11 +77,79 @@ async function concurrentStart(schema: string, mode: string): Promise<string[]> 
   return Promise.all(runs.map((run) => run.output))
 }
 
+/** Whether schema 1's live-key index exists in `schema` (read from the catalog: takes no lock on the table). */
+async function liveIndexes(schema: string): Promise<string> {
+  return server.sql(
+    `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = '${schema}' AND c.relname = 'agent_state_entries_live'`,
+  )
+}
+
+/** Opens `schema` with this release, which migrates it: migration 2 recorded, the live-key index gone. */
+async function openMigrated(schema: string): Promise<Backend> {
+  const backend = await openPostgresBackend({
+    connectionString: server.url,
+    schema,
+    namespace: 'n',
+  })
+  expect(await recorded(schema)).toBe('1\n2')
+  expect(await liveIndexes(schema)).toBe('0\n')
+  return backend
+}
+
+const KEYS = ['a', 'b', 'c/\u{1F600}', 'c/\uFFFF', 'z']
+
+/**
+ * A database as the first release left it (migrated to schema 1 only, as
+ * `target: 1` does): values, a key whose lease was released, and a tombstone
+ * (a leased key deleted: its row kept for the fencing counter, without value).
+ */
+async function schemaOneDatabase(schema: string): Promise<void> {
+  const old = await openWithHooks(
+    { connectionString: server.url, schema, namespace: 'n' },
+    { migration: { target: 1 } },
+  )
+  for (const key of KEYS) await old.put(key, new TextEncoder().encode(key))
+  await old.put('gone', new Uint8Array([9]))
+  const lease = await old.acquireLease('gone', { holder: 'h', ttlMs: 60_000 })
+  await old.delete('gone', { lease })
+  await old.releaseLease(lease)
+  await old.close()
+}
+
+/**
+ * Updates and HOT updates of 20 plain puts (the backend's own statement) of
+ * the existing key `a`, in one transaction rolled back: the transaction's own
+ * counters, so no wait for the statistics of other sessions.
+ */
+async function hotUpdates(schema: string): Promise<{ updated: number; hot: number }> {
+  const client = new pg.Client({ connectionString: server.url })
+  await client.connect()
+  try {
+    const put = buildStatements(schema).put({ fenced: false, ifMatch: false, ifNoneMatch: false })
+    await client.query('BEGIN')
+    for (let i = 0; i < 20; i++) {
+      await client.query(put, ['n', 'a', 'abcdefghABCDEFGH', null, 1, Buffer.from([i]), 0])
+    }
+    const counts = await client.query<{ updated: number; hot: number }>(
+      `SELECT pg_stat_get_xact_tuples_updated(c.oid)::int AS updated,
+              pg_stat_get_xact_tuples_hot_updated(c.oid)::int AS hot
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = $1 AND c.relname = 'agent_state_entries'`,
+      [schema],
+    )
+    await client.query('ROLLBACK')
+    return counts.rows[0] as { updated: number; hot: number }
+  } finally {
+    await client.end()
+  }
+}
+
 describe('migrations', () => {
   it('four processes starting on an empty database at once migrate it exactly once', async () => {
     const outputs = await concurrentStart('concurrent_start', 'slow')
     expect(outputs).toEqual(['ok', 'ok', 'ok', 'ok'])
-    expect(await recorded('concurrent_start')).toBe(String(SCHEMA_VERSION))
+    expect(await recorded('concurrent_start')).toBe(EVERY_VERSION)
   }, 60_000)
 
   it('mutant: without the advisory lock, the same start fails', async () => {
@@ -95,13 +178,13 @@ describe('migrations', () => {
       (caught: unknown) => caught,
     )
     expect(isAgentStateError(error, 'INCOMPATIBLE_SCHEMA')).toBe(true)
-    expect((error as Error).message).toMatch(
-      /schema version 2; this version of @agent-state\/postgres reads up to 1/,
+    expect((error as Error).message).toContain(
+      `schema version ${SCHEMA_VERSION + 1}; this version of @agent-state/postgres reads up to ${SCHEMA_VERSION}`,
     )
     expect(
       await server.sql('SELECT count(*), max(row_version) FROM newer.agent_state_entries'),
     ).toBe(before)
-    expect(await recorded('newer')).toBe(`1\n${SCHEMA_VERSION + 1}`)
+    expect(await recorded('newer')).toBe(`1\n2\n${SCHEMA_VERSION + 1}`)
   }, 60_000)
 
   it('a migration killed halfway is rolled back whole and applied by the next start', async () => {
@@ -121,7 +204,61 @@ describe('migrations', () => {
     await backend.put('after', new Uint8Array([1]))
     expect((await backend.get('after'))?.value).toEqual(new Uint8Array([1]))
     await backend.close()
-    expect(await recorded('half_applied')).toBe(String(SCHEMA_VERSION))
+    expect(await recorded('half_applied')).toBe(EVERY_VERSION)
+  }, 60_000)
+
+  it('a schema-1 database migrates to schema 2: values, byte order and fencing kept, every update HOT', async () => {
+    await schemaOneDatabase('from_one')
+    expect(await recorded('from_one')).toBe('1')
+    expect(await liveIndexes('from_one')).toBe('1\n')
+    const backend = await openMigrated('from_one')
+    try {
+      expect(
+        await server.sql(
+          "SELECT reloptions FROM pg_class WHERE oid = 'from_one.agent_state_entries'::regclass",
+        ),
+      ).toBe('{fillfactor=90}\n')
+      // Byte order from the primary key: U+1F600 (F0 9F…) after U+FFFF (EF BF BF); the tombstone not listed.
+      expect((await backend.list()).entries.map((entry) => entry.key)).toEqual([
+        'a',
+        'b',
+        'c/\uFFFF',
+        'c/\u{1F600}',
+        'z',
+      ])
+      for (const key of KEYS) {
+        expect(new TextDecoder().decode((await backend.get(key))?.value)).toBe(key)
+      }
+      expect(await backend.get('gone')).toBeNull()
+      // The tombstone's fencing counter survived: the next token is above the first lease's.
+      expect((await backend.acquireLease('gone', { holder: 'h2', ttlMs: 60_000 })).token).toBe(2)
+    } finally {
+      await backend.close()
+    }
+    expect(await hotUpdates('from_one')).toEqual({ updated: 20, hot: 20 })
+  }, 60_000)
+
+  it('mutant: on schema 1 (migration 2 not applied) the same puts are never HOT', async () => {
+    await schemaOneDatabase('stays_one')
+    expect(await hotUpdates('stays_one')).toEqual({ updated: 20, hot: 0 })
+  }, 60_000)
+
+  it('migration 2 killed halfway leaves schema 1 whole; the next start applies it', async () => {
+    await schemaOneDatabase('half_two')
+    const run = openInChild('half_two', 'now', 'hang')
+    await run.paused
+    // The index is dropped inside the open transaction: still there for everybody else.
+    expect(await liveIndexes('half_two')).toBe('1\n')
+    run.kill()
+    await run.output
+    expect(await recorded('half_two')).toBe('1')
+    expect(await liveIndexes('half_two')).toBe('1\n')
+    const backend = await openMigrated('half_two')
+    try {
+      expect(new TextDecoder().decode((await backend.get('b'))?.value)).toBe('b')
+    } finally {
+      await backend.close()
+    }
   }, 60_000)
 
   it('a schema with the entries table but no migrations record is refused', async () => {
@@ -139,5 +276,191 @@ describe('migrations', () => {
     expect(
       await server.sql("SELECT to_regclass('foreign_one.agent_state_migrations') IS NULL"),
     ).toBe('t\n')
+  }, 60_000)
+})
+
+/**
+ * The first operation of a backend created through a TCP proxy on an empty
+ * `schema`, whose first migration attempt loses every connection right after
+ * migration 1's DDL (inside the transaction, before anything was recorded):
+ * resolves to the operation's error code (`undefined`: it succeeded) and
+ * the attempts made.
+ */
+async function openCutOnce(
+  schema: string,
+  hooks: PostgresBackendHooks,
+): Promise<{ code: string | undefined; attempts: number; accepted: number }> {
+  const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: server.port } })
+  let attempts = 0
+  let cut = false
+  const backend = createWithHooks(
+    { connectionString: server.url.replace(`:${server.port}/`, `:${proxy.port}/`), schema },
+    {
+      ...hooks,
+      onOpenAttempt: () => {
+        attempts++
+      },
+      migration: {
+        afterMigration: async () => {
+          if (cut) return
+          cut = true
+          proxy.dropAll()
+          // Let the reset reach the client before the transaction's next statement.
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        },
+      },
+    },
+  )
+  try {
+    const code = await backend.put('first', new Uint8Array([1])).then(
+      () => undefined,
+      (error: unknown) => (isAgentStateError(error) ? error.code : String(error)),
+    )
+    return { code, attempts, accepted: proxy.accepted }
+  } finally {
+    await backend.close()
+    await proxy.stop()
+  }
+}
+
+describe('open: the migration step after a lost connection', () => {
+  it('is retried on a fresh connection: the first operation succeeds, migrated once', async () => {
+    const { code, attempts, accepted } = await openCutOnce('cut_once', {})
+    expect(code).toBeUndefined()
+    expect(attempts).toBe(2)
+    // The cut connection was discarded: the retry opened another.
+    expect(accepted).toBeGreaterThanOrEqual(2)
+    expect(await recorded('cut_once')).toBe(EVERY_VERSION)
+    expect(await server.sql('SELECT count(*) FROM cut_once.agent_state_entries')).toBe('1\n')
+  }, 60_000)
+
+  it('mutant: without the retry the first operation fails with UNAVAILABLE, nothing migrated', async () => {
+    const { code, attempts } = await openCutOnce('cut_no_retry', { openRetries: 0 })
+    expect(code).toBe('UNAVAILABLE')
+    expect(attempts).toBe(1)
+    expect(
+      await server.sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'cut_no_retry'"),
+    ).toBe('0\n')
+  }, 60_000)
+
+  it(`gives up after ${OPEN_RETRIES} retries when every attempt loses its connection`, async () => {
+    const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: server.port } })
+    let attempts = 0
+    const error = await openWithHooks(
+      {
+        connectionString: server.url.replace(`:${server.port}/`, `:${proxy.port}/`),
+        schema: 'cut_always',
+      },
+      {
+        onOpenAttempt: () => {
+          attempts++
+        },
+        migration: {
+          afterMigration: async () => {
+            proxy.dropAll()
+            await new Promise((resolve) => setTimeout(resolve, 50))
+          },
+        },
+      },
+    ).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    )
+    await proxy.stop()
+    expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+    expect((error as Error).message).toContain('Could not open the PostgreSQL backend')
+    expect(attempts).toBe(1 + OPEN_RETRIES)
+  }, 60_000)
+})
+
+describe('open: a refusal of the migration step is never retried', () => {
+  /** Opens `schema` as `url`'s role, counting the migration attempts. */
+  async function refusedOpen(
+    url: string,
+    schema: string,
+    hooks: PostgresBackendHooks = {},
+  ): Promise<{ error: unknown; attempts: number }> {
+    let attempts = 0
+    const error = await openWithHooks(
+      { connectionString: url, schema },
+      {
+        ...hooks,
+        onOpenAttempt: () => {
+          attempts++
+        },
+      },
+    ).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    )
+    return { error, attempts }
+  }
+
+  it('INCOMPATIBLE_SCHEMA: one attempt', async () => {
+    const first = await openPostgresBackend({
+      connectionString: server.url,
+      schema: 'refused_newer',
+    })
+    await first.close()
+    await server.sql(
+      `INSERT INTO refused_newer.${MIGRATIONS_TABLE} (version, description) VALUES (${SCHEMA_VERSION + 1}, 'from the future')`,
+    )
+    const { error, attempts } = await refusedOpen(server.url, 'refused_newer')
+    expect(isAgentStateError(error, 'INCOMPATIBLE_SCHEMA')).toBe(true)
+    expect(attempts).toBe(1)
+  }, 60_000)
+
+  // A role without CREATE on the database cannot create the schema (42501).
+  const noCreate = async () => {
+    await server.sql(
+      "DO $$ BEGIN CREATE ROLE agent_state_no_create LOGIN PASSWORD 'no-create'; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+    )
+    return server.urlFor('agent_state_no_create', 'no-create')
+  }
+
+  it('a missing privilege: UNAVAILABLE (42501) after one attempt', async () => {
+    const { error, attempts } = await refusedOpen(await noCreate(), 'refused_privilege')
+    expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+    expect((error as { context?: { sqlState?: string } }).context?.sqlState).toBe('42501')
+    expect(attempts).toBe(1)
+  }, 60_000)
+
+  /** A migration step that throws our own TypeError inside its transaction (a bug). */
+  const buggy = (hooks: PostgresBackendHooks = {}): PostgresBackendHooks => ({
+    ...hooks,
+    migration: {
+      afterMigration: async () => {
+        throw new TypeError("Cannot read properties of undefined (reading 'version')")
+      },
+    },
+  })
+
+  it('a bug inside the migration step: UNAVAILABLE, not retryable, the TypeError its cause, after one attempt', async () => {
+    const { error, attempts } = await refusedOpen(server.url, 'refused_bug', buggy())
+    expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+    expect((error as { retryable?: boolean }).retryable).toBe(false)
+    let cause: unknown = error
+    while (cause instanceof Error && cause.cause !== undefined) cause = cause.cause
+    expect(cause).toBeInstanceOf(TypeError)
+    expect(attempts).toBe(1)
+  }, 60_000)
+
+  it('mutant: a bug taken for a lost connection is retried (1 + OPEN_RETRIES attempts) and reported retryable', async () => {
+    const { error, attempts } = await refusedOpen(
+      server.url,
+      'refused_bug_as_lost',
+      buggy({ errorMapping: { unexpectedAsLost: true } }),
+    )
+    expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+    expect((error as { retryable?: boolean }).retryable).toBe(true)
+    expect(attempts).toBe(1 + OPEN_RETRIES)
+  }, 60_000)
+
+  it('mutant: retrying refusals makes the same open take 1 + OPEN_RETRIES attempts', async () => {
+    const { error, attempts } = await refusedOpen(await noCreate(), 'refused_privilege', {
+      retryRefusals: true,
+    })
+    expect(isAgentStateError(error, 'UNAVAILABLE')).toBe(true)
+    expect(attempts).toBe(1 + OPEN_RETRIES)
   }, 60_000)
 })

@@ -6,42 +6,23 @@
  * stopped between its transaction's two round trips holds the queue's head
  * only as long as the transaction's own `idle_in_transaction_session_timeout`
  * (set with `set_config(…, true)`, so also where no startup parameter can
- * be sent). The runtime's queue suites prove the rest of the path's
- * semantics (packages/runtime/test, `NATIVE_QUEUE_BACKENDS`). Each check has
- * a mutant below: a lock statement that locks nothing, a transaction that
- * sets only its lock timeout.
+ * be sent), and whose operation, its `COMMIT` sent on a connection the
+ * server ended, is `INDETERMINATE`. The runtime's queue suites prove the
+ * rest of the path's semantics (packages/runtime/test,
+ * `NATIVE_QUEUE_BACKENDS`). Each check has a mutant below: a lock statement
+ * that locks nothing, a transaction that sets only its lock timeout, one
+ * whose lost connection after `COMMIT` was sent is reported as not applied.
  */
-import {
-  type Backend,
-  isAgentStateError,
-  type NativeQueue,
-  type NativeQueueKeys,
-} from '@agent-state/core'
-import { startPgBouncer, startPostgresServer } from '@agent-state/test-services'
+import { type Backend, isAgentStateError, type NativeQueue } from '@agent-state/core'
 import pg from 'pg'
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { PostgresBackendOptions } from '../src/options.js'
+import type { PostgresBackendHooks } from '../src/postgres-backend.js'
 import type * as QueueStatementsModule from '../src/queue-statements.js'
-import { APP_PASSWORD, APP_ROLE, createAppRole } from './roles.js'
+import { createQueue, decode, event, KEYS } from './queue-records.js'
+import { APP_PASSWORD, APP_ROLE, startAppBehindPgBouncer } from './roles.js'
 
-const server = await startPostgresServer()
-await createAppRole(server)
-const bouncer = await startPgBouncer(server, { users: { [APP_ROLE]: APP_PASSWORD }, poolSize: 8 })
-afterAll(async () => {
-  await bouncer.stop()
-  await server.stop()
-})
-
-const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
-const decode = (value: Uint8Array | undefined) => JSON.parse(new TextDecoder().decode(value))
-const KEYS: NativeQueueKeys = {
-  head: 'daemons/q/head.json',
-  tail: 'daemons/q/tail.json',
-  eventPrefix: 'daemons/q/events/',
-  eventDigits: 16,
-}
-const event = (n: number) =>
-  `,"eventId":"e${n}","event":${n},"triggeredAt":"2026-12-03T00:00:00.000Z"}`
+const { server, bouncer } = await startAppBehindPgBouncer(8)
 
 type Create = (options: PostgresBackendOptions) => Backend
 let namespaces = 0
@@ -52,23 +33,14 @@ afterEach(async () => {
   vi.resetModules()
 })
 
-/** `createPostgresBackend`, imported afresh (after a mutant's `vi.doMock`). */
-async function importCreate(): Promise<Create> {
-  const { createPostgresBackend } = await import('../src/index.js')
+/** `createPostgresBackend` (with test `hooks`), imported afresh (after a mutant's `vi.doMock`). */
+async function importCreate(hooks: PostgresBackendHooks = {}): Promise<Create> {
+  const { createWithHooks } = await import('../src/postgres-backend.js')
   return (options) => {
-    const backend = createPostgresBackend(options)
+    const backend = createWithHooks(options, hooks)
     opened.push(backend)
     return backend
   }
-}
-
-/** An empty queue's head and tail records, as the runtime creates them. */
-async function createQueue(backend: Backend): Promise<void> {
-  await backend.put(
-    KEYS.head,
-    encode({ format: 'agent-state/daemon-head', head: 0, attempts: 0, iterations: 0, claim: null }),
-  )
-  await backend.put(KEYS.tail, encode({ format: 'agent-state/daemon-tail', next: 0, last: null }))
 }
 
 /**
@@ -241,5 +213,14 @@ describe('postgres native queue mutants', () => {
     }))
     // The check expects B to get the event: here B's lock wait (4 s) runs out first.
     expect(await stalledConsumer(create)).toEqual({ a: 'a', b: { code: 'UNAVAILABLE' } })
+  })
+
+  it('a transaction whose COMMIT was sent, reported as not applied, makes the stopped consumer UNAVAILABLE, which the check sees', async () => {
+    // The check expects INDETERMINATE: A's writes and COMMIT went out on a connection the server
+    // had ended, and A cannot know they did not commit (UNAVAILABLE would invite a second delivery).
+    expect(await stalledConsumer(await importCreate({ queueMayHaveApplied: 'never' }))).toEqual({
+      a: 'UNAVAILABLE',
+      b: { holder: 'b', seq: 0 },
+    })
   })
 })

@@ -1,4 +1,10 @@
-import type { PostgresServer } from '@agent-state/test-services'
+import {
+  type PgBouncer,
+  type PostgresServer,
+  startPgBouncer,
+  startPostgresServer,
+} from '@agent-state/test-services'
+import { afterAll } from 'vitest'
 
 /** The application role of the tests: owns only its schema (the grants the README documents). */
 export const APP_ROLE = 'agent_state_app'
@@ -24,4 +30,22 @@ export async function createAppRole(server: PostgresServer, schema = 'agent_stat
      ALTER ROLE ${APP_ROLE} SET lock_timeout = '1s';
      ALTER ROLE ${APP_ROLE} SET idle_in_transaction_session_timeout = '5s';`,
   )
+}
+
+/**
+ * A private PostgreSQL with the application role, behind a PgBouncer in
+ * transaction-pooling mode of `poolSize` server connections, both stopped
+ * after the calling test file. Call it at a test file's top level.
+ */
+export async function startAppBehindPgBouncer(
+  poolSize: number,
+): Promise<{ server: PostgresServer; bouncer: PgBouncer }> {
+  const server = await startPostgresServer()
+  await createAppRole(server)
+  const bouncer = await startPgBouncer(server, { users: { [APP_ROLE]: APP_PASSWORD }, poolSize })
+  afterAll(async () => {
+    await bouncer.stop()
+    await server.stop()
+  })
+  return { server, bouncer }
 }

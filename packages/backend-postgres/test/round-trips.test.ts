@@ -1,8 +1,8 @@
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import type { Backend } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
-import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
+import { cost as countCost, countQueries } from './query-count.js'
 
 /**
  * Round trips and statements per operation, counted on the client (the
@@ -14,27 +14,13 @@ import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backen
 const server = await startPostgresServer()
 afterAll(() => server.stop())
 
-const counts = { roundTrips: 0, statements: 0 }
-const inFlight = new WeakMap<object, number>()
-const query = pg.Client.prototype.query
-// Every pooled connection is a pg.Client: wrap the prototype's query for this test process only.
-pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
-  const pending = inFlight.get(this) ?? 0
-  counts.statements++
-  if (pending === 0) counts.roundTrips++
-  inFlight.set(this, pending + 1)
-  const settle = () => inFlight.set(this, (inFlight.get(this) ?? 1) - 1)
-  const result = (query as (...a: unknown[]) => unknown).apply(this, args)
-  if (result instanceof Promise) result.then(settle, settle)
-  else settle()
-  return result
-} as typeof query
+const { counts } = countQueries()
 
 let namespaces = 0
-async function open(hooks: PostgresBackendHooks = {}): Promise<Backend> {
+async function open(hooks: PostgresBackendHooks = {}, poolSize = 1): Promise<Backend> {
   namespaces++
   const backend = await openWithHooks(
-    { connectionString: server.url, namespace: `trips-${namespaces}`, poolSize: 1 },
+    { connectionString: server.url, namespace: `trips-${namespaces}`, poolSize },
     hooks,
   )
   await backend.head('warm') // migrations and the first connection stay out of the counts
@@ -42,22 +28,7 @@ async function open(hooks: PostgresBackendHooks = {}): Promise<Backend> {
 }
 
 /** Runs `operation` and returns its round trips and statements, and its error code if it failed. */
-async function cost(
-  operation: () => Promise<unknown>,
-): Promise<{ roundTrips: number; statements: number; code?: string }> {
-  const before = { ...counts }
-  let code: string | undefined
-  try {
-    await operation()
-  } catch (error) {
-    code = isAgentStateError(error) ? error.code : String(error)
-  }
-  return {
-    roundTrips: counts.roundTrips - before.roundTrips,
-    statements: counts.statements - before.statements,
-    ...(code === undefined ? {} : { code }),
-  }
-}
+const cost = (operation: () => Promise<unknown>) => countCost(counts, operation)
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -125,5 +96,31 @@ describe('round trips per operation', () => {
     } finally {
       await backend.close()
     }
+  }, 30_000)
+})
+
+/** Hint statements sent for 64 concurrent puts of distinct keys on a pool of 4 connections. */
+async function hintsOfConcurrentPuts(hooks: PostgresBackendHooks): Promise<number> {
+  const backend = await open(hooks, 4)
+  try {
+    const before = counts.hints
+    await Promise.all(
+      Array.from({ length: 64 }, (_, i) => backend.put(`concurrent/${i}`, bytes('1'))),
+    )
+    return counts.hints - before
+  } finally {
+    await backend.close()
+  }
+}
+
+describe('change hints of concurrent writes', () => {
+  // Batches form whenever a write commits while another's hint is in flight: with 64 writes
+  // queued on 4 connections that is all but the first few (their exact count depends on timing).
+  it('share statements: fewer hint statements than writes', async () => {
+    expect(await hintsOfConcurrentPuts({})).toBeLessThan(64)
+  }, 30_000)
+
+  it('mutant: one hint per write sends 64', async () => {
+    expect(await hintsOfConcurrentPuts({ batchHints: false })).toBe(64)
   }, 30_000)
 })

@@ -2,7 +2,7 @@ import { isAgentStateError } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
 import { afterAll, describe, expect, it } from 'vitest'
 import { mapPostgresError } from '../src/errors.js'
-import { createPostgresBackend } from '../src/index.js'
+import { createPostgresBackend, SCHEMA_VERSION } from '../src/index.js'
 import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
 import { NOW_MS } from '../src/statements.js'
 
@@ -85,7 +85,7 @@ describe('a sync-created backend', () => {
     const backend = createPostgresBackend({ connectionString: server.url, schema: 'lazy' })
     expect(await backend.get('nothing')).toBeNull()
     expect((await server.sql('SELECT max(version) FROM lazy.agent_state_migrations')).trim()).toBe(
-      '1',
+      String(SCHEMA_VERSION),
     )
     await backend.close()
   }, 30_000)
