@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import {
   MAX_KEY_BYTES,
   type RecordCondition,
@@ -9,7 +8,7 @@ import {
 } from '@agent-state/core'
 import { createFsWatcher, FS_CHANGE_NOTIFICATION, type FsWatcher } from './change-notification.js'
 import { fsError } from './errors.js'
-import { fileNameOf } from './key-layout.js'
+import { fileNameOf, pathIn } from './key-layout.js'
 import { type FsLayout, namespaceDirs } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import { type CheckedScan, createRecordListing } from './record-listing.js'
@@ -67,10 +66,10 @@ export function createFsRecordStore(
 
     async read(key: string): Promise<VersionedRecord | null> {
       dirs.ensureReady()
-      const path = join(recordsDir, fileNameOf(key))
+      const path = pathIn(recordsDir, fileNameOf(key))
       try {
-        const file = readRecordFile(path, key)
-        return file === null ? null : { data: file.data, version: file.version }
+        // A RecordFile is a VersionedRecord (its key too): no second object.
+        return readRecordFile(path, key)
       } catch (error) {
         throw fsError(
           error,
@@ -109,7 +108,6 @@ export function createFsRecordStore(
       closed = true
       watcher.close()
       writes.close()
-      dirs.close()
     },
   }
 }

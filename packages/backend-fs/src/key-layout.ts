@@ -26,6 +26,16 @@ export function fileNameOf(key: string): string {
   return `h${createHash('sha256').update(bytes).digest('hex')}`
 }
 
+/**
+ * The path of `name` in `dir`: both come from this package (`dir` an absolute
+ * path `path.join` built once, `name` one flat file name of this module), so
+ * plain concatenation is the same path; `path.join` re-normalizes the whole
+ * string, about 0.5 µs of a 13 µs `get`.
+ */
+export function pathIn(dir: string, name: string): string {
+  return `${dir}/${name}`
+}
+
 /** What a directory entry is: a hex-named record (with its key), a hashed record, a temp file, or foreign. */
 export type NameKind =
   | { readonly kind: 'hex'; readonly key: string }

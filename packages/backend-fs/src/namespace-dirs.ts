@@ -1,7 +1,6 @@
 import {
   closeSync,
   constants,
-  fstatSync,
   fsyncSync,
   lstatSync,
   mkdirSync,
@@ -91,14 +90,10 @@ export interface NamespaceDirs {
   ensureReady(): void
   /** Forgets that the directories exist, so the next `ensureReady` checks and recreates them. */
   invalidate(): void
-  /** fsyncs `records/` after a rename landed in it. */
-  fsyncRecordsDir(): void
   /** Removes temp files left by dead processes (or, unidentifiable, old ones) among `names`. */
   sweepTemps(names: readonly string[]): void
   /** Removes the whole namespace. */
   destroy(): void
-  /** Closes the kept directory descriptor. */
-  close(): void
 }
 
 /** The directory lifecycle of `namespace` under the absolute `root`. */
@@ -110,19 +105,6 @@ export function namespaceDirs(
   const layout = layoutOf(root, namespace)
   const { namespaceDir, recordsDir, locksDir } = layout
   let ready = false
-  /** The records directory, kept open for its fsync after every write. */
-  let recordsDirFd: number | undefined
-
-  function closeRecordsDir(): void {
-    if (recordsDirFd === undefined) return
-    const fd = recordsDirFd
-    recordsDirFd = undefined
-    try {
-      closeSync(fd)
-    } catch {
-      // Nothing to do: the descriptor is gone either way.
-    }
-  }
 
   function sweepTemps(names: readonly string[]): void {
     const now = Date.now()
@@ -177,19 +159,6 @@ export function namespaceDirs(
     invalidate(): void {
       ready = false
     },
-    /**
-     * Through a descriptor kept open (an open and a close less per write). The
-     * descriptor follows the directory, not the path: if another instance's
-     * `destroy` removed the directory and it was recreated, the rename just
-     * landed in the new one. Directories here are only ever removed, never
-     * moved, so a descriptor whose directory still has links is the directory
-     * at that path; a removed one has none, and then the path is opened afresh.
-     */
-    fsyncRecordsDir(): void {
-      if (recordsDirFd !== undefined && fstatSync(recordsDirFd).nlink === 0) closeRecordsDir()
-      recordsDirFd ??= openSync(recordsDir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-      fsyncSync(recordsDirFd)
-    },
     sweepTemps,
     destroy(): void {
       try {
@@ -204,11 +173,7 @@ export function namespaceDirs(
           { path: namespaceDir },
         )
       }
-      closeRecordsDir()
       ready = false
-    },
-    close(): void {
-      closeRecordsDir()
     },
   }
 }

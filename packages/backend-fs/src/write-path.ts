@@ -11,9 +11,9 @@ import {
 } from '@agent-state/core'
 import { newSlotWatch, type SlotWatch, slotBase, slotBusy } from './commit-slot.js'
 import { BUSY, callback, createCommitSteps, type WriteAttempt } from './commit-steps.js'
-import { createDirSync } from './dir-sync.js'
+import { createDirSync, fsyncAfterRename } from './dir-sync.js'
 import { errnoOf, fsError } from './errors.js'
-import { fileNameOf, TEMP_PREFIX } from './key-layout.js'
+import { fileNameOf, pathIn, TEMP_PREFIX } from './key-layout.js'
 import { type NamespaceDirs, ownTemps } from './namespace-dirs.js'
 import type { ResolvedFsOptions } from './options.js'
 import { formatIdentity, ownIdentity } from './process-identity.js'
@@ -56,6 +56,25 @@ export interface WriteHooks {
 const VERSION_PREFIX = randomBytes(8).toString('base64url')
 let versionCounter = 0
 const TEMP_OWNER = `${TEMP_PREFIX}${formatIdentity(ownIdentity)}.`
+
+/**
+ * Hex of pooled CSPRNG bytes for the random part of temp names (6 bytes, 12
+ * characters each): one `randomBytes(6)` per write cost a system call
+ * (OpenSSL's fork check, `getpid`) and a `Buffer#toString` each.
+ */
+let tempPool = ''
+let tempPoolOffset = 0
+
+/** A new temp name of this thread: its owner and 48 random bits (created with `O_EXCL`, as before). */
+function newTempName(): string {
+  if (tempPoolOffset + 12 > tempPool.length) {
+    tempPool = randomBytes(4092).toString('hex')
+    tempPoolOffset = 0
+  }
+  const random = tempPool.slice(tempPoolOffset, tempPoolOffset + 12)
+  tempPoolOffset += 12
+  return `${TEMP_OWNER}${random}`
+}
 
 const DONE: WriteAttempt = { version: '' }
 
@@ -104,10 +123,14 @@ export function createWritePath(
   async function durable(key: string): Promise<void> {
     if (!options.fsync) return
     try {
-      // Always through the shared fsync: concurrent callers reach this point
-      // one after another (each try's sync section runs whole), so only a
-      // fsync on the thread pool lets the next ones' renames join a batch.
-      await dirSync.afterRename()
+      // A lone write (no other write of this instance in flight after one
+      // turn of the event loop, so none can join a batch) fsyncs
+      // synchronously, like the raw client: the trip to the thread pool costs
+      // it about eight system calls and two thread wake-ups. Otherwise
+      // through the shared fsync: concurrent callers reach this point one
+      // after another (each try's sync section runs whole), so only a fsync
+      // on the thread pool lets the next ones' renames join a batch.
+      await fsyncAfterRename(dirSync, () => inFlight)
     } catch (error) {
       throw fsError(error, { operation: 'write a record', mayHaveApplied: true }, { key })
     }
@@ -129,11 +152,11 @@ export function createWritePath(
     watch: SlotWatch,
   ): Promise<WriteAttempt> {
     const name = fileNameOf(key)
-    const path = join(recordsDir, name)
+    const path = pathIn(recordsDir, name)
     const version = `${VERSION_PREFIX}${(versionCounter++).toString(36)}`
     const bytes = encodeRecordFile(key, version, data)
-    const tempName = `${TEMP_OWNER}${randomBytes(6).toString('hex')}`
-    const temp = join(recordsDir, tempName)
+    const tempName = newTempName()
+    const temp = pathIn(recordsDir, tempName)
     /** Whether `temp` may still exist and is ours to remove. */
     let tempOurs = true
     /** Removal of the temp's name or of the slot, started once committed; awaited before resolving. */
@@ -236,7 +259,7 @@ export function createWritePath(
     const name = fileNameOf(key)
     const path = join(recordsDir, name)
     if (removalDir === undefined) {
-      const fresh = `${TEMP_OWNER}${randomBytes(6).toString('hex')}`
+      const fresh = newTempName()
       try {
         mkdirSync(join(recordsDir, fresh), { mode: 0o700 })
       } catch (error) {

@@ -1,15 +1,77 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createDirSync } from '../src/dir-sync.js'
 import { createFsBackend } from '../src/index.js'
-import { exitOf, startChild, tempRoot, untext } from './helpers.js'
+import { exitOf, startChild, tempRoot, text, untext } from './helpers.js'
 
-// Concurrent writes share the records directory's fsync (issue 18). These
-// tests prove the rule that keeps that durable, and that no acknowledged
-// write is lost when the writing process is killed mid-load.
+type DirSyncModule = typeof import('../src/dir-sync.js')
+
+/**
+ * The fs backend with its directory fsyncs counted (through `createDirSync`'s
+ * seam), and `mutate` applied to the dir-sync module it imports.
+ */
+async function countedBackend(mutate: (original: DirSyncModule) => Partial<DirSyncModule>) {
+  const counts = { alone: 0, pooled: 0, pooledWrites: 0 }
+  vi.resetModules()
+  vi.doMock('../src/dir-sync.js', async (importOriginal) => {
+    const original = await importOriginal<DirSyncModule>()
+    return {
+      ...original,
+      ...mutate(original),
+      createDirSync: (dir: string) =>
+        original.createDirSync(dir, (batch, pooled) => {
+          if (!pooled) counts.alone++
+          else {
+            counts.pooled++
+            counts.pooledWrites += batch
+          }
+        }),
+    }
+  })
+  const { createFsBackend: create } = await import('../src/index.js')
+  return { backend: create({ root: tempRoot(), namespace: 'ns' }), counts }
+}
+
+/** A closed loop: 64 callers, each issuing its next put from its own macrotask, 3 puts each. */
+async function closedLoop(backend: { put(key: string, value: Uint8Array): Promise<unknown> }) {
+  await Promise.all(
+    Array.from({ length: 64 }, async (_, caller) => {
+      for (let round = 0; round < 3; round++) {
+        await new Promise((resolve) => setImmediate(resolve))
+        await backend.put(`k${caller}`, text(String(round)))
+      }
+    }),
+  )
+}
+
+/**
+ * The directory fsyncs of one lone put, of 64 puts started at once, and of
+ * {@link closedLoop}, with the dir-sync module mutated by `mutate`.
+ */
+async function fsyncsOf(mutate: (original: DirSyncModule) => Partial<DirSyncModule>) {
+  const { backend, counts } = await countedBackend(mutate)
+  for (let index = 0; index < 64; index++) await backend.put(`k${index}`, text('0'))
+  const measure = async (run: () => Promise<unknown>) => {
+    Object.assign(counts, { alone: 0, pooled: 0, pooledWrites: 0 })
+    await run()
+    return { ...counts }
+  }
+  const lone = await measure(() => backend.put('k0', text('1')))
+  const atOnce = await measure(() =>
+    Promise.all(Array.from({ length: 64 }, (_, index) => backend.put(`k${index}`, text('2')))),
+  )
+  const loop = await measure(() => closedLoop(backend))
+  await backend.close()
+  return { lone, atOnce, loop }
+}
 
 describe('the shared directory fsync', () => {
+  afterEach(() => {
+    vi.doUnmock('../src/dir-sync.js')
+    vi.resetModules()
+  })
+
   it('resolves each waiter only after an fsync that started after it asked', async () => {
     const dir = join(tempRoot(), 'd')
     mkdirSync(dir)
@@ -34,6 +96,39 @@ describe('the shared directory fsync', () => {
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected'])
     expect(sync.idle).toBe(true)
   })
+
+  it('a lone write fsyncs the directory at once; concurrent writes share fsyncs on the pool', async () => {
+    const { lone, atOnce, loop } = await fsyncsOf(() => ({}))
+    expect(lone).toEqual({ alone: 1, pooled: 0, pooledWrites: 0 })
+    // The first of 64 puts started at once runs synchronously up to its fsync; its turn of the
+    // event loop lets the other 63 start, so it joins them.
+    expect(atOnce.alone).toBe(0)
+    expect(atOnce.pooledWrites).toBe(64)
+    expect(atOnce.pooled).toBeLessThan(64)
+    // A closed loop of 64 callers issuing from their own macrotasks: alone only as callers finish.
+    expect(loop.alone).toBeLessThan(20)
+    expect(loop.alone + loop.pooledWrites).toBe(192)
+  }, 60_000)
+
+  it('mutant: fsyncing alone whenever no fsync runs (other writes in flight) stops sharing', async () => {
+    const { atOnce } = await fsyncsOf(() => ({
+      fsyncAfterRename: async (sync) => {
+        if (sync.idle) sync.syncNow()
+        else await sync.afterRename()
+      },
+    }))
+    expect(atOnce.alone).toBeGreaterThan(1)
+  }, 60_000)
+
+  it('mutant: deciding "alone" without a turn of the event loop serializes a closed loop', async () => {
+    const { loop } = await fsyncsOf((original) => ({
+      fsyncAfterRename: async (sync, inFlight) => {
+        if (original.mayFsyncAlone(inFlight(), sync)) sync.syncNow()
+        else await sync.afterRename()
+      },
+    }))
+    expect(loop.alone).toBeGreaterThan(96)
+  }, 60_000)
 
   it('loses no acknowledged write when the writer is SIGKILLed under 64 concurrent writes', async () => {
     const root = tempRoot()
