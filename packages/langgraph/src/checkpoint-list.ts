@@ -1,12 +1,12 @@
-import { AgentStateError, mapLimited } from '@agent-state/core'
+import { AgentStateError } from '@agent-state/core'
 import type { RunnableConfig } from '@langchain/core/runnables'
 import {
   type CheckpointListOptions,
   type CheckpointTuple,
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint'
-import type { StoredMeta } from './checkpoint-record.js'
 import { ahead } from './list-ahead.js'
+import { readAhead, startedNow } from './read-ahead.js'
 import {
   checkpointsNewestFirst,
   type ListedCheckpoint,
@@ -18,9 +18,7 @@ import {
   HolderReads,
   loadTuple,
   type ReaderContext,
-  readMeta,
   startTupleReads,
-  type TupleReads,
 } from './tuple-reader.js'
 
 /** A required string id of `config.configurable`; `INVALID_ARGUMENT` when absent. */
@@ -54,8 +52,11 @@ export function namespaceOf(config: RunnableConfig): string {
 
 /**
  * `list` of the saver: threads and namespaces in key order, checkpoints
- * newest first in each. `before` and `filter` are applied to the metadata
- * records; a body is read only for a checkpoint that is yielded.
+ * newest first in each. The records of the listed checkpoints are read ahead
+ * of the consumer, concurrently (`readAhead`: as many as a limit without a
+ * filter still needs, else up to `concurrency`); `before` and `filter` are
+ * applied to their metadata, and pending writes are read beside the record
+ * (with a filter, only for a match, and with a limit only once it is reached).
  */
 export async function* listCheckpoints(
   ctx: ReaderContext,
@@ -64,6 +65,7 @@ export async function* listCheckpoints(
 ): AsyncGenerator<CheckpointTuple> {
   const { before, filter } = options ?? {}
   let remaining = options?.limit
+  if (remaining !== undefined && remaining <= 0) return
   const beforeId = before === undefined ? '' : getCheckpointId(before)
   const onlyId = getCheckpointId(config)
   const threadIds =
@@ -73,7 +75,7 @@ export async function* listCheckpoints(
           ctx.layout.threadIdOf(prefix),
         )
   const filtering = filter !== undefined && Object.keys(filter).length > 0
-  const epochs = new EpochCache(ctx.backend, ctx.layout)
+  const epochs = new EpochCache(ctx.backend, ctx.layout, ctx.knownEpochs)
   const holders = new HolderReads(ctx.backend)
   for (const threadId of threadIds) {
     if (ctx.owned) epochs.prefetch(threadId)
@@ -102,55 +104,33 @@ export async function* listCheckpoints(
             ? rootPages.pages
             : pagesOf(ns)
       for await (const page of pages) {
-        const listedCandidates = page.filter(
+        const candidates = page.filter(
           (listed) => listed.hasMeta && (beforeId === '' || listed.id < beforeId),
         )
         // Without a filter, a limit needs `remaining` records (more only if some are
-        // uncommitted): each record holds a body, so read no more than that at once.
-        for (let start = 0; start < listedCandidates.length; ) {
-          const size =
-            remaining !== undefined && !filtering ? Math.max(remaining, 1) : listedCandidates.length
-          const candidates = listedCandidates.slice(start, start + size)
-          start += size
-          // Without a filter, the first `remaining` candidates are the tuples asked
-          // for (unless uncommitted): their body and writes are read beside their
-          // metadata, not after it. With a filter, only for the metadata that matches.
-          const speculate = remaining !== undefined && !filtering
-          const reads = candidates.map((listed, i): TupleReads | undefined =>
-            speculate && i < (remaining ?? 0)
-              ? startTupleReads(ctx, threadId, ns, listed.id, epochs, listed)
-              : undefined,
-          )
-          const metas = await mapLimited(candidates, ctx.concurrency, (listed) =>
-            readMeta(ctx.backend, listed.keys.meta),
-          )
-          const chosen: Array<{
-            meta: StoredMeta
-            listed: ListedCheckpoint
-            reads: TupleReads | undefined
-          }> = []
-          for (const [i, meta] of metas.entries()) {
-            if (meta === null) continue
-            holders.seed((candidates[i] as ListedCheckpoint).keys.meta, meta)
-            if (!(await epochs.committed(threadId, meta.header.o))) continue
-            if (filtering && filter !== undefined) {
-              const metadata = await ctx.serde.loadsTyped(meta.header.mt, meta.payload)
-              if (!metadataMatches(metadata, filter)) continue
-            }
-            const listed = candidates[i] as ListedCheckpoint
-            chosen.push({
-              meta,
-              listed,
-              reads:
-                reads[i] ??
-                (remaining === undefined
-                  ? undefined
-                  : startTupleReads(ctx, threadId, ns, listed.id, epochs, listed)),
-            })
+        // uncommitted): each holds a body, so no more than that is read ahead. Otherwise
+        // up to `concurrency` records are read ahead of the consumer.
+        const window = () => (remaining !== undefined && !filtering ? remaining : ctx.concurrency)
+        // The first window's records in one read (one statement on PostgreSQL instead of one
+        // per record); the read-ahead then finds them, and reads any later one on its own.
+        holders.prefetch(
+          candidates.slice(0, window()).map((listed) => listed.keys.meta),
+          ctx.concurrency,
+        )
+        const judged = readAhead(candidates, window, async (listed) => {
+          // Without a filter every committed candidate is yielded: its pending writes
+          // (and a format-1 body) are read beside its record, not after it.
+          const reads = filtering
+            ? undefined
+            : startTupleReads(ctx, threadId, ns, listed.id, epochs, listed)
+          // Through `holders`: a record another checkpoint's inherited value needs is read once.
+          const meta = await holders.read(listed.keys.meta)
+          if (meta === null || !(await epochs.committed(threadId, meta.header.o))) return undefined
+          if (filtering && filter !== undefined) {
+            const metadata = await ctx.serde.loadsTyped(meta.header.mt, meta.payload)
+            if (!metadataMatches(metadata, filter)) return undefined
           }
-          // With a limit the caller asked for these tuples, so they load together;
-          // without one, one at a time, so a consumer that stops early read no extra body.
-          const load = ({ meta, listed, reads }: (typeof chosen)[number]) =>
+          const load = () =>
             loadTuple(
               ctx,
               threadId,
@@ -160,19 +140,17 @@ export async function* listCheckpoints(
               reads ?? startTupleReads(ctx, threadId, ns, listed.id, epochs, listed),
               holders,
             )
-          const batch =
-            remaining === undefined
-              ? chosen.map((one) => () => load(one))
-              : (await Promise.all(chosen.slice(0, remaining).map(load))).map(
-                  (tuple) => () => tuple,
-                )
-          for (const next of batch) {
-            if (remaining !== undefined && remaining <= 0) return
-            const tuple = await next()
-            if (tuple === undefined) continue
-            if (remaining !== undefined) remaining -= 1
-            yield tuple
-          }
+          // A match without a limit is yielded unless the consumer stops: loaded in the
+          // window. With a limit, a match is loaded when reached, so none that the limit
+          // excludes has its writes read.
+          return reads !== undefined || remaining === undefined ? startedNow(load) : load
+        })
+        for await (const next of judged) {
+          if (next === undefined) continue
+          const tuple = await next()
+          if (tuple === undefined) continue
+          if (remaining !== undefined) remaining -= 1
+          yield tuple
           if (remaining !== undefined && remaining <= 0) return
         }
       }

@@ -1,4 +1,5 @@
 import { AgentStateError } from '@agent-state/core'
+import { BoundedCache } from './bounded-cache.js'
 import type { KeyLayout } from './key-layout.js'
 import type { PendingRecord } from './limits.js'
 import { decodeRecord, encodeRecord } from './record-codec.js'
@@ -103,30 +104,7 @@ export function sourcesOf(stored: StoredMeta): ChannelSources {
  * deleted holder falls back to the `v/` key). It spares `put` the read of
  * its parent: a graph's next checkpoint names the one it just wrote or loaded.
  */
-export class SourceCache {
-  private readonly entries = new Map<string, ChannelSources>()
-  constructor(private readonly capacity = 1024) {}
-
-  /** The sources of the checkpoint at `key`, if known. */
-  get(key: string): ChannelSources | undefined {
-    return this.entries.get(key)
-  }
-
-  /** Remembers `sources`, dropping the oldest entry beyond the capacity. */
-  set(key: string, sources: ChannelSources): void {
-    this.entries.delete(key)
-    this.entries.set(key, sources)
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value
-      if (oldest !== undefined) this.entries.delete(oldest)
-    }
-  }
-
-  /** Forgets every checkpoint under `prefix` (a deleted thread's ids may be written again). */
-  forget(prefix: string): void {
-    for (const key of [...this.entries.keys()]) if (key.startsWith(prefix)) this.entries.delete(key)
-  }
-}
+export class SourceCache extends BoundedCache<ChannelSources> {}
 
 /**
  * The channel values that kept format-2 checkpoints inherit from records

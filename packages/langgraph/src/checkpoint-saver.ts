@@ -23,6 +23,7 @@ import { SourceCache } from './checkpoint-record.js'
 import { KeyLayout } from './key-layout.js'
 import { assertFits } from './limits.js'
 import { listKeys } from './list-keys.js'
+import { NewestCheckpoints } from './newest-checkpoints.js'
 import {
   type CheckpointSaverOptions,
   checkpointSaverOptionsSchema,
@@ -60,6 +61,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   private readonly keepLast: number | undefined
   private readonly ownership: ThreadOwnership | undefined
   private readonly reader: ReaderContext
+  private readonly newest = new NewestCheckpoints()
 
   /** Use {@link createCheckpointSaver}. */
   constructor(options: ResolvedCheckpointSaverOptions) {
@@ -83,6 +85,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       serde: this.serde,
       concurrency: this.concurrency,
       owned: this.ownership !== undefined,
+      knownEpochs: (threadId) => this.ownership?.knownEpochs(threadId),
       sources: new SourceCache(),
       nextVersion: (current) => this.getNextVersion(current),
     }
@@ -108,7 +111,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (threadId === undefined) return undefined
     if (typeof threadId !== 'string') required(config, 'thread_id', 'getTuple')
     const ns = namespaceOf(config)
-    const epochs = new EpochCache(this.backend, this.layout)
+    const epochs = new EpochCache(this.backend, this.layout, this.reader.knownEpochs)
     if (this.ownership !== undefined) epochs.prefetch(threadId)
     const checkpointId = getCheckpointId(config)
     const holders = new HolderReads(this.backend)
@@ -123,15 +126,26 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       return loadTuple(this.reader, threadId, ns, meta, epochs, reads, holders)
     }
     // One listing names the newest checkpoints' records (pending writes included);
-    // the newest one's record and writes are then read together.
+    // the newest one's record and writes are then read together. The record of the
+    // newest checkpoint this saver knows of is read beside the listing: when the
+    // listing confirms it, the record is there (through `holders`, read once).
+    const namespace = this.layout.checkpointsPrefix(threadId, ns)
+    const guess = this.newest.get(namespace)
+    if (guess !== undefined) {
+      // Awaited, with its error, if the listing names it; a wrong guess is dropped.
+      holders.read(this.layout.checkpoint(threadId, ns, guess).meta).catch(() => {})
+    }
     for await (const page of checkpointsNewestFirst(this.reader, threadId, ns, 16)) {
       for (const listed of page) {
         if (!listed.hasMeta) continue
         const reads = startTupleReads(this.reader, threadId, ns, listed.id, epochs, listed)
-        const meta = await readMeta(this.backend, listed.keys.meta)
+        const meta = await holders.read(listed.keys.meta)
         if (meta === null || !(await epochs.committed(threadId, meta.header.o))) continue
         const tuple = await loadTuple(this.reader, threadId, ns, meta, epochs, reads, holders)
-        if (tuple !== undefined) return tuple
+        if (tuple !== undefined) {
+          this.newest.set(namespace, listed.id)
+          return tuple
+        }
       }
     }
     return undefined
@@ -175,6 +189,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       return [record.key]
     })
     this.reader.sources.set(this.layout.checkpoint(threadId, ns, built.id).meta, built.sources)
+    this.newest.set(this.layout.checkpointsPrefix(threadId, ns), built.id)
     if (this.keepLast !== undefined)
       await this.prune(threadId, { keepLast: this.keepLast, checkpointNs: ns })
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: built.id } }
@@ -285,6 +300,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const keys = await listKeys(this.backend, this.layout.thread(threadId))
     await mapLimited(keys, this.concurrency, (key) => this.backend.delete(key))
     this.reader.sources.forget(this.layout.thread(threadId))
+    this.newest.forget(this.layout.thread(threadId))
     if (this.ownership !== undefined) await this.ownership.release(threadId).catch(() => false)
   }
 

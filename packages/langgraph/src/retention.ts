@@ -1,9 +1,10 @@
 import { mapLimited } from '@agent-state/core'
 import { type StoredMeta, spilledValues } from './checkpoint-record.js'
 import { listKeys } from './list-keys.js'
+import { readMany } from './read-many.js'
 import { decodeRecord } from './record-codec.js'
 import { isBodyHeader, isWriteHeader } from './records.js'
-import { EpochCache, type ReaderContext, readMeta } from './tuple-reader.js'
+import { EpochCache, type ReaderContext, readMetas } from './tuple-reader.js'
 
 /** What one `prune` removed. */
 export interface PruneResult {
@@ -54,12 +55,15 @@ async function uncommittedWrites(
   keys: readonly string[],
   epochs: EpochCache,
 ): Promise<string[]> {
-  const stale = await mapLimited(keys, ctx.concurrency, async (key) => {
-    const stored = await ctx.backend.get(key)
-    if (stored === null) return undefined
-    const record = decodeRecord(stored.value, key, isWriteHeader)
-    return (await epochs.committed(threadId, record.header.o)) ? undefined : key
-  })
+  const records = await readMany(ctx.backend, keys, ctx.concurrency)
+  const stale = await Promise.all(
+    records.map(async (stored, i) => {
+      const key = keys[i] as string
+      if (stored === null) return undefined
+      const record = decodeRecord(stored.value, key, isWriteHeader)
+      return (await epochs.committed(threadId, record.header.o)) ? undefined : key
+    }),
+  )
   return stale.filter((key): key is string => key !== undefined)
 }
 
@@ -85,8 +89,10 @@ export async function pruneNamespace(
   const groupOf = (key: string): string => key.slice(0, key.indexOf('/', prefix.length) + 1)
   const groups = [...new Set(keys.map(groupOf))]
   const ids = groups.map((group) => ctx.layout.checkpointIdOf(prefix, group))
-  const metas = await mapLimited(groups, ctx.concurrency, (group) =>
-    readMeta(ctx.backend, `${group}m`),
+  const metas = await readMetas(
+    ctx.backend,
+    groups.map((group) => `${group}m`),
+    ctx.concurrency,
   )
   const committed = new Map<string, StoredMeta>()
   for (const meta of metas) {

@@ -112,7 +112,7 @@ export class ThreadOwnership {
   async begin(threadId: string): Promise<OwnerStamp> {
     let state = this.owned.get(threadId)
     if (state === undefined) state = await this.acquire(threadId)
-    else if (performance.now() - state.since > this.ttlMs / 2) {
+    else if (!this.surelyLive(state)) {
       try {
         state.lease = await this.backend.renewLease(state.lease)
         state.since = performance.now()
@@ -242,6 +242,28 @@ export class ThreadOwnership {
         throw staleWriter(threadId, stamp[0], error)
       }
     }
+  }
+
+  /**
+   * The epochs this saver last wrote to the thread's head, live lease or not
+   * (`undefined` once it lost, released or deleted the thread). The head's
+   * epochs only grow: every head write keeps every epoch's sequence number
+   * (acquire and resume copy them, commit raises one) and fencing tokens are
+   * never reused, so a record these epochs commit is committed by the head
+   * whoever wrote it since. A record they do not commit (another writer's,
+   * one of this saver's still in flight) needs the head (`EpochCache`).
+   */
+  knownEpochs(threadId: string): Epochs | undefined {
+    return this.owned.get(threadId)?.epochs
+  }
+
+  /**
+   * Whether the lease of `state` cannot have expired yet: less than half its
+   * time since it was acquired or renewed (local monotonic clock, measured
+   * from after the server answered); past that, a write renews it first.
+   */
+  private surelyLive(state: Owned): boolean {
+    return performance.now() - state.since <= this.ttlMs / 2
   }
 
   /** The lease held on the thread, if this saver owns it. */

@@ -1,8 +1,7 @@
 import type { Backend } from '@agent-state/core'
-import { mapLimited } from '@agent-state/core'
 import type { StoredMeta } from './checkpoint-record.js'
 import type { CheckpointKeys } from './key-layout.js'
-import { type ReaderContext, readMeta } from './tuple-reader.js'
+import { type ReaderContext, readMetas } from './tuple-reader.js'
 
 /** Every direct child group (`<prefix><segment>/`) under `prefix`, all pages. */
 export async function listChildren(backend: Backend, prefix: string): Promise<string[]> {
@@ -39,9 +38,8 @@ export async function* metaPagesNewestFirst(
         ? { prefix, delimiter: '/', limit }
         : { prefix, delimiter: '/', limit, cursor },
     )
-    const metas = await mapLimited(page.prefixes ?? [], ctx.concurrency, (child) =>
-      readMeta(ctx.backend, `${child}m`),
-    )
+    const keys = (page.prefixes ?? []).map((child) => `${child}m`)
+    const metas = await readMetas(ctx.backend, keys, ctx.concurrency)
     yield metas.filter((meta): meta is StoredMeta => meta !== null)
     cursor = page.cursor
   } while (cursor !== undefined)

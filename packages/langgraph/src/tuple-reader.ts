@@ -18,6 +18,7 @@ import {
 } from './checkpoint-record.js'
 import type { KeyLayout } from './key-layout.js'
 import { listKeys } from './list-keys.js'
+import { readMany } from './read-many.js'
 import { decodeRecord } from './record-codec.js'
 import {
   type BodyHeader,
@@ -37,29 +38,43 @@ export interface ReaderContext {
   readonly concurrency: number
   /** The saver has thread ownership: its records are stamped, so reads need the thread's epochs. */
   readonly owned: boolean
+  /** The epochs this saver last wrote to a thread's head (`ThreadOwnership.knownEpochs`). */
+  readonly knownEpochs: (threadId: string) => Epochs | undefined
   /** Channel sources of checkpoints read or written, for `put` (filled by every load). */
   readonly sources: SourceCache
   nextVersion(current: number | undefined): number
 }
 
-/** Reads each thread's epochs at most once per call, and only when a stamped record needs them. */
+/**
+ * Judges owner stamps: by the epochs this saver last wrote to the thread's
+ * head when they commit the stamp (the head's epochs only grow, see
+ * `ThreadOwnership.knownEpochs`), else by the head, read at most once per call.
+ * An owner's reads of its own records so read no head, however long ago its
+ * lease was taken or renewed; a record of a writer that took the thread over
+ * (a token the owner's epochs do not know) sends it to the head.
+ */
 export class EpochCache {
   private readonly cache = new Map<string, Promise<Epochs>>()
+  /** `known`: the epochs this saver last wrote to a thread's head (`ThreadOwnership.knownEpochs`). */
   constructor(
     private readonly backend: Backend,
     private readonly layout: KeyLayout,
+    private readonly known: (threadId: string) => Epochs | undefined = () => undefined,
   ) {}
 
   async committed(threadId: string, stamp: MetaHeader['o']): Promise<boolean> {
     if (stamp === undefined) return true
+    if (isCommitted(stamp, this.known(threadId))) return true
     return isCommitted(stamp, await this.read(threadId))
   }
 
   /**
-   * Starts reading the thread's epochs now, beside the reads that follow (a
-   * saver with ownership stamps every record, so it will need them).
+   * Starts reading the thread's head now, beside the reads that follow, for a
+   * saver with ownership that has no epochs of its own for the thread (its
+   * records are stamped, so it will need the head's).
    */
   prefetch(threadId: string): void {
+    if (this.known(threadId) !== undefined) return
     this.read(threadId).catch(() => {}) // awaited, with its error, by `committed`
   }
 
@@ -79,18 +94,52 @@ export async function readMeta(backend: Backend, key: string): Promise<StoredMet
   return stored === null ? null : decodeCheckpointRecord(stored.value, key)
 }
 
+/** The checkpoint records at metadata keys `keys`, read together (`readMany`), in their order. */
+export async function readMetas(
+  backend: Backend,
+  keys: readonly string[],
+  concurrency: number,
+): Promise<(StoredMeta | null)[]> {
+  const stored = await readMany(backend, keys, concurrency)
+  return stored.map((entry, i) =>
+    entry === null ? null : decodeCheckpointRecord(entry.value, keys[i] as string),
+  )
+}
+
 /**
- * The records of the checkpoints holding inherited channel values, each read
- * at most once per call (many checkpoints of a chain name the same holder);
- * records the call already read are seeded, not read again.
+ * The checkpoint records one call reads, each read at most once: those of
+ * the checkpoints it loads and those holding inherited channel values (many
+ * checkpoints of a chain name the same holder, often one the call also loads).
  */
 export class HolderReads {
   private readonly records = new Map<string, Promise<StoredMeta | null>>()
   constructor(private readonly backend: Backend) {}
 
-  /** Records a record this call already read. */
-  seed(key: string, meta: StoredMeta): void {
-    this.records.set(key, Promise.resolve(meta))
+  /**
+   * Starts reading the records at `keys` that no read asked for yet, together
+   * (one native `getMany`: one statement on PostgreSQL), so the `read`s that
+   * follow find them. Only on a backend with a native `getMany`: elsewhere a
+   * shared read would make each record wait for the slowest of the batch,
+   * where the reads one by one are as concurrent and each ready on its own.
+   * Should the shared read fail, each of its keys is read again on its own,
+   * so an error (a corrupt record) surfaces only at its own key.
+   */
+  prefetch(keys: readonly string[], concurrency: number): void {
+    if (typeof this.backend.getMany !== 'function') return
+    const fresh = [...new Set(keys)].filter((key) => !this.records.has(key))
+    if (fresh.length < 2) return
+    const batch = readMany(this.backend, fresh, concurrency)
+    for (const [i, key] of fresh.entries()) {
+      const record = batch.then(
+        (entries) => {
+          const stored = entries[i] ?? null
+          return stored === null ? null : decodeCheckpointRecord(stored.value, key)
+        },
+        () => readMeta(this.backend, key),
+      )
+      record.catch(() => {}) // awaited, with its error, by `read` of its key
+      this.records.set(key, record)
+    }
   }
 
   /** The record at `key` (read once), or `null`. */
@@ -130,10 +179,9 @@ async function readWrites(
   epochs: EpochCache,
 ): Promise<CheckpointPendingWrite[]> {
   const keys = typeof writes === 'string' ? await listKeys(ctx.backend, writes) : writes
-  const records = await mapLimited(keys, ctx.concurrency, async (key) => {
-    const stored = await ctx.backend.get(key)
-    return stored === null ? null : decodeRecord(stored.value, key, isWriteHeader)
-  })
+  const records = (await readMany(ctx.backend, keys, ctx.concurrency)).map((stored, i) =>
+    stored === null ? null : decodeRecord(stored.value, keys[i] as string, isWriteHeader),
+  )
   // One write per (task, idx): a regular write keeps the first owner's (INSERT OR IGNORE),
   // a special one (error, interrupt, ...) the last owner's, as LangGraph's own savers do.
   const chosen = new Map<string, { header: WriteHeader; payload: Uint8Array }>()

@@ -3,19 +3,40 @@ import type { RunnableConfig } from '@langchain/core/runnables'
 import { type Checkpoint, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint'
 import type { AgentStateSaver } from '../src/index.js'
 
-/** The real backend, with every key passed to `get` recorded (no behaviour changed). */
-export function recordingGets(backend: Backend): { backend: Backend; gets: string[] } {
-  const gets: string[] = []
-  const wrapped = new Proxy(backend, {
+/** A wrapper of one backend method: gets the call's arguments and the real call. */
+export type AroundCall = (args: unknown[], call: () => Promise<unknown>) => Promise<unknown>
+
+/** `backend` with every call of the methods in `around` passed through its wrapper; the rest unchanged. */
+export function wrapCalls(
+  backend: Backend,
+  around: Partial<Record<'get' | 'getMany' | 'list', AroundCall>>,
+): Backend {
+  return new Proxy(backend, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver)
-      if (property === 'get') {
-        return (key: string) => {
-          gets.push(key)
-          return target.get(key)
-        }
-      }
-      return typeof value === 'function' ? value.bind(target) : value
+      if (typeof value !== 'function') return value
+      const wrapper = around[property as 'get' | 'getMany' | 'list']
+      const method = (value as (...args: unknown[]) => Promise<unknown>).bind(target)
+      if (wrapper === undefined) return method
+      return (...args: unknown[]) => wrapper(args, () => method(...args))
+    },
+  })
+}
+
+/**
+ * The real backend, with every key passed to `get` recorded, and each key of a native
+ * `getMany` (PostgreSQL's) in its order (no behaviour changed).
+ */
+export function recordingGets(backend: Backend): { backend: Backend; gets: string[] } {
+  const gets: string[] = []
+  const wrapped = wrapCalls(backend, {
+    get: (args, call) => {
+      gets.push(args[0] as string)
+      return call()
+    },
+    getMany: (args, call) => {
+      gets.push(...(args[0] as string[]))
+      return call()
     },
   })
   return { backend: wrapped, gets }
