@@ -19,9 +19,13 @@ export const IDLE_BACKENDS = ['memory', 'fs', 'sqlite', 'redis']
 /** The reproduction's worker lease and idle time (issue: 1000 ms, idle 1.5 s). */
 export const REPRO_TTL_MS = 1000
 export const REPRO_IDLE_MS = 1500
-/** The other idle scenarios only need the lease to lapse: a shorter one keeps them cheap. */
-const TTL_MS = 400
-const IDLE_MS = 600
+/**
+ * The other idle scenarios only need the lease to lapse, after their own steps ran inside it:
+ * 1500 ms, not 400 (a clean run at load 20-28 took longer than 400 ms from the spawn to the ack
+ * on fs and SQLite, so the ack took another path and the injected failure hit the next claim).
+ */
+const TTL_MS = 1500
+const IDLE_MS = 1700
 
 async function storedApp(rt: Runtime, backend: Backend, daemonId: string): Promise<unknown> {
   return ((await rt.inspectWorker(backend, daemonId)).state as { app: unknown }).app

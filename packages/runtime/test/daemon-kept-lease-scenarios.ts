@@ -200,7 +200,8 @@ export async function daemonTriggerMany(rt: Runtime, fixture: BackendFixture) {
 
 /**
  * A takeover while the daemon holds a kept delivery: daemon `a` (worker
- * lease 400 ms, visibility timeout 20 s) acknowledges event 0, which keeps
+ * lease 1500 ms, so its spawn, trigger, claim and ack fit in it on a loaded
+ * host; visibility timeout 20 s) acknowledges event 0, which keeps
  * the lease with event 1 claimed, and idles past its worker lease; `b`
  * recovers the daemon. `a`'s `next()` is `LEASE_LOST` and gives the kept
  * event back uncounted, so `b`'s `next()` gets it at once (no wait for the
@@ -210,14 +211,14 @@ export async function takeoverWithKept(rt: Runtime, fixture: BackendFixture) {
   const idle = await rt.spawnDaemon(fixture.create(), {
     daemonId: 'taken-kept',
     holder: 'a',
-    leaseTtlMs: 400,
+    leaseTtlMs: 1500,
     visibilityTimeoutMs: 20_000,
   })
   await idle.triggerMany([{ n: 0 }, { n: 1 }])
   const first = await idle.next()
   if (first === null) throw new Error('queue empty')
   await idle.ack(first)
-  await sleep(600)
+  await sleep(1700)
   const owner = await rt.resumeDaemon(fixture.create(), 'taken-kept', {
     holder: 'b',
     recoverRunning: true,

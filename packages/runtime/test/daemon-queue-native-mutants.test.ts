@@ -19,7 +19,9 @@ import { withScriptMutant } from '../../backend-redis/test/script-mutant.js'
 import type * as SqliteQueueSteps from '../../backend-sqlite/src/queue-steps.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
 import {
+  anyFieldOrder,
   capacityExact,
+  damagedRecordsRefused,
   gainedCapability,
   tokenPerClaim,
   withoutNativeQueue,
@@ -43,7 +45,7 @@ describe('native queue script mutants on redis', () => {
     const outcome = await withScriptMutant(
       {
         script: QUEUE_APPEND,
-        from: 'local stored = math.min(tonumber(ARGV[2]) - (nxt - tonumber(head.head)), k)',
+        from: 'local stored = math.min(tonumber(ARGV[2]) - (nxt - at), k)',
         to: 'local stored = k',
       },
       () => capacityExact(createNative, fixture),
@@ -64,6 +66,49 @@ describe('native queue script mutants on redis', () => {
     // The check expects the second token to be larger.
     expect(outcome.second).toBe(outcome.first)
     expect(outcome.attempts).toEqual([1, 2])
+  })
+  it('an append that trusts a record by its start alone takes a cut tail, which the check sees', async () => {
+    const outcome = await withScriptMutant(
+      {
+        script: QUEUE_APPEND,
+        from: 'if n and string.byte(raw, -1) == 125 then return tonumber(n) end',
+        to: 'if n then return tonumber(n) end',
+      },
+      () => damagedRecordsRefused(createNative, fixture),
+    )
+    // The check expects QUEUE_CORRUPT and the cut tail left as it was.
+    expect(outcome).toMatchObject({ trigger: 'resolved', claim: 'resolved', tailUnchanged: false })
+  })
+
+  it('an append that only reads the usual field order refuses a reordered head, which the check sees', async () => {
+    const outcome = await withScriptMutant(
+      {
+        script: QUEUE_APPEND,
+        from: '  local t = decoded(raw)\n  if not t then return nil end',
+        to: '  if true then return nil end',
+      },
+      () => anyFieldOrder(createNative, fixture),
+    )
+    // The check expects the third event stored and 0, 1, 2 delivered.
+    expect(outcome).toMatchObject({ stored: 'QUEUE_CORRUPT', full: 'QUEUE_CORRUPT' })
+  })
+
+  it('a claim that only reads the usual field order refuses a reordered event, which the check sees', async () => {
+    const outcome = await withScriptMutant(
+      { script: QUEUE_CLAIM, from: '  local e = decoded(raw)', to: '  local e = nil' },
+      () => anyFieldOrder(createNative, fixture),
+    )
+    // The check expects event 0 delivered and the queue drained.
+    expect(outcome).toMatchObject({ seen: [], drained: 'QUEUE_CORRUPT' })
+  })
+
+  it("a claim that does not check the event's sequence number delivers a misplaced record, which the check sees", async () => {
+    const outcome = await withScriptMutant(
+      { script: QUEUE_CLAIM, from: `"seq":' .. num(seq) .. ',"eventId":'`, to: `"seq":'` },
+      () => damagedRecordsRefused(createNative, fixture),
+    )
+    // The check expects QUEUE_CORRUPT for the event of sequence 1 at sequence 0's key.
+    expect(outcome.misplaced).toBe('resolved')
   })
 })
 

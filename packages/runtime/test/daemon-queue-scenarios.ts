@@ -6,7 +6,7 @@
  */
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import type * as runtime from '../src/index.js'
-import { daemonHeadKey, daemonTailKey } from '../src/internal.js'
+import { daemonEventKey, daemonHeadKey, daemonTailKey } from '../src/internal.js'
 import type { BackendFixture } from './backends.js'
 import { codeOf } from './error-code.js'
 import { claimEventually, sleep } from './queue-helpers.js'
@@ -145,8 +145,10 @@ export async function keptLeaseChain(rt: Runtime, fixture: BackendFixture) {
 export async function staleTokenSameHolder(rt: Runtime, fixture: BackendFixture) {
   const queue = await rt.createDaemonQueue(fixture.create(), 'fenced')
   await queue.triggerMany([{ n: 0 }, { n: 1 }, { n: 2 }])
-  const stale = await claimEventually(queue, { holder: 'same', visibilityTimeoutMs: 400 })
-  await sleep(600)
+  // 1500 ms, not less: the claim's own fenced write must land inside it, and an S3 write on a
+  // loaded CI host took over 400 ms (LEASE_LOST from the claim, as in daemon-queue.test.ts).
+  const stale = await claimEventually(queue, { holder: 'same', visibilityTimeoutMs: 1500 })
+  await sleep(1600)
   const contender = fixture.create()
   const headKey = daemonHeadKey('fenced')
   const taken = await acquireEventually(contender, headKey, 'same')
@@ -215,6 +217,74 @@ export async function tokenPerClaim(create: CreateOnPath, fixture: BackendFixtur
   const second = await claimEventually(queue, { holder: 'a' })
   await second.ack()
   return { first: first.token, second: second.token, attempts: [first.attempt, second.attempt] }
+}
+
+/** `key`'s record rewritten by `change` (its JSON text in, the new text out). */
+async function rewrite(backend: Backend, key: string, change: (text: string) => string) {
+  const found = await backend.get(key)
+  if (found === null) throw new Error(`${key} missing`)
+  await backend.put(key, new TextEncoder().encode(change(new TextDecoder().decode(found.value))))
+}
+
+/** A record's JSON with its fields in reverse order: the same record to any JSON reader. */
+const reversed = (text: string) =>
+  JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(text) as object).reverse()))
+
+/**
+ * Head, tail and event records whose fields are not in the order the runtime
+ * writes them (another JSON writer): the same records, so the queue works on.
+ * The real queue (the Redis scripts read the numbers from the usual start of
+ * the JSON, and decode anything else) stores the third event ('resolved'), refuses the
+ * fourth (`QUEUE_FULL`, capacity 3) and delivers 0, 1, 2 in order ('resolved').
+ */
+export async function anyFieldOrder(create: CreateOnPath, fixture: BackendFixture) {
+  const backend = fixture.create()
+  const queue = await create(backend, 'order', { capacity: 3 })
+  await queue.triggerMany([{ n: 0 }, { n: 1 }])
+  for (const key of [daemonHeadKey('order'), daemonTailKey('order'), daemonEventKey('order', 0)]) {
+    await rewrite(backend, key, reversed)
+  }
+  const stored = await codeOf(queue.trigger({ n: 2 }))
+  const full = await codeOf(queue.trigger({ n: 3 }))
+  const seen: unknown[] = []
+  const drained = await codeOf(
+    (async () => {
+      for (let delivery = await queue.claim(); delivery !== null; ) {
+        seen.push(delivery.event)
+        delivery = await delivery.ackAndClaim()
+      }
+    })(),
+  )
+  return { stored, full, seen, drained }
+}
+
+/**
+ * Damaged records refused unchanged: a tail cut in the middle (its start
+ * intact), then an event record of another sequence number at the head's
+ * key. The real queue answers `QUEUE_CORRUPT` to the trigger and the claim
+ * and leaves the tail as it was; then `QUEUE_CORRUPT` to the claim of the
+ * misplaced event.
+ */
+export async function damagedRecordsRefused(create: CreateOnPath, fixture: BackendFixture) {
+  const backend = fixture.create()
+  const queue = await create(backend, 'cut', { capacity: 4 })
+  await queue.triggerMany([{ n: 0 }, { n: 1 }])
+  let cut = ''
+  await rewrite(backend, daemonTailKey('cut'), (text) => {
+    cut = text.slice(0, Math.floor(text.length / 2))
+    return cut
+  })
+  const trigger = await codeOf(queue.trigger({ n: 2 }))
+  const claim = await codeOf(queue.claim())
+  const found = await backend.get(daemonTailKey('cut'))
+  const tailUnchanged = found !== null && new TextDecoder().decode(found.value) === cut
+  const queue2 = await create(backend, 'moved', { capacity: 4 })
+  await queue2.triggerMany([{ n: 0 }, { n: 1 }])
+  const one = await backend.get(daemonEventKey('moved', 1))
+  if (one === null) throw new Error('event 1 missing')
+  await backend.put(daemonEventKey('moved', 0), one.value)
+  const misplaced = await codeOf(queue2.claim())
+  return { trigger, claim, tailUnchanged, misplaced }
 }
 
 /** `inner` as a backend that lacks the `nativeQueue` capability (an older or wrapped client). */

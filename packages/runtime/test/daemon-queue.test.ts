@@ -159,7 +159,9 @@ describe.each(withQueuePaths(BACKENDS))('daemon queue on $name', (factory) => {
   it('an expired delivery is handed out again first, with its attempt count', async () => {
     const queue = await createDaemonQueue(fixture.create(), 'expiry')
     for (let i = 0; i < 3; i++) await queue.trigger({ i })
-    const crashed = await claimEventually(queue, { visibilityTimeoutMs: 250 })
+    // The claim itself writes under a lease of this length: 250 ms was shorter than an S3
+    // write on a loaded CI box, and the claim failed LEASE_LOST before the test began.
+    const crashed = await claimEventually(queue, { visibilityTimeoutMs: 1000 })
     expect([crashed.seq, crashed.attempt]).toEqual([0, 1])
     const again = await claimEventually(queue, { visibilityTimeoutMs: 2000 })
     expect([again.seq, again.attempt]).toEqual([0, 2])

@@ -177,22 +177,30 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
         let kills = { producer: 0, consumer: 0 }
         const gone = (victim: Running) =>
           victim.child.exitCode !== null || victim.child.signalCode !== null
-        const waitForProgress = async (file: string, victim: Running) => {
-          // Only once it has logged work since it started, so the kill lands mid-work (10 s at most).
+        /**
+         * Waits until the victim has logged `lines` lines since it started (10 s at most), so the
+         * kill lands mid-work, then a random time below `pauseMs`.
+         */
+        const waitForProgress = async (
+          file: string,
+          victim: Running,
+          minLines: number,
+          pauseMs: number,
+        ) => {
           const deadline = Date.now() + 10_000
-          while (lines(file).length <= victim.logLength && !gone(victim)) {
+          while (lines(file).length < victim.logLength + minLines && !gone(victim)) {
             check()
             if (Date.now() > deadline) return
-            await sleep(20)
+            await sleep(5)
           }
-          await sleep(Math.random() * 300)
+          await sleep(Math.random() * pauseMs)
         }
         for (let round = 0; round < KILLS; round++) {
           check()
           const killConsumer = round % 2 === 1
           if (killConsumer && consumer !== null) {
             const victim: Running = consumer
-            await waitForProgress(consumerLog, victim)
+            await waitForProgress(consumerLog, victim, 1, 300)
             // It ended by itself meanwhile (and was restarted): no kill to count this round.
             if (gone(victim)) continue
             await kill(victim)
@@ -203,7 +211,10 @@ export function describeQueueCrash(backends: readonly OnPath<MultiProcessBackend
             const picked = alive[Math.floor(Math.random() * alive.length)]
             if (picked === undefined) continue
             const [p, victim] = picked
-            await waitForProgress(producerLog(p), victim)
+            // A random count of log lines (2 per trigger), not a random time: on the native
+            // paths a producer's 100 triggers can end within the 300 ms the consumer's kill waits,
+            // which left runs without a producer kill. 2 to 20 lines is mid-work at any speed.
+            await waitForProgress(producerLog(p), victim, 2 + Math.floor(Math.random() * 19), 0)
             if (gone(victim)) continue
             producers.delete(p)
             await kill(victim)

@@ -10,9 +10,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createDaemonQueue, daemonSnapshot, openDaemonQueue } from '../src/index.js'
 import { daemonHeadKey } from '../src/internal.js'
 import { BACKENDS, type BackendFactory, type BackendFixture } from './backends.js'
-import { gainedCapability, withoutNativeQueue } from './daemon-queue-scenarios.js'
+import {
+  anyFieldOrder,
+  damagedRecordsRefused,
+  gainedCapability,
+  withoutNativeQueue,
+} from './daemon-queue-scenarios.js'
 import { codeOf } from './error-code.js'
-import { NATIVE_QUEUE_BACKENDS } from './queue-paths.js'
+import { createOnPath, NATIVE_QUEUE_BACKENDS } from './queue-paths.js'
 
 const byName = (name: string) => BACKENDS.find((factory) => factory.name === name) as BackendFactory
 
@@ -105,6 +110,22 @@ describe.each(NATIVE_QUEUE_BACKENDS)('queue paths on %s', (nativeName) => {
       await next?.ack()
     },
   )
+
+  it('the native path reads records in any field order and refuses damaged ones unchanged', async () => {
+    const native = createOnPath('native')
+    expect(await anyFieldOrder(native, capable)).toEqual({
+      stored: 'resolved',
+      full: 'QUEUE_FULL',
+      seen: [{ n: 0 }, { n: 1 }, { n: 2 }],
+      drained: 'resolved',
+    })
+    expect(await damagedRecordsRefused(native, capable)).toEqual({
+      trigger: 'QUEUE_CORRUPT',
+      claim: 'QUEUE_CORRUPT',
+      tailUnchanged: true,
+      misplaced: 'QUEUE_CORRUPT',
+    })
+  })
 
   it('both paths leave the same records: same keys, same JSON, read by the same readers', async () => {
     const backend = capable.create()

@@ -249,9 +249,11 @@ describe.each(BACKENDS)('runs and the effect ledger on $name', (factory) => {
         },
       },
     }
-    const stale = await openRun(backend, runId, { handlers: held, leaseTtlMs: 400 })
+    // 1500 ms: the open's and the effect's own fenced writes must land inside the lease on a
+    // loaded host (an S3 write took over 400 ms in CI); the wait outlasts it as before.
+    const stale = await openRun(backend, runId, { handlers: held, leaseTtlMs: 1500 })
     const pending = codeOf(stale.effect('pay', 'late', { amount: 9 }))
-    await new Promise((resolve) => setTimeout(resolve, 900))
+    await new Promise((resolve) => setTimeout(resolve, 2200))
     // The new owner finds `late` submitted and absent at the target: retry-safe, so it dispatches again.
     const next = await openRun(fixture.create(), runId, {
       handlers: { pay: deduping },

@@ -71,6 +71,21 @@ async function again<T>(read: () => Promise<T>): Promise<T> {
   }
 }
 
+/** `error`'s code and message, then its causes' (an agent-state error wraps the backend's). */
+function causeChain(error: unknown): string {
+  const parts: string[] = []
+  for (let at: unknown = error; at !== undefined && parts.length < 5; ) {
+    const { code, message, cause } = (at ?? {}) as {
+      code?: unknown
+      message?: unknown
+      cause?: unknown
+    }
+    parts.push(`${typeof code === 'string' ? `${code}: ` : ''}${String(message ?? at)}`)
+    at = cause
+  }
+  return parts.join(' <- ')
+}
+
 /** Resolves once `n` of `promises` have resolved. */
 function someOf(promises: readonly Promise<void>[], n: number): Promise<void> {
   return new Promise((resolve) => {
@@ -185,7 +200,15 @@ export async function killCycles(
       if (slots[slot] !== child || stopping) return
       // Not killed by the test: a self-kill after a firing decision, or a failure.
       if (signal === 'SIGKILL') tally.selfKills++
-      else tally.failures.push(`${code} ${signal} ${stderr.slice(-2000)}`)
+      else {
+        // Counted now; its stderr may still be arriving ('exit' can come before the pipes
+        // drain: a clean run once reported a child's exit 1 with no text), so it is filled in
+        // once the pipe closes.
+        const failure = tally.failures.push(`${code} ${signal} (stderr still open)`) - 1
+        child.stderr?.once('close', () => {
+          tally.failures[failure] = `${code} ${signal} ${stderr.slice(-2000)}`
+        })
+      }
       endpoints[slot] = undefined
       start(slot)
     })
@@ -206,12 +229,18 @@ export async function killCycles(
     // of theirs is due until the calls and the publish below, which wait for it).
     const parking = inBatches(2 * tenth, async (i) => {
       const hook = i < tenth ? createWebhookTrigger() : null
-      const worker = await startWorker(backend, { workerId: `p${i}`, holder: 'test' })
-      const suspension = await worker.suspend({
-        reason: 'kill cycles',
-        conditions: hook === null ? { onEvent: 'kill-topic' } : { trigger: hook.trigger },
-      })
-      return { hook, triggerId: suspension.autoResumeTrigger ?? '' }
+      try {
+        const worker = await startWorker(backend, { workerId: `p${i}`, holder: 'test' })
+        const suspension = await worker.suspend({
+          reason: 'kill cycles',
+          conditions: hook === null ? { onEvent: 'kill-topic' } : { trigger: hook.trigger },
+        })
+        return { hook, triggerId: suspension.autoResumeTrigger ?? '' }
+      } catch (error) {
+        // The runtime's error names the mechanism; the backend's, its cause, says why (a clean
+        // run once failed here TRIGGER_REGISTRATION_FAILED on Redis at load 24, cause unseen).
+        throw new Error(`parking worker p${i} failed: ${causeChain(error)}`, { cause: error })
+      }
     })
     parking.catch(() => undefined)
     // Set once parked (a holder: the loop below reads what the callback wrote).
@@ -288,7 +317,17 @@ export async function killCycles(
         }
         if (!published && cycle >= Math.floor(kills / 2)) {
           published = true
-          posting.push(publishEvent(backend, 'kill-topic', { cycle }).then(() => undefined))
+          // As a caller would: a publish whose outcome is unknown (a Redis command timed out at
+          // load 25 in a clean run) is published again, which is safe (a suspended worker is
+          // resumed once, by the first of its wakes); a failure is kept, never left unhandled.
+          posting.push(
+            again(() => publishEvent(backend, 'kill-topic', { cycle })).then(
+              () => undefined,
+              (error: unknown) => {
+                tally.failures.push(`publish: ${causeChain(error)}`)
+              },
+            ),
+          )
         }
       }
       // Two children listen before the next kill (the one restarted last may still be starting):

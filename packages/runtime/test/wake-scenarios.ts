@@ -1120,7 +1120,7 @@ function counted(inner: Backend): {
 /**
  * An idle notified dispatcher sleeps until its next known wake, a hint or
  * its ceiling, instead of ticking every interval. Timers are vitest's fake
- * ones (setTimeout only) moved with the manual clock in 250 ms steps, so a
+ * ones (setTimeout and `performance.now()`) moved with the manual clock in 250 ms steps, so a
  * minute costs no real minute; after each step the scenario waits (real
  * time, setImmediate) until no backend call is in flight, so the
  * filesystem's real I/O finishes within its step. One wake pending an hour
@@ -1176,7 +1176,8 @@ export async function idleSleep(rt: Runtime, kind: WakeBackendKind): Promise<Idl
       const spent = { calls: count.calls() - before.calls, ticks: dispatcher.ticks - before.ticks }
       return { dispatcher, count, spent }
     }
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    // `performance` too: the dispatcher's timer never runs before its deadline on `performance.now()` (deadline-timer.ts).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
     try {
       const interval = await minute(false)
       await interval.dispatcher.stop()

@@ -97,18 +97,19 @@ describe.each(BACKENDS)('seed 000 suspend semantics on $name', (factory) => {
   it('a resume drops a leftover request; a recovery keeps the request for the dead run', async () => {
     const backend = fixture.create()
     const key = workerSuspendRequestKey('w1')
-    const worker = await startWorker(backend, { workerId: 'w1', leaseTtlMs: 300 })
+    // 1500 ms leases: each step's fenced writes must land inside them on a loaded host.
+    const worker = await startWorker(backend, { workerId: 'w1', leaseTtlMs: 1500 })
     await suspendWorker(backend, 'w1', { reason: 'please park' })
     const leftover = (await backend.get(key))?.value
     if (leftover === undefined) throw new Error('no request stored')
     await worker.suspend({ reason: 'parked on its own' })
     expect(await backend.head(key)).toBeNull()
     await backend.put(key, leftover) // as if the clean-up after the suspend had failed
-    const resumed = await resumeWorker(backend, 'w1', { leaseTtlMs: 300 })
+    const resumed = await resumeWorker(backend, 'w1', { leaseTtlMs: 1500 })
     expect(await resumed.suspendRequested()).toBeNull()
 
     await suspendWorker(backend, 'w1', { reason: 'park the resumed run' })
-    await new Promise((resolve) => setTimeout(resolve, 400)) // the owner dies, its lease expires
+    await new Promise((resolve) => setTimeout(resolve, 1700)) // the owner dies, its lease expires
     const rescuer = await resumeWorker(backend, 'w1', { recoverRunning: true })
     expect(await rescuer.suspendRequested()).toMatchObject({ reason: 'park the resumed run' })
   })

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import {
   AgentStateError,
   type Backend,
@@ -6,7 +5,6 @@ import {
   type Lease,
   type StoredValue,
 } from '@agent-state/core'
-import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonError } from '../shared/errors.js'
 import { isValidId } from '../shared/ids.js'
 import { daemonConfigKey, daemonEventKey, daemonHeadKey, daemonTailKey } from '../shared/layout.js'
@@ -26,7 +24,7 @@ import {
   nativePath,
   nativeQueueOf,
 } from './native-queue-path.js'
-import { encodeEvent } from './queue-event.js'
+import { type EncodedEvent, encodeEvent, newEventId } from './queue-event.js'
 import {
   type DaemonQueueOptions,
   daemonQueueOptionsSchema,
@@ -299,14 +297,14 @@ export class DaemonQueue {
    */
   trigger(event: unknown): Promise<number> {
     const { daemonId, maxEventBytes } = this.#config
-    let value: JsonValue
+    let encoded: EncodedEvent
     try {
-      value = encodeEvent(event, maxEventBytes, daemonId)
+      encoded = encodeEvent(event, maxEventBytes, daemonId)
     } catch (error) {
       return Promise.reject(error)
     }
     return new Promise<number>((resolve, reject) => {
-      this.#waiting.push({ value, bytes: eventBytes(value), resolve, reject })
+      this.#waiting.push({ event: encoded, resolve, reject })
       if (!this.#flushing) void this.#flush()
     })
   }
@@ -335,7 +333,7 @@ export class DaemonQueue {
     }
     const values = events.map((event) => encodeEvent(event, maxEventBytes, daemonId))
     if (values.length === 0) return []
-    const bytes = values.reduce<number>((sum, value) => sum + eventBytes(value), 0)
+    const bytes = values.reduce<number>((sum, value) => sum + value.bytes, 0)
     if (values.length > MAX_BATCH_EVENTS || (values.length > 1 && bytes > this.#batchBytes())) {
       throw daemonError(
         'EVENT_TOO_LARGE',
@@ -360,15 +358,16 @@ export class DaemonQueue {
         let bytes = 0
         for (const next of this.#waiting) {
           if (batch.length > 0) {
-            if (batch.length >= MAX_BATCH_EVENTS || bytes + next.bytes > this.#batchBytes()) break
+            if (batch.length >= MAX_BATCH_EVENTS || bytes + next.event.bytes > this.#batchBytes())
+              break
           }
           batch.push(next)
-          bytes += next.bytes
+          bytes += next.event.bytes
         }
         this.#waiting.splice(0, batch.length)
         try {
           const room = await this.#append(
-            batch.map((waiting) => waiting.value),
+            batch.map((waiting) => waiting.event),
             'prefix',
           )
           for (const [k, waiting] of batch.entries()) {
@@ -392,11 +391,11 @@ export class DaemonQueue {
    * the round's own duration before the next one (see {@link backoff}).
    */
   async #append(
-    values: readonly JsonValue[],
+    values: readonly EncodedEvent[],
     mode: 'all' | 'prefix',
   ): Promise<{ first: number; stored: number }> {
     const { daemonId, capacity } = this.#config
-    const eventIds = values.map(() => randomBytes(12).toString('hex'))
+    const eventIds = values.map(newEventId)
     const native = this.#nativePath()
     if (native !== null) {
       const triggeredAt = new Date(this.#clock()).toISOString()
@@ -406,7 +405,7 @@ export class DaemonQueue {
           capacity,
           mode,
           events: values.map((value, k) =>
-            eventAfterSeq(eventIds[k] as string, value, triggeredAt),
+            eventAfterSeq(eventIds[k] as string, value.json, triggeredAt),
           ),
         })
       } catch (error) {
@@ -433,7 +432,7 @@ export class DaemonQueue {
           format: RECORD_FORMATS.event,
           seq: tail.next + k,
           eventId: eventIds[k] as string,
-          event: value,
+          event: value.value,
           triggeredAt,
         }),
       )
@@ -758,17 +757,9 @@ function tailEvents(tail: TailRecord): readonly EventRecord[] {
   return tail.earlier === undefined ? [tail.last] : [...tail.earlier, tail.last]
 }
 
-const byteEncoder = new TextEncoder()
-
-/** An event's JSON size, as `maxEventBytes` counts it. */
-function eventBytes(value: JsonValue): number {
-  return byteEncoder.encode(JSON.stringify(value)).byteLength
-}
-
 /** A `trigger` call waiting for its handle's next write of the tail record. */
 interface Waiting {
-  readonly value: JsonValue
-  readonly bytes: number
+  readonly event: EncodedEvent
   readonly resolve: (seq: number) => void
   readonly reject: (error: unknown) => void
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import {
   AgentStateError,
@@ -23,9 +22,13 @@ import {
   type TailRecord,
 } from './queue-records.js'
 import { signalQueueChange } from './queue-signals.js'
+import { randomHex } from './random-hex.js'
 
 /** Default visibility timeout of a delivery (its lease TTL): 30 seconds. */
 export const DEFAULT_VISIBILITY_TIMEOUT_MS = 30_000
+
+/** The default holder's start, read once: `os.hostname()` is a system call on every claim. */
+const HOST_AND_PID = `${hostname()}:${process.pid}`
 
 /** Options of `claim`; the single source of their types. */
 export const deliveryOptionsSchema = z.strictObject({
@@ -56,8 +59,7 @@ export function deliveryRequest(
       { daemonId, path: issue?.path.join('.') ?? '' },
     )
   }
-  const holder =
-    parsed.data.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
+  const holder = parsed.data.holder ?? `${HOST_AND_PID}:${randomHex(4)}`
   return { holder, ttlMs: parsed.data.visibilityTimeoutMs }
 }
 

@@ -5,7 +5,6 @@ import {
   type NativeQueueClaim,
   type NativeQueueKeys,
 } from '@agent-state/core'
-import type { JsonValue } from '../shared/canonical-json.js'
 import { daemonError } from '../shared/errors.js'
 import { daemonEventKey, daemonHeadKey, daemonTailKey } from '../shared/layout.js'
 import { releaseQuietly } from '../shared/owned-lease.js'
@@ -63,10 +62,14 @@ export function nativePath(backend: Backend, daemonId: string): NativePath {
 /**
  * One event record's JSON after its `seq` field: the backend prepends
  * `{"format":…,"seq":<seq>`, so the stored JSON is exactly what
- * `encodeRecord` writes for the same record on the generic path.
+ * `encodeRecord` writes for the same record on the generic path. `eventJson`
+ * is the event's `JSON.stringify` (from `encodeEvent`); the id (hex) and the
+ * time (ISO 8601) need no escaping, so this is
+ * `JSON.stringify({ eventId, event, triggeredAt }).slice(1)` without
+ * serialising the event a second time.
  */
-export function eventAfterSeq(eventId: string, event: JsonValue, triggeredAt: string): string {
-  return `,${JSON.stringify({ eventId, event, triggeredAt }).slice(1)}`
+export function eventAfterSeq(eventId: string, eventJson: string, triggeredAt: string): string {
+  return `,"eventId":"${eventId}","event":${eventJson},"triggeredAt":"${triggeredAt}"}`
 }
 
 /** A claimed head event and head record, decoded and checked. */

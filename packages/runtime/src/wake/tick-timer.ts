@@ -1,4 +1,5 @@
 import type { Backend, Clock } from '@agent-state/core'
+import { type DeadlineTimer, startDeadlineTimer } from './deadline-timer.js'
 import { type DueHint, openDueWatch, tickDelayOf } from './due-watch.js'
 import { sleepDelayOf } from './idle-sleep.js'
 
@@ -69,7 +70,8 @@ export interface TickTimerOptions {
 
 /** Starts the automatic ticks: the first after `intervalMs`, then see {@link TickTimer}. */
 export function startTickTimer(backend: Backend, options: TickTimerOptions): TickTimer {
-  let timer: NodeJS.Timeout | undefined
+  let timer: DeadlineTimer | undefined
+  // The armed tick's deadline on the monotonic clock (`performance.now()`).
   let nextAt = Number.POSITIVE_INFINITY
   let running = false
   let again = false
@@ -85,17 +87,16 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
   // Arms the timer `delayMs` from now unless it is already armed sooner.
   const arm = (delayMs: number): void => {
     if (stopped) return
-    const at = Date.now() + delayMs
+    const at = performance.now() + delayMs
     if (timer !== undefined && at >= nextAt) return
-    if (timer !== undefined) clearTimeout(timer)
+    timer?.clear()
     nextAt = at
-    timer = setTimeout(fire, delayMs)
-    // Like a socket's unref: the dispatcher alone does not keep a process alive.
-    timer.unref?.()
+    // Never early (deadline-timer.ts): a tick before a hinted wake is due would sleep past it.
+    timer = startDeadlineTimer(at, fire)
   }
   const onHint = (hint: DueHint): void => {
     // The horizon is the armed tick: a hint of a wake due before it arms the timer sooner.
-    const horizonMs = timer === undefined ? Number.POSITIVE_INFINITY : nextAt - Date.now()
+    const horizonMs = timer === undefined ? Number.POSITIVE_INFINITY : nextAt - performance.now()
     const delay = tickDelayOf(hint, options.met, options.clock(), horizonMs)
     if (delay !== null) arm(delay)
   }
@@ -187,7 +188,7 @@ export function startTickTimer(backend: Backend, options: TickTimerOptions): Tic
     stop() {
       stopped = true
       current.controller.abort()
-      if (timer !== undefined) clearTimeout(timer)
+      timer?.clear()
       timer = undefined
     },
   }
