@@ -68,6 +68,7 @@ import {
   type PeerSamples,
   type Timed,
   timed,
+  timedFrom,
 } from './queue-peers.js'
 
 interface Pair {
@@ -351,20 +352,11 @@ async function measureCell(name: string, pending: number): Promise<Row[]> {
       handles.map((backend) => openDaemonQueue(backend, daemonId)),
     )
     /** `timedOps` triggers from `from`, each handle triggering one at a time. */
-    const triggersFrom = (from: readonly DaemonQueue[]) => () => {
-      let next = 0
-      const samples: number[] = []
-      const start = performance.now()
-      return Promise.all(
-        from.map(async (producer) => {
-          for (let i = next++; i < timedOps; i = next++) {
-            const t0 = performance.now()
-            await producer.trigger(event(i))
-            samples.push(performance.now() - t0)
-          }
-        }),
-      ).then(() => ({ samples, totalMs: performance.now() - start }))
-    }
+    const triggersFrom = (from: readonly DaemonQueue[]) => () =>
+      timedFrom(
+        timedOps,
+        from.map((producer) => (i: number) => producer.trigger(event(i))),
+      )
     const trigger16Handles = await retriesOver(producers, triggersFrom(producers))
     await Promise.all(handles.map((backend) => backend.close()))
     // 16 handles on the measured instance itself (producers of one process): the runtime
@@ -430,6 +422,9 @@ async function measurePeer(name: 'bullmq' | 'plainjob', pending: number): Promis
     summarise(name, pending, 'claim+ack', samples.claimAck),
     summarise(name, pending, 'trigger c=16', samples.trigger16),
     summarise(name, pending, 'claim+ack c=16', samples.claimAck16),
+    ...(samples.trigger16Handles === undefined
+      ? []
+      : [summarise(name, pending, 'trigger c=16, 16 handles', samples.trigger16Handles)]),
   ]
 }
 

@@ -21,6 +21,11 @@ export interface PeerSamples {
   /** The same operations with 16 concurrent callers. */
   readonly trigger16: Timed
   readonly claimAck16: Timed
+  /**
+   * 16 producers with a connection each (BullMQ: a `Queue` each), as our "16 handles" row has a
+   * backend instance each; `trigger16`'s callers share one connection. Absent for plainjob.
+   */
+  readonly trigger16Handles?: Timed
 }
 
 /** Latencies (ms) of each operation and the wall time of the whole loop. */
@@ -35,17 +40,29 @@ export async function timed(
   op: (i: number) => Promise<unknown> | unknown,
   concurrency = 1,
 ): Promise<Timed> {
+  return timedFrom(
+    count,
+    Array.from({ length: concurrency }, () => op),
+  )
+}
+
+/** Runs `count` operations from one closed-loop caller per entry of `callers` (each its own op). */
+export async function timedFrom(
+  count: number,
+  callers: readonly ((i: number) => Promise<unknown> | unknown)[],
+): Promise<Timed> {
   const samples: number[] = []
   let next = 0
   const start = performance.now()
-  const caller = async () => {
-    for (let i = next++; i < count; i = next++) {
-      const t0 = performance.now()
-      await op(i)
-      samples.push(performance.now() - t0)
-    }
-  }
-  await Promise.all(Array.from({ length: concurrency }, caller))
+  await Promise.all(
+    callers.map(async (op) => {
+      for (let i = next++; i < count; i = next++) {
+        const t0 = performance.now()
+        await op(i)
+        samples.push(performance.now() - t0)
+      }
+    }),
+  )
   return { samples, totalMs: performance.now() - start }
 }
 
@@ -82,12 +99,23 @@ export async function measureBullmq(
       claimAckAs(() => 'bench-worker'),
     )
     const trigger16 = await timed(ops, (i) => queue.add('event', payload(i)), 16)
+    const producers = Array.from({ length: 16 }, () => new Queue(name, { connection }))
+    let trigger16Handles: Timed
+    try {
+      // Each producer adds one at a time, on its own connection.
+      trigger16Handles = await timedFrom(
+        ops,
+        producers.map((producer) => (i: number) => producer.add('event', payload(i))),
+      )
+    } finally {
+      await Promise.all(producers.map((producer) => producer.close()))
+    }
     const claimAck16 = await timed(
       ops,
       claimAckAs((i) => `bench-worker-${i}`),
       16,
     )
-    return { trigger, claimAck, trigger16, claimAck16 }
+    return { trigger, claimAck, trigger16, claimAck16, trigger16Handles }
   } finally {
     await worker.close()
     await queue.obliterate({ force: true })

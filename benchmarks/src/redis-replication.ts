@@ -16,11 +16,16 @@ import { median, quantileSorted, sortedCopy } from './stats.js'
  * { replicas: 1 }`, WAIT after every mutating script) on a primary with one
  * replica on this machine. Interleaved repetitions: each repetition runs
  * every path once (order rotated), so neighbours' noise hits all alike.
- * `pnpm bench:redis-replication` (`BENCH_REPS`, `BENCH_OPS`, `BENCH_CONCURRENCY`;
+ * `pnpm bench:redis-replication` (`BENCH_REPS`, `BENCH_OPS`, `BENCH_CONCURRENCY`,
+ * `BENCH_WORKLOADS` (comma-separated names; all by default);
  * `BENCH_REPLICA_DELAY_MS` > 0 links the replica through the test services'
  * TCP proxy, delaying every chunk that many ms each way: 1 is an in-region link;
  * the proxy runs in a child process, so the clients' work does not delay its timers).
- * Besides timings it prints `WAIT`s per operation from `INFO commandstats`, a
+ * `BENCH_BEFORE_MODULE` (a path to another build's `src/index.ts`, e.g. an
+ * older commit's `packages/backend-redis/src` copied next to this one's so its
+ * imports resolve) adds that build's `replicas: 1` as a third path of the same
+ * interleaved run: before and after measured side by side.
+ * Besides timings it prints `WAIT`s per write from `INFO commandstats`, a
  * count the machine's load does not change.
  */
 
@@ -30,34 +35,64 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? '16')
 const REPLICA_DELAY_MS = Number(process.env.BENCH_REPLICA_DELAY_MS ?? '0')
 const value = new Uint8Array(1024).fill(7)
 
-type Workload = (b: Backend, worker: number, i: number) => Promise<unknown>
+/** Records how long one read took (µs), for the read columns. */
+type ReadTimer = <T>(read: Promise<T>) => Promise<T>
+type Workload = (b: Backend, worker: number, i: number, timeRead: ReadTimer) => Promise<unknown>
 
-const workloads: Record<string, Workload> = {
-  'put-1KiB': (b, worker, i) => b.put(`w${worker}/k${i % 100}`, value),
-  'cas-increment': async (b, worker) => {
-    const key = `cas/${worker}`
-    const current = await b.get(key)
-    if (current === null) return b.put(key, value, { ifNoneMatch: '*' })
-    return b.put(key, value, { ifMatch: current.meta.version })
+/** Each workload, and the mutating calls one operation makes (for WAITs per write). */
+const workloads: Record<string, { run: Workload; writesPerOp: number }> = {
+  'put-1KiB': { run: (b, worker, i) => b.put(`w${worker}/k${i % 100}`, value), writesPerOp: 1 },
+  'cas-increment': {
+    run: async (b, worker, _i, timeRead) => {
+      const key = `cas/${worker}`
+      const current = await timeRead(b.get(key))
+      if (current === null) return b.put(key, value, { ifNoneMatch: '*' })
+      return b.put(key, value, { ifMatch: current.meta.version })
+    },
+    writesPerOp: 1,
   },
-  'lease-cycle': async (b, worker) => {
-    const lease = await b.acquireLease(`lease/${worker}`, { holder: `h${worker}`, ttlMs: 10_000 })
-    await b.releaseLease(lease)
+  'lease-cycle': {
+    run: async (b, worker) => {
+      const lease = await b.acquireLease(`lease/${worker}`, { holder: `h${worker}`, ttlMs: 10_000 })
+      await b.releaseLease(lease)
+    },
+    writesPerOp: 2,
+  },
+  // Reads alone (no WAIT in flight), then reads while the other half of the workers write.
+  'get-1KiB': {
+    run: (b, worker, i, timeRead) => timeRead(b.get(`w${worker}/k${i % 100}`)),
+    writesPerOp: 0,
+  },
+  'half-get-half-put': {
+    run: (b, worker, i, timeRead) =>
+      worker % 2 === 0
+        ? b.put(`w${worker}/k${i % 100}`, value)
+        : timeRead(b.get(`w${worker - 1}/k${i % 100}`)),
+    writesPerOp: 0.5,
   },
 }
 
 async function timed(
   b: Backend,
   workload: Workload,
-): Promise<{ opsPerS: number; p50: number; p99: number }> {
+): Promise<{ opsPerS: number; p50: number; p99: number; readP50: number; readsPerS: number }> {
   const latencies: number[] = []
+  const reads: number[] = []
+  let lastRead = 0
+  const timeRead: ReadTimer = async (read) => {
+    const t = performance.now()
+    const result = await read
+    lastRead = performance.now()
+    reads.push((lastRead - t) * 1000)
+    return result
+  }
   const perWorker = Math.ceil(OPS / CONCURRENCY)
   const start = performance.now()
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async (_, worker) => {
       for (let i = 0; i < perWorker; i++) {
         const t = performance.now()
-        await workload(b, worker, i)
+        await workload(b, worker, i, timeRead)
         latencies.push((performance.now() - t) * 1000)
       }
     }),
@@ -68,6 +103,9 @@ async function timed(
     opsPerS: (perWorker * CONCURRENCY) / seconds,
     p50: quantileSorted(sorted, 0.5),
     p99: quantileSorted(sorted, 0.99),
+    readP50: reads.length === 0 ? Number.NaN : quantileSorted(sortedCopy(reads), 0.5),
+    // Until the last read: readers beside writers finish before them, so their rate is their own.
+    readsPerS: reads.length / ((lastRead - start) / 1000),
   }
 }
 
@@ -113,27 +151,59 @@ async function main(): Promise<void> {
     ) {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+    const replication = { replicas: 1, timeoutMs: 1000 }
     const paths: Record<string, Backend> = {
       off: createRedisBackend({ port: primary.port, namespace: 'bench-off' }),
       'replicas: 1': createRedisBackend({
         port: primary.port,
         namespace: 'bench-wait',
-        replication: { replicas: 1, timeoutMs: 1000 },
+        replication,
       }),
+    }
+    const beforeModule = process.env.BENCH_BEFORE_MODULE
+    if (beforeModule !== undefined) {
+      const before = (await import(beforeModule)) as {
+        createRedisBackend: typeof createRedisBackend
+      }
+      paths['replicas: 1, before'] = before.createRedisBackend({
+        port: primary.port,
+        namespace: 'bench-before',
+        replication,
+      })
     }
     const names = Object.keys(paths)
     console.log(
       `ops=${OPS} concurrency=${CONCURRENCY} reps=${REPS} replica delay=${REPLICA_DELAY_MS} ms each way; medians over repetitions`,
     )
-    console.log('| workload | replication | ops/s | p50 µs | p99 µs | WAITs/op |')
-    console.log('| --- | --- | ---: | ---: | ---: | ---: |')
-    for (const [workloadName, workload] of Object.entries(workloads)) {
+    console.log(
+      '| workload | replication | ops/s | p50 µs | p99 µs | reads/s | read p50 µs | WAITs/write |',
+    )
+    console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+    const only = process.env.BENCH_WORKLOADS?.split(',')
+    for (const [workloadName, { run: workload, writesPerOp }] of Object.entries(workloads)) {
+      if (only !== undefined && !only.includes(workloadName)) continue
       const results = new Map<
         string,
-        { opsPerS: number[]; p50: number[]; p99: number[]; waits: number; ops: number }
+        {
+          opsPerS: number[]
+          p50: number[]
+          p99: number[]
+          readP50: number[]
+          readsPerS: number[]
+          waits: number
+          ops: number
+        }
       >()
       for (const name of names) {
-        results.set(name, { opsPerS: [], p50: [], p99: [], waits: 0, ops: 0 })
+        results.set(name, {
+          opsPerS: [],
+          p50: [],
+          p99: [],
+          readP50: [],
+          readsPerS: [],
+          waits: 0,
+          ops: 0,
+        })
         await timed(paths[name] as Backend, workload) // warm-up
       }
       for (let r = 0; r < REPS; r++) {
@@ -149,13 +219,17 @@ async function main(): Promise<void> {
           into?.opsPerS.push(result.opsPerS)
           into?.p50.push(result.p50)
           into?.p99.push(result.p99)
+          into?.readP50.push(result.readP50)
+          into?.readsPerS.push(result.readsPerS)
         }
       }
       for (const name of names) {
         const m = results.get(name)
         if (m === undefined) continue
+        const hasReads = m.readsPerS.some((n) => n > 0)
+        const writes = m.ops * writesPerOp
         console.log(
-          `| ${workloadName} | ${name} | ${median(m.opsPerS).toFixed(0)} | ${median(m.p50).toFixed(0)} | ${median(m.p99).toFixed(0)} | ${(m.waits / m.ops).toFixed(3)} |`,
+          `| ${workloadName} | ${name} | ${median(m.opsPerS).toFixed(0)} | ${median(m.p50).toFixed(0)} | ${median(m.p99).toFixed(0)} | ${hasReads ? median(m.readsPerS).toFixed(0) : '-'} | ${hasReads ? median(m.readP50).toFixed(0) : '-'} | ${writes === 0 ? '-' : (m.waits / writes).toFixed(3)} |`,
         )
       }
     }

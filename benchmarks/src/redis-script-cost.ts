@@ -13,9 +13,8 @@
  * instructions the server executed per operation (its 10 Hz `serverCron` taken out, since its share
  * depends on how long a phase took): a cost that does not move with the host's load at all.
  */
-import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -24,6 +23,7 @@ import { createRedisBackend } from '@agent-state/redis'
 import { startRedisServer } from '@agent-state/test-services'
 import { Redis } from 'ioredis'
 import * as current from '../../packages/backend-redis/src/lua-scripts.js'
+import { startRedisUnderCallgrind } from './callgrind-redis.js'
 import { median } from './stats.js'
 
 type Scripts = Record<string, unknown>
@@ -67,95 +67,7 @@ async function pool(op: (i: number) => Promise<unknown>): Promise<void> {
 
 const CALLGRIND = process.env.REDIS_SCRIPTS_CALLGRIND === '1'
 
-/** A free loopback port. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
-
-/** redis-server under callgrind, with appendonly like the test servers; stop() ends it. */
-async function startUnderCallgrind() {
-  const dir = mkdtempSync(join(tmpdir(), 'redis-callgrind-'))
-  const port = await freePort()
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${dir}/cg.out`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'yes',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  )
-  // valgrind starts slowly: one fresh connection attempt every 200 ms until the server answers.
-  for (let tries = 0; ; tries++) {
-    const probe = new Redis({
-      host: '127.0.0.1',
-      port,
-      lazyConnect: true,
-      retryStrategy: () => null,
-    })
-    probe.on('error', () => {})
-    try {
-      await probe.connect()
-      probe.disconnect()
-      break
-    } catch (error) {
-      probe.disconnect()
-      if (tries > 150) {
-        child.kill('SIGTERM')
-        throw error
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-  }
-  const control = (flag: string) =>
-    execFileSync('callgrind_control', [flag, String(child.pid)], { stdio: 'ignore' })
-  return {
-    host: '127.0.0.1',
-    port,
-    zero: () => control('-z'),
-    /** Instructions since the last zero, serverCron's taken out. */
-    instructions(): number {
-      for (const f of readdirSync(dir)) if (f.startsWith('cg.out.')) rmSync(join(dir, f))
-      control('-d')
-      const file = join(dir, readdirSync(dir).find((f) => f.startsWith('cg.out.')) ?? 'missing')
-      const total = Number(/^(?:summary|totals): (\d+)/m.exec(readFileSync(file, 'utf8'))?.[1])
-      const annotated = execFileSync(
-        'callgrind_annotate',
-        ['--inclusive=yes', '--threshold=100', file],
-        {
-          encoding: 'utf8',
-          maxBuffer: 1 << 26,
-        },
-      )
-      const cron = /^\s*([\d,]+) \([^)]*\)\s+\S*:serverCron /m.exec(annotated)?.[1]
-      return total - (cron === undefined ? 0 : Number(cron.replaceAll(',', '')))
-    },
-    stop: async () => {
-      child.kill('SIGTERM')
-      await new Promise((resolve) => child.once('exit', resolve))
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-const grind = CALLGRIND ? await startUnderCallgrind() : undefined
+const grind = CALLGRIND ? await startRedisUnderCallgrind() : undefined
 const server = grind ?? (await startRedisServer())
 const client = new Redis({ host: server.host, port: server.port })
 
@@ -179,7 +91,7 @@ async function phase(body: () => Promise<void>, scriptCommand = 'evalsha'): Prom
   await client.config('RESETSTAT')
   grind?.zero()
   await body()
-  const instructions = grind === undefined ? undefined : grind.instructions() / OPS
+  const instructions = grind === undefined ? undefined : grind.instructions().total / OPS
   const s = await stats()
   const script = s.get(scriptCommand) ?? { calls: 0, usec: 0 }
   const perOp = [...s.entries()]

@@ -35,12 +35,33 @@ export interface PostgresResults {
     readonly seconds: number
   }
   readonly cells: readonly PostgresCell[]
+  /** `results/postgres-trips.json` (`bench:postgres-trips`), when it was written. */
+  readonly trips?: PostgresTrips
+}
+
+/** What one operation of each path sends, counted by `bench:postgres-trips` (means over its operations). */
+export interface PostgresTrips {
+  readonly date: string
+  readonly ops: number
+  readonly rows: readonly {
+    readonly path: string
+    readonly operation: string
+    readonly roundTrips: number
+    readonly statements: number
+    readonly hints: number
+    readonly writeTransactions: number
+  }[]
 }
 
 /** Reads `results/postgres.json` from `outDir`, or `undefined` when it was never written. */
 export function readPostgresResults(outDir: string): PostgresResults | undefined {
   const path = join(outDir, 'postgres.json')
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as PostgresResults) : undefined
+  if (!existsSync(path)) return undefined
+  const results = JSON.parse(readFileSync(path, 'utf8')) as PostgresResults
+  const tripsPath = join(outDir, 'postgres-trips.json')
+  return existsSync(tripsPath)
+    ? { ...results, trips: JSON.parse(readFileSync(tripsPath, 'utf8')) as PostgresTrips }
+    : results
 }
 
 const median = (values: readonly number[]): number =>
@@ -163,6 +184,28 @@ export function renderPostgresSection(results: PostgresResults): string[] {
         ['agent-state', 'PostgresSaver'],
         ['agent-state owned', 'PostgresSaver'],
       ],
+    ),
+    ...tripsTable(results.trips),
+  ]
+}
+
+/** The counts of `bench:postgres-trips`, which load does not change. */
+function tripsTable(trips: PostgresTrips | undefined): string[] {
+  if (trips === undefined) return []
+  return [
+    '',
+    '### What one operation sends (`bench:postgres-trips`)',
+    '',
+    `Counted on the client by \`npx -y pnpm@12.4.2 bench:postgres-trips\` (\`benchmarks/src/postgres-round-trips.ts\`) on ${trips.date},`,
+    `at concurrency 1, mean of ${trips.ops} operations: round trips (statements sent while their connection had none in`,
+    'flight), statements, change hints among them, and write transactions (transaction ids the server assigned: each a',
+    'commit; a hint’s skips the WAL flush). Load does not change these.',
+    '',
+    '| path | operation | round trips | statements | hints | write transactions |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...trips.rows.map(
+      (r) =>
+        `| ${r.path} | ${r.operation} | ${r.roundTrips} | ${r.statements} | ${r.hints} | ${r.writeTransactions} |`,
     ),
   ]
 }
