@@ -87,12 +87,69 @@ export function openConnection(
   }
   const pool = openPool(config, checkAnswers)
   const lane = openPool({ ...config, max: 1 }, checkAnswers)
+  const closing = closeGuard(mutants)
+  const checkout = (from: pg.Pool) => (operation: string) => closing.connect(from, operation)
   return {
     server,
-    use: (operation, writing, body) => useOn(pool, server, mutants, operation, writing, body),
-    useLane: (operation, writing, body) => useOn(lane, server, mutants, operation, writing, body),
+    use: (operation, writing, body) =>
+      useOn(checkout(pool), server, mutants, operation, writing, body),
+    useLane: (operation, writing, body) =>
+      useOn(checkout(lane), server, mutants, operation, writing, body),
     end: async () => {
+      closing.close()
       await Promise.all([pool.end(), lane.end()])
+    },
+  }
+}
+
+/**
+ * Ends the waits for a pooled connection at `close()`. pg-pool's `end()` never
+ * serves its queued checkouts and never fails them: each would wait until
+ * `connectTimeoutMs` and then fail as a lost connection (`UNAVAILABLE`,
+ * retryable), though the only true answer is that the backend was closed. A
+ * connection handed out after `close()` goes straight back (the ending pool
+ * closes it).
+ */
+function closeGuard(mutants: ErrorMappingMutants) {
+  let closed = false
+  const waiting = new Set<() => void>()
+  const closedError = (operation: string) =>
+    new AgentStateError('CLOSED', `The postgres backend was closed before ${operation} could run`)
+  return {
+    connect(pool: pg.Pool, operation: string): Promise<pg.PoolClient> {
+      if (closed) return Promise.reject(closedError(operation))
+      if (mutants.waitsPastClose === true) return pool.connect()
+      return new Promise((resolve, reject) => {
+        let settled = false
+        const abandon = () => {
+          if (settled) return
+          settled = true
+          waiting.delete(abandon)
+          reject(closedError(operation))
+        }
+        waiting.add(abandon)
+        pool.connect().then(
+          (client) => {
+            if (settled) {
+              client.release()
+              return
+            }
+            settled = true
+            waiting.delete(abandon)
+            resolve(client)
+          },
+          (error: unknown) => {
+            if (settled) return
+            settled = true
+            waiting.delete(abandon)
+            reject(closed ? closedError(operation) : error)
+          },
+        )
+      })
+    },
+    close(): void {
+      closed = true
+      for (const abandon of [...waiting]) abandon()
     },
   }
 }
@@ -116,9 +173,9 @@ function openPool(config: pg.PoolConfig, checkAnswers: boolean): pg.Pool {
   return pool
 }
 
-/** Runs `body` on a client of `pool` (see {@link Connection.use}). */
+/** Runs `body` on a client from `checkout` (see {@link Connection.use}). */
 async function useOn<T>(
-  pool: pg.Pool,
+  checkout: (operation: string) => Promise<pg.PoolClient>,
   server: string,
   mutants: ErrorMappingMutants,
   operation: string,
@@ -127,8 +184,9 @@ async function useOn<T>(
 ): Promise<T> {
   let client: pg.PoolClient
   try {
-    client = await pool.connect()
+    client = await checkout(operation)
   } catch (error) {
+    if (isAgentStateError(error)) throw error
     const mapped = mapPostgresError(error, { operation, mayHaveApplied: false }, mutants)
     throw new AgentStateError(mapped.code, `${mapped.message} (server ${server})`, {
       context: { ...mapped.context, server },

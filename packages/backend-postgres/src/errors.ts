@@ -174,6 +174,13 @@ export interface ErrorMappingMutants {
    * write that may have landed): the test before Node's codes were told apart.
    */
   readonly nodeCodesAsSqlState?: boolean
+  /**
+   * `true`: an operation waiting for a pooled connection when the backend is
+   * closed keeps waiting on pg-pool, which never hands it one, until
+   * `connectTimeoutMs` ends it as `UNAVAILABLE` (retryable): the behaviour
+   * before `close()` ended those waits as `CLOSED`.
+   */
+  readonly waitsPastClose?: boolean
 }
 
 /**

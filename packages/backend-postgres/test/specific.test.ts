@@ -1,8 +1,9 @@
 import { isAgentStateError } from '@agent-state/core'
 import { startPostgresServer } from '@agent-state/test-services'
+import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { mapPostgresError } from '../src/errors.js'
-import { createPostgresBackend, SCHEMA_VERSION } from '../src/index.js'
+import { createPostgresBackend, DEFAULT_SCHEMA, SCHEMA_VERSION } from '../src/index.js'
 import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
 import { NOW_MS } from '../src/statements.js'
 
@@ -135,4 +136,73 @@ describe('error mapping (unit)', () => {
       'UNAVAILABLE',
     )
   })
+})
+
+/**
+ * A backend of one connection, busy with a put that waits on a row lock held
+ * by another session, and four gets queued behind it when `close()` is
+ * called: the gets' codes (before the lock is let go), and how the put and
+ * the close end (after).
+ */
+async function getsQueuedAtClose(hooks: PostgresBackendHooks) {
+  const namespace = `closing-${Math.random().toString(36).slice(2)}`
+  const backend = await openWithHooks(
+    {
+      connectionString: server.url,
+      namespace,
+      poolSize: 1,
+      lockTimeoutMs: 30_000,
+      connectTimeoutMs: 2000,
+    },
+    hooks,
+  )
+  const codeOf = (call: Promise<unknown>) =>
+    call.then(
+      () => 'resolved',
+      (error: unknown) => (isAgentStateError(error) ? error.code : String(error)),
+    )
+  await backend.put('k', new Uint8Array([1]))
+  const locker = new pg.Client({ connectionString: server.url })
+  await locker.connect()
+  try {
+    await locker.query('BEGIN')
+    await locker.query(
+      `SELECT 1 FROM ${DEFAULT_SCHEMA}.agent_state_entries WHERE namespace = $1 AND key = $2 FOR UPDATE`,
+      [namespace, 'k'],
+    )
+    const put = codeOf(backend.put('k', new Uint8Array([2])))
+    // The put holds the one connection once it waits on the lock.
+    for (;;) {
+      const waiting = await server.sql(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'agent-state'",
+      )
+      if (waiting.trim() === '1') break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    const gets = Array.from({ length: 4 }, () => codeOf(backend.get('k')))
+    const closed = codeOf(backend.close())
+    const queued = await Promise.all(gets)
+    await locker.query('COMMIT')
+    return { queued, put: await put, close: await closed }
+  } finally {
+    await locker.end()
+  }
+}
+
+describe('close() while operations wait for a connection', () => {
+  it('ends their waits as CLOSED at once; the statement in flight finishes', async () => {
+    expect(await getsQueuedAtClose({})).toEqual({
+      queued: ['CLOSED', 'CLOSED', 'CLOSED', 'CLOSED'],
+      put: 'resolved',
+      close: 'resolved',
+    })
+  }, 30_000)
+
+  it("mutant: left to pg-pool's queue, they wait out connectTimeoutMs and fail UNAVAILABLE", async () => {
+    expect(await getsQueuedAtClose({ errorMapping: { waitsPastClose: true } })).toEqual({
+      queued: ['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE'],
+      put: 'resolved',
+      close: 'resolved',
+    })
+  }, 30_000)
 })
