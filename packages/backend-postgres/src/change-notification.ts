@@ -85,7 +85,24 @@ export interface WatcherHooks {
    * and get no connection of their own (a mutant: daemons' `next({ waitMs })` hung on it).
    */
   readonly connectForLateWatches?: boolean
+  /**
+   * `true`: a probe whose own statement failed (the pool unreachable, an error
+   * answer) counts as a probe that never arrived, so a first connection fails
+   * its watches with the "receives no notifications" configuration error (a
+   * mutant: the probe before its statement's failures were told apart).
+   */
+  readonly probeFailureIsSilence?: boolean
 }
+
+/**
+ * How a probe ended: its notification `arrived`; its statement was answered
+ * (so it committed and notified) but nothing arrived in time, `silent`: the
+ * listen connection cannot receive notifications; or its statement `failed`
+ * before it was known to have run, which says nothing about the listen
+ * connection (the pool was unreachable, a pooler answered with another
+ * client's error): the connection is retried, never reported misconfigured.
+ */
+type ProbeOutcome = 'arrived' | 'silent' | 'failed'
 
 /**
  * The watches of one backend instance. `LISTEN` is session state, so it runs
@@ -167,8 +184,7 @@ export function createPostgresWatcher(
   }
 
   /**
-   * Sends a probe through the pool; resolves whether the listen connection
-   * received it in time. Its statement is not declared (answer-check.ts): a
+   * Sends a probe through the pool; resolves how it ended ({@link ProbeOutcome}). Its statement is not declared (answer-check.ts): a
    * pooler's foreign answer to it (PgBouncer 1.18, see the README) must not
    * fail the probe, since the statement still runs and notifies once the
    * dead client's statements are done, where a failed probe on a first
@@ -180,24 +196,32 @@ export function createPostgresWatcher(
    * notification arrived (its own answer was sent with its commit) and
    * {@link FOREIGN_ANSWER_GRACE_MS} more, then has it discarded.
    */
-  async function probe(): Promise<boolean> {
+  async function probe(): Promise<ProbeOutcome> {
     const payload = `${PROBE_PREFIX}${randomUUID()}`
     let timer: NodeJS.Timeout | undefined
+    let came = false
+    let answered = false
     const arrived = new Promise<boolean>((resolve) => {
-      probes.set(payload, () => resolve(true))
+      probes.set(payload, () => {
+        came = true
+        resolve(true)
+      })
       timer = setTimeout(() => resolve(false), options.connectTimeoutMs)
     })
     try {
       await pool.use('watch', false, async (client, discard) => {
         const answer = await client.query(PROBE_STATEMENT, [channel, payload])
-        if (isOwnProbeAnswer(answer, payload) || hooks.holdAfterForeignAnswer === false) return
+        answered = isOwnProbeAnswer(answer, payload)
+        if (answered || hooks.holdAfterForeignAnswer === false) return
         discard()
         if (await arrived)
           await new Promise((resolve) => setTimeout(resolve, FOREIGN_ANSWER_GRACE_MS))
       })
-      return await arrived
+      if (await arrived) return 'arrived'
+      return answered || hooks.probeFailureIsSilence === true ? 'silent' : 'failed'
     } catch {
-      return false
+      if (came) return 'arrived'
+      return hooks.probeFailureIsSilence === true ? 'silent' : 'failed'
     } finally {
       clearTimeout(timer)
       probes.delete(payload)
@@ -226,15 +250,15 @@ export function createPostgresWatcher(
       schedule()
     })
     listener = client
-    let confirmed = false
+    let outcome: ProbeOutcome = 'failed'
     let pid: number | undefined
     try {
       await client.connect()
       await client.query(`LISTEN "${channel}"`)
       pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid
-      if (mine === generation) confirmed = hooks.probe === false || (await probe())
+      if (mine === generation) outcome = hooks.probe === false ? 'arrived' : await probe()
     } catch {
-      confirmed = false
+      outcome = 'failed'
     } finally {
       connecting = false
     }
@@ -243,8 +267,8 @@ export function createPostgresWatcher(
       void client.end().catch(() => {})
       return
     }
-    if (!confirmed) {
-      if (!confirmedOnce && listener === client && pid !== undefined) {
+    if (outcome !== 'arrived') {
+      if (!confirmedOnce && listener === client && pid !== undefined && outcome === 'silent') {
         // Connected and listening, yet the probe never came back: notifications
         // cannot reach this connection. A configuration error, said loudly.
         listener = undefined

@@ -1,6 +1,6 @@
 import { CONTRACT_CHECKS, type ContractOptions, runContractCheck } from '@agent-state/contract'
 import type { Backend, ChangeHint } from '@agent-state/core'
-import { startPostgresServer } from '@agent-state/test-services'
+import { startPostgresServer, startTcpProxy } from '@agent-state/test-services'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { POSTGRES_CHANGE_NOTIFICATION } from '../src/change-notification.js'
@@ -357,4 +357,69 @@ describe('the change hints of concurrent writes, batched', () => {
     expect(result.acknowledged).toBe(64)
     expect(result.unheard).toBeGreaterThan(0)
   }, 60_000)
+})
+
+/**
+ * A watch started while its pool cannot reach the server (the pool goes through a TCP proxy that
+ * refuses; the listen connection is direct): the probe's statement fails, which says nothing of
+ * the listen connection. The proxy accepts again after 1.5 s. Resolves the watch's first step
+ * (its first hint, or the error it failed with), or 'none' after 10 s.
+ */
+async function watchWhilePoolDown(probeFailureIsSilence: boolean) {
+  const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: server.port } })
+  const backend = await openWithHooks(
+    {
+      connectionString: server.url.replace(`:${server.port}/`, `:${proxy.port}/`),
+      listenConnectionString: server.url,
+      namespace: `pool-down-${Math.random().toString(36).slice(2)}`,
+      poolSize: 2,
+      connectTimeoutMs: 1000,
+    },
+    { watcher: { probeFailureIsSilence } },
+  )
+  const controller = new AbortController()
+  try {
+    await proxy.setRefusing(true)
+    proxy.dropAll()
+    const watch = backend.watch?.bind(backend)
+    if (watch === undefined) throw new Error('the backend has no watch')
+    const first = watch('', { signal: controller.signal })
+      [Symbol.asyncIterator]()
+      .next()
+      .then(
+        (step) => step.value as ChangeHint,
+        (error: { code?: unknown; message?: unknown }) => ({
+          code: error.code,
+          message: error.message,
+        }),
+      )
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await proxy.setRefusing(false)
+    let timer: NodeJS.Timeout | undefined
+    const none = new Promise<'none'>((resolve) => {
+      timer = setTimeout(() => resolve('none'), 10_000)
+    })
+    try {
+      return await Promise.race([first, none])
+    } finally {
+      clearTimeout(timer)
+    }
+  } finally {
+    controller.abort()
+    await backend.close()
+    await proxy.stop()
+  }
+}
+
+describe('a watch whose probe cannot be sent (the pool unreachable)', () => {
+  it('retries instead of reporting the listen connection misconfigured, and starts once the pool is back', async () => {
+    expect(await watchWhilePoolDown(false)).toEqual({ kind: 'resync' })
+  }, 30_000)
+
+  it('mutant: a failed probe statement taken for a silent LISTEN fails the watch as misconfigured', async () => {
+    expect(await watchWhilePoolDown(true)).toEqual({
+      code: 'UNAVAILABLE',
+      message: expect.stringMatching(/^PostgreSQL LISTEN receives no notifications/),
+    })
+  }, 30_000)
 })
