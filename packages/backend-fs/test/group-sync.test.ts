@@ -101,9 +101,12 @@ describe('the shared directory fsync', () => {
     const { lone, atOnce, loop } = await fsyncsOf(() => ({}))
     expect(lone).toEqual({ alone: 1, pooled: 0, pooledWrites: 0 })
     // The first of 64 puts started at once runs synchronously up to its fsync; its turn of the
-    // event loop lets the other 63 start, so it joins them.
-    expect(atOnce.alone).toBe(0)
-    expect(atOnce.pooledWrites).toBe(64)
+    // event loop lets the other 63 start, so it joins them. At most one may still fsync alone:
+    // the last straggler, whose rename landed after every other write had finished (a lone fsync
+    // needs no other write of the instance in flight, and none starts after these 64: seen once
+    // in a clean run at load 20-37). The mutant below fsyncs alone whenever no fsync runs: more.
+    expect(atOnce.alone).toBeLessThanOrEqual(1)
+    expect(atOnce.alone + atOnce.pooledWrites).toBe(64)
     expect(atOnce.pooled).toBeLessThan(64)
     // A closed loop of 64 callers issuing from their own macrotasks: alone only as callers finish.
     expect(loop.alone).toBeLessThan(20)
