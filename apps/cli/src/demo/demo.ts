@@ -148,8 +148,16 @@ const workStep: DemoStep = {
       `took event ${String(claimed.seq)} (file a ticket), opened run ${ctx.runId}, recorded the effect as submitted and called the provider`,
     )
     const deadline = Date.now() + 30_000
+    // Watched while waiting, so a failure says whether the agent was still there to be answered.
+    let agentEnd: string | undefined
+    void agent.exited.then((end) => {
+      agentEnd = `the agent ended meanwhile, ${end.signal === null ? `code ${String(end.code)}` : `by ${end.signal}`}`
+    })
     while ((await providerApplied(ctx)) === 0) {
-      expectThat(Date.now() < deadline, 'the provider applies the effect within 30 s')
+      expectThat(
+        Date.now() < deadline,
+        `the provider applies the effect within 30 s (${agentEnd ?? 'the agent is still running'})`,
+      )
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
     agent.child.kill('SIGKILL')
