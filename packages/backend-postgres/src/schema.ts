@@ -1,6 +1,7 @@
 import { AgentStateError } from '@agent-state/core'
 import type pg from 'pg'
 import { assertOwnAnswer } from './answer-check.js'
+import { functionsMigration } from './schema-functions.js'
 
 /**
  * The database layout and its migrations. Everything lives in one
@@ -13,7 +14,7 @@ import { assertOwnAnswer } from './answer-check.js'
  */
 
 /** The schema version this package writes and reads. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /** One row per migration applied: `version`, `description`, `applied_at`. */
 export const MIGRATIONS_TABLE = 'agent_state_migrations'
@@ -96,6 +97,15 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => `
       DROP INDEX ${s}.${LIVE_INDEX};
       ALTER TABLE ${s}.${ENTRIES_TABLE} SET (fillfactor = 90);`,
+  },
+  {
+    version: 3,
+    description:
+      'value writes and key reads as PL/pgSQL functions (plans kept per server connection)',
+    // The table is unchanged: a process of the previous release that is
+    // already running keeps writing with its own statements; one starting
+    // after this migration refuses the newer schema (INCOMPATIBLE_SCHEMA).
+    sql: (s) => functionsMigration(s, `${s}.${ENTRIES_TABLE}`, `${s}.${ROW_VERSIONS}`),
   },
 ]
 

@@ -1,6 +1,16 @@
 import type { KeyRange } from '@agent-state/core'
 import { declareAnswer } from './answer-check.js'
 import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
+import {
+  DELETE_FUNCTION,
+  GET_FUNCTION,
+  NOW_MS,
+  PUT_FUNCTION,
+  READ_FUNCTION,
+  STATE_COLUMNS,
+} from './schema-functions.js'
+
+export { NOW_MS, STATE_COLUMNS } from './schema-functions.js'
 
 /**
  * The `NOTIFY` channel of the backends in `schema` (all their namespaces):
@@ -42,7 +52,8 @@ const HINT_COLUMNS = ['set_config', 'pg_notify']
 export interface Statements {
   /**
    * The database clock and the key's state columns (`STATE_COLUMNS`), with
-   * the value when `withValue`: one row always (a left join on the clock), its
+   * the value in `readWithValue`, by a call of the schema's read functions
+   * (schema-functions.ts): one row always (a left join on the clock), its
    * `row_version` null when the key has no row. `$1` namespace, `$2` key.
    */
   readonly read: string
@@ -63,8 +74,9 @@ export interface Statements {
    */
   readonly announceKeys: string
   /**
-   * A `put` in ONE statement (one round trip): writes the value only if the
-   * contract's conditions hold on the row as it is when written (lease
+   * A `put` in ONE statement (one round trip), a call of the schema's put
+   * function (schema-functions.ts, whose plans each server connection keeps):
+   * writes the value only if the contract's conditions hold on the row as it is when written (lease
    * free or, `fenced`, the given token unexpired, on the database clock;
    * `ifMatch`/`ifNoneMatch`), and returns the row as the statement's snapshot
    * saw it (`STATE_COLUMNS` and `now_ms`, which the backend judges a refusal
@@ -73,7 +85,8 @@ export interface Statements {
    */
   put(shape: PutShape): string
   /**
-   * A `delete` in ONE statement, as {@link Statements.put}: removes the row
+   * A `delete` in ONE statement, a call of the schema's delete function, as
+   * {@link Statements.put}: removes the row
    * of a key that never had a lease, keeps the row of one that did (its
    * fencing counter) without its value. Returns the snapshot's row with
    * `written` (0 or 1). `$1` namespace, `$2` key, then the lease token
@@ -111,32 +124,22 @@ export interface PutShape extends ConditionShape {
   readonly ifNoneMatch: boolean
 }
 
-/**
- * The revision `expr` in base 36, as core's `newVersion` writes it: the digits
- * of the 13 powers of 36 that fit a bigint, leading zeros trimmed (a revision
- * is at least 1). Every `36^i` is `2^2i * 3^2i` with `3^24 < 2^53`, so
- * `power(36, i)` is exact as a double.
- */
-function base36(expr: string): string {
-  return `(SELECT ltrim(string_agg(substr('0123456789abcdefghijklmnopqrstuvwxyz', ((${expr}) / power(36, i)::bigint % 36)::int + 1, 1), '' ORDER BY i DESC), '0')
-     FROM generate_series(0, 12) i)`
-}
-
-/** The columns `row-codec.ts` decodes, in its order. */
-export const STATE_COLUMNS =
-  'e.row_version, e.version, e.revision, e.writer, e.updated_at, e.size, e.value_crc, e.lease_holder, e.lease_token, e.lease_ttl_ms, e.lease_expires_at, e.fence'
-
 /** The column names of {@link STATE_COLUMNS}, as an answer names them. */
 export const STATE_NAMES = STATE_COLUMNS.split(', ').map((column) => column.slice('e.'.length))
 /** The columns of a read (and of a write's snapshot): the database clock and the state. */
 const READ_NAMES = ['now_ms', ...STATE_NAMES]
 
 /**
- * Milliseconds since the epoch on the database clock. `clock_timestamp()`,
- * not `now()`: `now()` is the start of the transaction, and a statement
- * queued behind a lock would judge expiry by a time already past.
+ * The write functions' lease token and expected version (schema-functions.ts):
+ * the next parameters from `$first` for those the shape gives, typed nulls
+ * for the others.
  */
-export const NOW_MS = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint'
+function optionalParams(shape: ConditionShape, first: number): string {
+  let next = first
+  const token = shape.fenced ? `$${next++}::bigint` : 'NULL::bigint'
+  const ifMatch = shape.ifMatch ? `$${next++}::text` : 'NULL::text'
+  return `${token}, ${ifMatch}`
+}
 
 /** Builds the statements of the backend in `schema` (an identifier checked by the options schema). */
 export function buildStatements(schema: string): Statements {
@@ -155,10 +158,6 @@ export function buildStatements(schema: string): Statements {
   // microseconds instead of an fsync. The payload is `<namespace>/<key>`, at
   // most 128 + 1 + 1024 bytes: always under NOTIFY's 8000-byte payload limit.
   const channel = `'${changeChannel(schema)}'`
-  const read = (value: boolean) =>
-    `SELECT n.now_ms, ${STATE_COLUMNS}${value ? ', e.value' : ''}
-     FROM (SELECT ${NOW_MS} AS now_ms) n
-     LEFT JOIN ${table} e ON e.namespace = $1 AND e.key = $2`
   // Every statement is declared with the columns it answers (answer-check.ts).
   const rowVersion = ['row_version']
   // The lease guard of a fenced write, in the write statement itself, on
@@ -168,28 +167,14 @@ export function buildStatements(schema: string): Statements {
   const guard = (fenced: boolean, tokenParam: number) =>
     fenced ? ` AND lease_token = $${tokenParam} AND lease_expires_at > ${NOW_MS}` : ''
   const nextRowVersion = `nextval('${schema}.${ROW_VERSIONS}')`
-  // The conditions of a one-statement write on the row `t` as it is when
-  // written: PostgreSQL re-checks them on the newest row version once it
-  // holds the row lock (READ COMMITTED), and NOW_MS is evaluated then.
-  const conditions = (shape: ConditionShape, firstParam: number) => {
-    let next = firstParam
-    const parts = [
-      shape.fenced
-        ? `t.lease_token = $${next++} AND t.lease_expires_at > ${NOW_MS}`
-        : `(t.lease_holder IS NULL OR t.lease_expires_at <= ${NOW_MS})`,
-    ]
-    if (shape.ifMatch) parts.push(`t.version = $${next++}`)
-    return parts.join(' AND ')
-  }
-  // The row as the statement's snapshot saw it, with the database clock: what
-  // the backend judges a refusal by (core's rules). A refusal the snapshot
-  // does not explain was a concurrent write: the backend sends the statement again.
-  const snapshot = `snapshot AS (${read(false)})`
   const putCache = new Map<string, string>()
   const deleteCache = new Map<string, string>()
   return {
-    read: declareAnswer(read(false), READ_NAMES),
-    readWithValue: declareAnswer(read(true), [...READ_NAMES, 'value']),
+    read: declareAnswer(`SELECT * FROM ${schema}.${READ_FUNCTION}($1, $2)`, READ_NAMES),
+    readWithValue: declareAnswer(`SELECT * FROM ${schema}.${GET_FUNCTION}($1, $2)`, [
+      ...READ_NAMES,
+      'value',
+    ]),
     insert: declareAnswer(
       `INSERT INTO ${table} (namespace, key, version, revision, writer, updated_at, size, value,
         value_crc, lease_holder, lease_token, lease_ttl_ms, lease_expires_at, fence)
@@ -206,23 +191,11 @@ export function buildStatements(schema: string): Statements {
       const id = `${shape.fenced}/${shape.ifMatch}/${shape.ifNoneMatch}`
       let text = putCache.get(id)
       if (text !== undefined) return text
-      const set = `version = ${base36('t.revision + 1')} || '.' || left($3, 8), revision = t.revision + 1,
-          writer = $4, updated_at = ${NOW_MS}, size = $5, value = $6, value_crc = $7,
-          row_version = ${nextRowVersion}`
-      const where = `${conditions(shape, 8)}${shape.ifNoneMatch ? ' AND t.version IS NULL' : ''}`
-      // Without a lease or an expected version a key without a row is
-      // created (an upsert); with either, the row must exist already.
-      const write =
-        shape.fenced || shape.ifMatch
-          ? `UPDATE ${table} t SET ${set} WHERE t.namespace = $1 AND t.key = $2 AND ${where}`
-          : `INSERT INTO ${table} AS t (namespace, key, version, revision, writer, updated_at, size,
-               value, value_crc, fence)
-             VALUES ($1, $2, '1.' || $3, 1, $4, ${NOW_MS}, $5, $6, $7, 0)
-             ON CONFLICT (namespace, key) DO UPDATE SET ${set} WHERE ${where}`
-      text = `WITH ${snapshot}, written AS (${write} RETURNING t.version, t.updated_at)
-        SELECT s.*, w.version AS written_version, w.updated_at AS written_updated_at
-        FROM snapshot s LEFT JOIN written w ON true`
-      declareAnswer(text, [...READ_NAMES, 'written_version', 'written_updated_at'])
+      const rest = optionalParams(shape, 8)
+      text = declareAnswer(
+        `SELECT * FROM ${schema}.${PUT_FUNCTION}($1, $2, $3, $4, $5, $6, $7, ${rest}, ${shape.ifNoneMatch})`,
+        [...READ_NAMES, 'written_version', 'written_updated_at'],
+      )
       putCache.set(id, text)
       return text
     },
@@ -230,19 +203,10 @@ export function buildStatements(schema: string): Statements {
       const id = `${shape.fenced}/${shape.ifMatch}`
       let text = deleteCache.get(id)
       if (text !== undefined) return text
-      const where = `t.namespace = $1 AND t.key = $2 AND t.version IS NOT NULL AND ${conditions(shape, 3)}`
-      // A key that never had a lease (fence 0) loses its row; one that did
-      // keeps it without a value, for its fencing counter. The two
-      // conditions exclude each other, so at most one sub-statement writes.
-      text = `WITH ${snapshot},
-        removed AS (DELETE FROM ${table} t WHERE ${where} AND t.fence = 0 RETURNING 1),
-        emptied AS (UPDATE ${table} t SET version = NULL, revision = t.revision + 1, writer = NULL,
-            updated_at = ${NOW_MS}, size = 0, value = NULL, value_crc = NULL,
-            row_version = ${nextRowVersion}
-          WHERE ${where} AND t.fence > 0 RETURNING 1)
-        SELECT s.*, (SELECT count(*) FROM removed) + (SELECT count(*) FROM emptied) AS written
-        FROM snapshot s`
-      declareAnswer(text, [...READ_NAMES, 'written'])
+      text = declareAnswer(
+        `SELECT * FROM ${schema}.${DELETE_FUNCTION}($1, $2, ${optionalParams(shape, 3)})`,
+        [...READ_NAMES, 'written'],
+      )
       deleteCache.set(id, text)
       return text
     },

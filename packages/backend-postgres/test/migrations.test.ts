@@ -1,14 +1,10 @@
 import { spawn } from 'node:child_process'
+import { crc32 } from 'node:zlib'
 import { type Backend, isAgentStateError } from '@agent-state/core'
 import { startPostgresServer, startTcpProxy } from '@agent-state/test-services'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
-import {
-  buildStatements,
-  MIGRATIONS_TABLE,
-  openPostgresBackend,
-  SCHEMA_VERSION,
-} from '../src/index.js'
+import { MIGRATIONS_TABLE, openPostgresBackend, SCHEMA_VERSION } from '../src/index.js'
 import {
   createWithHooks,
   OPEN_RETRIES,
@@ -85,14 +81,14 @@ async function liveIndexes(schema: string): Promise<string> {
   )
 }
 
-/** Opens `schema` with this release, which migrates it: migration 2 recorded, the live-key index gone. */
+/** Opens `schema` with this release, which migrates it: every migration recorded, the live-key index gone. */
 async function openMigrated(schema: string): Promise<Backend> {
   const backend = await openPostgresBackend({
     connectionString: server.url,
     schema,
     namespace: 'n',
   })
-  expect(await recorded(schema)).toBe('1\n2')
+  expect(await recorded(schema)).toBe(EVERY_VERSION)
   expect(await liveIndexes(schema)).toBe('0\n')
   return backend
 }
@@ -101,35 +97,58 @@ const KEYS = ['a', 'b', 'c/\u{1F600}', 'c/\uFFFF', 'z']
 
 /**
  * A database as the first release left it (migrated to schema 1 only, as
- * `target: 1` does): values, a key whose lease was released, and a tombstone
- * (a leased key deleted: its row kept for the fencing counter, without value).
+ * `target: 1` does): values, and a tombstone (a leased key deleted: its row
+ * kept for the fencing counter, without value, its lease released). The
+ * rows are those that release wrote, inserted directly: this release reads
+ * and writes through schema 3's functions, which schema 1 lacks.
  */
 async function schemaOneDatabase(schema: string): Promise<void> {
   const old = await openWithHooks(
     { connectionString: server.url, schema, namespace: 'n' },
     { migration: { target: 1 } },
   )
-  for (const key of KEYS) await old.put(key, new TextEncoder().encode(key))
-  await old.put('gone', new Uint8Array([9]))
-  const lease = await old.acquireLease('gone', { holder: 'h', ttlMs: 60_000 })
-  await old.delete('gone', { lease })
-  await old.releaseLease(lease)
   await old.close()
+  const client = new pg.Client({ connectionString: server.url })
+  await client.connect()
+  try {
+    for (const key of KEYS) {
+      const value = Buffer.from(key)
+      await client.query(
+        `INSERT INTO ${schema}.agent_state_entries (namespace, key, version, revision, writer,
+           updated_at, size, value, value_crc, fence)
+         VALUES ('n', $1, '1.abcdefghABCDEFGH', 1, NULL, $2, $3, $4, $5, 0)`,
+        [key, Date.now(), value.byteLength, value, crc32(value)],
+      )
+    }
+    // The tombstone: put, leased (token 1), deleted under the lease, released.
+    await client.query(
+      `INSERT INTO ${schema}.agent_state_entries (namespace, key, version, revision, writer,
+         updated_at, size, value, value_crc, fence)
+       VALUES ('n', 'gone', NULL, 2, NULL, $1, 0, NULL, NULL, 1)`,
+      [Date.now()],
+    )
+  } finally {
+    await client.end()
+  }
 }
 
 /**
- * Updates and HOT updates of 20 plain puts (the backend's own statement) of
- * the existing key `a`, in one transaction rolled back: the transaction's own
- * counters, so no wait for the statistics of other sessions.
+ * Updates and HOT updates of 20 writes of the existing key `a` changing the
+ * columns a put changes (the put function exists from schema 3 on, so a
+ * schema 1 table is written directly), in one transaction rolled back: the
+ * transaction's own counters, so no wait for the statistics of other sessions.
  */
 async function hotUpdates(schema: string): Promise<{ updated: number; hot: number }> {
   const client = new pg.Client({ connectionString: server.url })
   await client.connect()
   try {
-    const put = buildStatements(schema).put({ fenced: false, ifMatch: false, ifNoneMatch: false })
+    const put = `UPDATE ${schema}.agent_state_entries SET version = $1, revision = revision + 1,
+        writer = NULL, updated_at = $2, size = 1, value = $3, value_crc = 0,
+        row_version = nextval('${schema}.agent_state_row_versions')
+      WHERE namespace = 'n' AND key = 'a'`
     await client.query('BEGIN')
     for (let i = 0; i < 20; i++) {
-      await client.query(put, ['n', 'a', 'abcdefghABCDEFGH', null, 1, Buffer.from([i]), 0])
+      await client.query(put, [`${i + 2}.abcdefgh`, Date.now(), Buffer.from([i])])
     }
     const counts = await client.query<{ updated: number; hot: number }>(
       `SELECT pg_stat_get_xact_tuples_updated(c.oid)::int AS updated,
@@ -184,7 +203,7 @@ describe('migrations', () => {
     expect(
       await server.sql('SELECT count(*), max(row_version) FROM newer.agent_state_entries'),
     ).toBe(before)
-    expect(await recorded('newer')).toBe(`1\n2\n${SCHEMA_VERSION + 1}`)
+    expect(await recorded('newer')).toBe(`${EVERY_VERSION}\n${SCHEMA_VERSION + 1}`)
   }, 60_000)
 
   it('a migration killed halfway is rolled back whole and applied by the next start', async () => {
@@ -207,7 +226,7 @@ describe('migrations', () => {
     expect(await recorded('half_applied')).toBe(EVERY_VERSION)
   }, 60_000)
 
-  it('a schema-1 database migrates to schema 2: values, byte order and fencing kept, every update HOT', async () => {
+  it('a schema-1 database migrates to the current schema: values, byte order and fencing kept, writes through the functions, every update HOT', async () => {
     await schemaOneDatabase('from_one')
     expect(await recorded('from_one')).toBe('1')
     expect(await liveIndexes('from_one')).toBe('1\n')
@@ -231,7 +250,16 @@ describe('migrations', () => {
       }
       expect(await backend.get('gone')).toBeNull()
       // The tombstone's fencing counter survived: the next token is above the first lease's.
-      expect((await backend.acquireLease('gone', { holder: 'h2', ttlMs: 60_000 })).token).toBe(2)
+      const lease = await backend.acquireLease('gone', { holder: 'h2', ttlMs: 60_000 })
+      expect(lease.token).toBe(2)
+      // Writes go through schema 3's functions, over the rows schema 1 wrote.
+      const written = await backend.put('gone', new Uint8Array([5]), { lease })
+      expect((await backend.get('gone'))?.meta.version).toBe(written.version)
+      await expect(
+        backend.put('gone', new Uint8Array([6]), { lease: { ...lease, token: 1 } }),
+      ).rejects.toMatchObject({ code: 'LEASE_LOST' })
+      expect(await backend.delete('z')).toBe(true)
+      expect(await backend.get('z')).toBeNull()
     } finally {
       await backend.close()
     }

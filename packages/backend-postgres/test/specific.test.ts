@@ -10,8 +10,8 @@ import { NOW_MS } from '../src/statements.js'
 const server = await startPostgresServer()
 afterAll(() => server.stop())
 
-const open = (namespace: string, hooks: PostgresBackendHooks = {}) =>
-  openWithHooks({ connectionString: server.url, namespace, poolSize: 2 }, hooks)
+const open = (namespace: string, hooks: PostgresBackendHooks = {}, schema = DEFAULT_SCHEMA) =>
+  openWithHooks({ connectionString: server.url, namespace, poolSize: 2, schema }, hooks)
 
 /** Blocks the event loop until `ms` have passed (a holder stalled right before its write statement). */
 function stall(ms: number): void {
@@ -24,14 +24,21 @@ function stall(ms: number): void {
  * only the expiry check inside the write statement, on the database clock,
  * can refuse it (the backend checks nothing before it writes).
  */
-async function putAcrossExpiry(hooks: PostgresBackendHooks): Promise<unknown> {
+async function putAcrossExpiry(
+  hooks: PostgresBackendHooks,
+  schema = DEFAULT_SCHEMA,
+): Promise<unknown> {
   let armed = false
-  const backend = await open(`guard-${Math.random().toString(36).slice(2)}`, {
-    ...hooks,
-    beforeWrite: () => {
-      if (armed) stall(400)
+  const backend = await open(
+    `guard-${Math.random().toString(36).slice(2)}`,
+    {
+      ...hooks,
+      beforeWrite: () => {
+        if (armed) stall(400)
+      },
     },
-  })
+    schema,
+  )
   try {
     const lease = await backend.acquireLease('k', { holder: 'a', ttlMs: 200 })
     armed = true
@@ -50,14 +57,24 @@ describe('the fenced write checks the lease in its own statement', () => {
   }, 30_000)
 
   it('mutant: without the guard in the write statement, the write lands after expiry', async () => {
-    const unguarded: PostgresBackendHooks = {
-      // The token check stays; only the expiry check on the database clock goes.
-      statements: (statements) => ({
-        ...statements,
-        put: (shape) => statements.put(shape).replace(` AND t.lease_expires_at > ${NOW_MS}`, ''),
-      }),
+    // The put function of a schema of its own, replaced by one whose token check
+    // stays while the expiry check on the database clock goes.
+    const schema = 'unguarded'
+    await (await open('setup', {}, schema)).close()
+    const client = new pg.Client({ connectionString: server.url })
+    await client.connect()
+    try {
+      const { rows } = await client.query<{ definition: string }>(
+        `SELECT pg_get_functiondef('${schema}.agent_state_put'::regproc) AS definition`,
+      )
+      const definition = rows[0]?.definition ?? ''
+      const mutant = definition.replaceAll(` AND t.lease_expires_at > ${NOW_MS}`, '')
+      expect(mutant).not.toBe(definition)
+      await client.query(mutant)
+    } finally {
+      await client.end()
     }
-    expect(await putAcrossExpiry(unguarded)).toBe('written')
+    expect(await putAcrossExpiry({}, schema)).toBe('written')
   }, 30_000)
 })
 
