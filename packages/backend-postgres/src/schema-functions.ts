@@ -1,8 +1,10 @@
 /**
  * Migration 3's SQL: the value writes (`put`, `delete`) and the key reads
  * (`get`, and the state read of `head` and the lease steps) as PL/pgSQL
- * functions in the backend's schema. Frozen with the migration: never edit a released
- * one; a change is a new migration (`CREATE OR REPLACE FUNCTION`).
+ * functions in the backend's schema. Frozen with the migration, and with it
+ * everything here its text is built from ({@link NOW_MS} and
+ * {@link STATE_COLUMNS} included, which other statements share): never edit
+ * a released one; a change is a new migration (`CREATE OR REPLACE FUNCTION`).
  *
  * Why functions: each write was one unnamed statement, a CTE that the server
  * parsed, analysed and planned at every execution, which cost more server CPU
@@ -59,11 +61,12 @@ function base36(expr: string): string {
 }
 
 /**
- * The lease condition of a write on the row `t`: with a token
- * (`p_token`), it must be the row's and unexpired; without one, no live
- * lease may exist. A null comparison (a row without a lease) is false.
+ * The conditions of a write on the row `t`: with a token (`p_token`), it
+ * must be the row's and unexpired; without one, no live lease may exist
+ * (a null comparison, a row without a lease, is false); with `p_if_match`,
+ * the row's version must equal it.
  */
-const LEASE_CONDITION = `CASE WHEN p_token IS NULL
+const WRITE_CONDITIONS = `CASE WHEN p_token IS NULL
       THEN (t.lease_holder IS NULL OR t.lease_expires_at <= ${NOW_MS})
       ELSE (t.lease_token = p_token AND t.lease_expires_at > ${NOW_MS}) END
     AND (p_if_match IS NULL OR t.version = p_if_match)`
@@ -111,7 +114,7 @@ export function putStatement(
   const set = `version = ${base36('t.revision + 1')} || '.' || left(p_random, 8), revision = t.revision + 1,
           writer = p_writer, updated_at = ${NOW_MS}, size = p_size, value = p_value, value_crc = p_crc,
           row_version = nextval('${rowVersions}')`
-  const where = `${LEASE_CONDITION} AND (NOT p_if_none_match OR t.version IS NULL)`
+  const where = `${WRITE_CONDITIONS} AND (NOT p_if_none_match OR t.version IS NULL)`
   const write =
     form === 'upsert'
       ? `INSERT INTO ${table} AS t (namespace, key, version, revision, writer, updated_at,
@@ -134,7 +137,7 @@ export function putStatement(
  * `written` is 1 when a value was removed, else 0.
  */
 function deleteFunction(schema: string, table: string, rowVersions: string): string {
-  const where = `t.namespace = p_namespace AND t.key = p_key AND t.version IS NOT NULL AND ${LEASE_CONDITION}`
+  const where = `t.namespace = p_namespace AND t.key = p_key AND t.version IS NOT NULL AND ${WRITE_CONDITIONS}`
   return `CREATE FUNCTION ${schema}.${DELETE_FUNCTION}(p_namespace text, p_key text, p_token bigint,
     p_if_match text)
   RETURNS TABLE (now_ms bigint, ${STATE_TYPES}, written bigint)

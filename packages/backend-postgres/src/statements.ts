@@ -75,9 +75,10 @@ export interface Statements {
   readonly announceKeys: string
   /**
    * A `put` in ONE statement (one round trip), a call of the schema's put
-   * function (schema-functions.ts, whose plans each server connection keeps):
-   * writes the value only if the contract's conditions hold on the row as it is when written (lease
-   * free or, `fenced`, the given token unexpired, on the database clock;
+   * function (schema-functions.ts, whose plans each server connection
+   * keeps): writes the value only if the contract's conditions hold on the
+   * row as it is when written (lease free or, `fenced`, the given token
+   * unexpired, on the database clock;
    * `ifMatch`/`ifNoneMatch`), and returns the row as the statement's snapshot
    * saw it (`STATE_COLUMNS` and `now_ms`, which the backend judges a refusal
    * by) with `written_version`/`written_updated_at` (null when nothing was
@@ -86,8 +87,8 @@ export interface Statements {
   put(shape: PutShape): string
   /**
    * A `delete` in ONE statement, a call of the schema's delete function, as
-   * {@link Statements.put}: removes the row
-   * of a key that never had a lease, keeps the row of one that did (its
+   * {@link Statements.put}: removes the row of a key that never had a
+   * lease, keeps the row of one that did (its
    * fencing counter) without its value. Returns the snapshot's row with
    * `written` (0 or 1). `$1` namespace, `$2` key, then the lease token
    * (`fenced`), then the expected version (`ifMatch`).
