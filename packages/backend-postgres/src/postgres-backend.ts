@@ -106,6 +106,12 @@ export interface PostgresBackendHooks {
   readonly onOpenAttempt?: () => void
   /** Replaces statements (mutants of the fencing guard in tests). */
   readonly statements?: (statements: Statements) => Statements
+  /**
+   * The first batch of a listing with a delimiter (default
+   * {@link GROUPED_FIRST_BATCH}); a mutant sets core's 1000, which reads a
+   * whole group's rows to list it as one prefix.
+   */
+  readonly groupedFirstBatch?: number
   /** Replaces the native queue's statements (a mutant: the same texts, undeclared). */
   readonly queueStatements?: (statements: QueueStatements) => QueueStatements
   /**
@@ -207,6 +213,12 @@ export async function openWithHooks(
   }
   return backend
 }
+
+/**
+ * The first batch of a listing with a delimiter, in rows (see `list`): what a
+ * group that fills it costs before the scan skips the rest of it.
+ */
+export const GROUPED_FIRST_BATCH = 64
 
 /** Where a created backend keeps its "migrate if not done yet" step, for `openWithHooks`. */
 const READY = Symbol('ready')
@@ -668,19 +680,35 @@ function createBackend(
       assertOpen()
       const options = normalizeListOptions(listOptions)
       const range = prefixRange(options.prefix)
+      const grouped = options.delimiter !== undefined
+      // With a delimiter, a group is listed as one prefix however many keys it
+      // holds, and core's next scan starts after it: a batch that ended inside
+      // a group stays small, so a big group costs a small batch, not up to 1000
+      // rows read, sent and parsed (a LangGraph thread's checkpoints under its
+      // namespace's group). A batch that ended outside one grows fourfold, so
+      // many plain entries still take few round trips.
+      let batch = grouped
+        ? (hooks.groupedFirstBatch ?? GROUPED_FIRST_BATCH)
+        : Number.POSITIVE_INFINITY
       return collectListPage(options, async (position, max) => {
         const scanRange = range === null ? null : afterPosition(range, position)
         if (scanRange === null) return { entries: [], done: true }
+        const limit = Math.min(max, batch)
         const params: unknown[] = [namespace, scanRange.from]
         if (scanRange.to !== undefined) params.push(scanRange.to)
-        params.push(max)
+        params.push(limit)
         const result = await connection.use('list', false, (client) =>
           client.query<{ key: string; version: string; size: string; updated_at: string }>(
             sql.scan(scanRange),
             params,
           ),
         )
-        return { entries: result.rows.map(decodeListed), done: result.rows.length < max }
+        const rows = result.rows
+        const last = rows[rows.length - 1]
+        if (grouped && last !== undefined && last.key.indexOf('/', options.prefix.length) < 0) {
+          batch *= 4
+        }
+        return { entries: rows.map(decodeListed), done: rows.length < limit }
       })
     },
 

@@ -78,6 +78,84 @@ describe('the fenced write checks the lease in its own statement', () => {
   }, 30_000)
 })
 
+/**
+ * Rows the listing scans of `call` received (answers of the scan statement,
+ * counted on the client by wrapping `pg.Client`'s `query`).
+ */
+async function scannedRows(call: () => Promise<unknown>): Promise<number> {
+  const query = pg.Client.prototype.query
+  let rows = 0
+  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
+    const answer = (query as (...a: unknown[]) => unknown).apply(this, args)
+    const text = typeof args[0] === 'string' ? args[0] : ''
+    if (text.startsWith('SELECT key, version, size, updated_at') && answer instanceof Promise) {
+      answer.then(
+        (result: pg.QueryResult) => {
+          rows += result.rows.length
+        },
+        () => {},
+      )
+    }
+    return answer
+  } as typeof query
+  try {
+    await call()
+  } finally {
+    pg.Client.prototype.query = query
+  }
+  return rows
+}
+
+describe('a listing with a delimiter reads a big group in a small batch', () => {
+  /** `a`, 1500 keys under `big/`, then 300 plain keys: the page and the rows it took. */
+  async function listed(hooks: PostgresBackendHooks) {
+    const backend = await open(`groups-${Math.random().toString(36).slice(2)}`, hooks)
+    try {
+      const value = new Uint8Array([1])
+      await backend.put('a', value)
+      for (let i = 0; i < 1500; i += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, (_, j) =>
+            backend.put(`big/${String(i + j).padStart(4, '0')}`, value),
+          ),
+        )
+      }
+      for (let i = 0; i < 300; i += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, (_, j) =>
+            backend.put(`z${String(i + j).padStart(3, '0')}`, value),
+          ),
+        )
+      }
+      let page: Awaited<ReturnType<typeof backend.list>> | undefined
+      const rows = await scannedRows(async () => {
+        page = await backend.list({ delimiter: '/' })
+      })
+      return { page, rows }
+    } finally {
+      await backend.close()
+    }
+  }
+
+  it('the group costs one batch of 64 rows; the plain keys after it, growing batches', async () => {
+    const { page, rows } = await listed({})
+    expect(page?.prefixes).toEqual(['big/'])
+    expect(page?.entries.map((entry) => entry.key)).toEqual([
+      'a',
+      ...Array.from({ length: 300 }, (_, i) => `z${String(i).padStart(3, '0')}`),
+    ])
+    // The first batch: a and 63 keys of big/ (64); then, after the group, each plain
+    // key once, in batches of 64 and 256.
+    expect(rows).toBe(64 + 300)
+  }, 60_000)
+
+  it("mutant: core's batch of 1000 reads the whole group's rows", async () => {
+    const { page, rows } = await listed({ groupedFirstBatch: 1000 })
+    expect(page?.prefixes).toEqual(['big/'])
+    expect(rows).toBeGreaterThanOrEqual(1000)
+  }, 60_000)
+})
+
 describe('per-value checksums', () => {
   it('a value changed behind the backend is CORRUPT, never a wrong read', async () => {
     const backend = await open('checksums')
