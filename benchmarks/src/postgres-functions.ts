@@ -1,14 +1,22 @@
-import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { buildStatements, createPostgresBackend } from '@agent-state/postgres'
+import { buildStatements } from '@agent-state/postgres'
 import { startPostgresServer } from '@agent-state/test-services'
 import pg from 'pg'
 import {
   putStatement,
   readStatement,
 } from '../../packages/backend-postgres/src/schema-functions.js'
-import { cpuSeconds } from '../../test-suites/services/src/process-cpu.js'
-import { CONCURRENCY, KEYS, key, median, type Op, REPS, run, VALUE } from './postgres-paths.js'
+import { treeCpuSeconds } from '../../test-suites/services/src/process-cpu.js'
+import {
+  CONCURRENCY,
+  key,
+  median,
+  type Op,
+  REPS,
+  run,
+  seedNamespace,
+  VALUE,
+} from './postgres-paths.js'
 
 /**
  * What schema 3's functions save (issue 31, writes and reads at c=1 and c=64).
@@ -45,32 +53,10 @@ function pool(): pg.Pool {
 }
 
 /** The server's CPU seconds: the postmaster (with its reaped children) and its live children. */
-function serverCpu(): number {
-  const pid = server.pid
-  if (pid === undefined) return Number.NaN
-  let children: string[] = []
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
-  } catch {
-    // no children file: the postmaster alone (its reaped children included)
-  }
-  return children
-    .filter((child) => child !== '')
-    .reduce((sum, child) => sum + (cpuSeconds(Number(child)) ?? 0), cpuSeconds(pid) ?? 0)
-}
+const serverCpu = (): number => treeCpuSeconds(server.pid)
 
 // The backend creates its schema (migration 3 included) and the rows.
-const seed = createPostgresBackend({
-  connectionString: server.url,
-  namespace: NAMESPACE,
-  poolSize: 4,
-})
-for (let k = 0; k < KEYS; k++) await seed.put(`bench/${k}`, VALUE)
-const versions = new Map<string, string>()
-for (let w = 0; w < Math.max(...CONCURRENCY); w++) {
-  versions.set(`cas/${w}`, (await seed.put(`cas/${w}`, VALUE)).version)
-}
-await seed.close()
+const versions = await seedNamespace(server.url, NAMESPACE, Math.max(...CONCURRENCY))
 
 /** The function's statement with its parameters bound by position, as an unnamed statement sends them. */
 function inline(form: 'upsert' | 'update', ifMatch: boolean): string {

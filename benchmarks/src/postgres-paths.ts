@@ -63,6 +63,29 @@ export async function agentStatePath(
   }
 }
 
+/**
+ * Writes `namespace`'s rows through the backend (so their layout is its own,
+ * migrations included): the put and get workloads' keys, and the compare-and-set
+ * key of each of `callers`, whose versions it resolves (`cas/<caller>`).
+ */
+export async function seedNamespace(
+  url: string,
+  namespace: string,
+  callers: number,
+): Promise<Map<string, string>> {
+  const seed = createPostgresBackend({ connectionString: url, namespace, poolSize: 4 })
+  try {
+    for (let k = 0; k < KEYS; k++) await seed.put(`bench/${k}`, VALUE)
+    const versions = new Map<string, string>()
+    for (let w = 0; w < callers; w++) {
+      versions.set(`cas/${w}`, (await seed.put(`cas/${w}`, VALUE)).version)
+    }
+    return versions
+  } finally {
+    await seed.close()
+  }
+}
+
 /** `pg` running the backend's own statements, without hint, rules, checksum or decoding. */
 export async function rawSamePath(url: string, size: number): Promise<Path & { pool: pg.Pool }> {
   const pool = new pg.Pool({ connectionString: url, max: size })
@@ -72,12 +95,8 @@ export async function rawSamePath(url: string, size: number): Promise<Path & { p
   const cas = sql.put({ fenced: false, ifMatch: true, ifNoneMatch: false })
   const value = Buffer.from(VALUE)
   const params = (k: string) => ['raw', k, 'abcdefghABCDEFGH', null, 1024, value, 0]
-  const versions = new Map<string, string>()
   // Rows in their own namespace, created by the backend so the layout is the same.
-  const seed = createPostgresBackend({ connectionString: url, namespace: 'raw', poolSize: 4 })
-  for (let k = 0; k < KEYS; k++) await seed.put(`bench/${k}`, VALUE)
-  for (let w = 0; w < 64; w++) versions.set(`cas/${w}`, (await seed.put(`cas/${w}`, VALUE)).version)
-  await seed.close()
+  const versions = await seedNamespace(url, 'raw', 64)
   return {
     name: 'raw-same',
     pool,

@@ -1,18 +1,17 @@
-import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { buildStatements, createPostgresBackend } from '@agent-state/postgres'
+import { buildStatements } from '@agent-state/postgres'
 import { startPostgresServer } from '@agent-state/test-services'
 import pg from 'pg'
-import { cpuSeconds } from '../../test-suites/services/src/process-cpu.js'
+import { treeCpuSeconds } from '../../test-suites/services/src/process-cpu.js'
 import {
   CONCURRENCY,
-  KEYS,
   key,
   median,
   type Op,
   REPS,
   run,
   SECONDS,
+  seedNamespace,
   VALUE,
 } from './postgres-paths.js'
 
@@ -91,19 +90,7 @@ function backendLikePool(options?: string): pg.Pool {
 }
 
 /** The server's CPU seconds: the postmaster (with its reaped children) and its live children. */
-function serverCpu(): number {
-  const pid = server.pid
-  if (pid === undefined) return Number.NaN
-  let children: string[] = []
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
-  } catch {
-    // no children file: the postmaster alone (its reaped children included)
-  }
-  return children
-    .filter((child) => child !== '')
-    .reduce((sum, child) => sum + (cpuSeconds(Number(child)) ?? 0), cpuSeconds(pid) ?? 0)
-}
+const serverCpu = (): number => treeCpuSeconds(server.pid)
 
 const stats = new pg.Client({ connectionString: server.url })
 await stats.connect()
@@ -135,17 +122,7 @@ async function statementStats(): Promise<{
 }
 
 // The backend creates its schema and the rows, so the layout is the backend's own.
-const seed = createPostgresBackend({
-  connectionString: server.url,
-  namespace: NAMESPACE,
-  poolSize: 4,
-})
-for (let k = 0; k < KEYS; k++) await seed.put(`bench/${k}`, VALUE)
-const versions = new Map<string, string>()
-for (let w = 0; w < Math.max(...CONCURRENCY); w++) {
-  versions.set(`cas/${w}`, (await seed.put(`cas/${w}`, VALUE)).version)
-}
-await seed.close()
+const versions = await seedNamespace(server.url, NAMESPACE, Math.max(...CONCURRENCY))
 
 // The backend's own statement texts: the unconditional put, the compare-and-set, the read.
 const sql = buildStatements('agent_state')

@@ -20,6 +20,24 @@ export function cpuSeconds(pid: number | undefined): number | undefined {
 }
 
 /**
+ * CPU seconds of process `pid` (its reaped children included) and of its live
+ * children: a PostgreSQL server's postmaster and its sessions, for the
+ * benchmarks' server CPU per operation. `NaN` without a pid.
+ */
+export function treeCpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN
+  let children: string[] = []
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
+  } catch {
+    // no children file: the process alone (its reaped children included)
+  }
+  return children
+    .filter((child) => child !== '')
+    .reduce((sum, child) => sum + (cpuSeconds(Number(child)) ?? 0), cpuSeconds(pid) ?? 0)
+}
+
+/**
  * Prints one line saying how much CPU a test server used, just before it stops: on a 2-core
  * CI machine the servers compete with the tests, and this is where the CI budget's time goes
  * when it is not in the test processes themselves.
