@@ -18,6 +18,7 @@ import {
   checkPut,
   collectListPage,
   type DeleteOptions,
+  GROUPED_FIRST_BATCH,
   isAgentStateError,
   type KeyState,
   type Lease,
@@ -107,9 +108,9 @@ export interface PostgresBackendHooks {
   /** Replaces statements (mutants of the fencing guard in tests). */
   readonly statements?: (statements: Statements) => Statements
   /**
-   * The first batch of a listing with a delimiter (default
-   * {@link GROUPED_FIRST_BATCH}); a mutant sets core's 1000, which reads a
-   * whole group's rows to list it as one prefix.
+   * The first batch of a listing with a delimiter (default core's
+   * `GROUPED_FIRST_BATCH`, see `ListBatching`); a mutant sets 1000, which
+   * reads a whole group's rows to list it as one prefix.
    */
   readonly groupedFirstBatch?: number
   /** Replaces the native queue's statements (a mutant: the same texts, undeclared). */
@@ -213,12 +214,6 @@ export async function openWithHooks(
   }
   return backend
 }
-
-/**
- * The first batch of a listing with a delimiter, in rows (see `list`): what a
- * group that fills it costs before the scan skips the rest of it.
- */
-export const GROUPED_FIRST_BATCH = 64
 
 /** Where a created backend keeps its "migrate if not done yet" step, for `openWithHooks`. */
 const READY = Symbol('ready')
@@ -337,6 +332,7 @@ function createBackend(
     nativeQueue: POSTGRES_NATIVE_QUEUE,
     ...(options.changeNotification ? { changeNotification: POSTGRES_CHANGE_NOTIFICATION } : {}),
   }
+  const listBatching = { groupedFirstBatch: hooks.groupedFirstBatch ?? GROUPED_FIRST_BATCH }
   let closed = false
 
   function assertOpen(): void {
@@ -680,36 +676,25 @@ function createBackend(
       assertOpen()
       const options = normalizeListOptions(listOptions)
       const range = prefixRange(options.prefix)
-      const grouped = options.delimiter !== undefined
-      // With a delimiter, a group is listed as one prefix however many keys it
-      // holds, and core's next scan starts after it: a batch that ended inside
-      // a group stays small, so a big group costs a small batch, not up to 1000
-      // rows read, sent and parsed (a LangGraph thread's checkpoints under its
-      // namespace's group). A batch that ended outside one grows fourfold, so
-      // many plain entries still take few round trips.
-      let batch = grouped
-        ? (hooks.groupedFirstBatch ?? GROUPED_FIRST_BATCH)
-        : Number.POSITIVE_INFINITY
-      return collectListPage(options, async (position, max) => {
-        const scanRange = range === null ? null : afterPosition(range, position)
-        if (scanRange === null) return { entries: [], done: true }
-        const limit = Math.min(max, batch)
-        const params: unknown[] = [namespace, scanRange.from]
-        if (scanRange.to !== undefined) params.push(scanRange.to)
-        params.push(limit)
-        const result = await connection.use('list', false, (client) =>
-          client.query<{ key: string; version: string; size: string; updated_at: string }>(
-            sql.scan(scanRange),
-            params,
-          ),
-        )
-        const rows = result.rows
-        const last = rows[rows.length - 1]
-        if (grouped && last !== undefined && last.key.indexOf('/', options.prefix.length) < 0) {
-          batch *= 4
-        }
-        return { entries: rows.map(decodeListed), done: rows.length < limit }
-      })
+      // Each row is sent and parsed: a big delimiter group is read in a small batch (core's ListBatching).
+      return collectListPage(
+        options,
+        async (position, max) => {
+          const scanRange = range === null ? null : afterPosition(range, position)
+          if (scanRange === null) return { entries: [], done: true }
+          const params: unknown[] = [namespace, scanRange.from]
+          if (scanRange.to !== undefined) params.push(scanRange.to)
+          params.push(max)
+          const result = await connection.use('list', false, (client) =>
+            client.query<{ key: string; version: string; size: string; updated_at: string }>(
+              sql.scan(scanRange),
+              params,
+            ),
+          )
+          return { entries: result.rows.map(decodeListed), done: result.rows.length < max }
+        },
+        listBatching,
+      )
     },
 
     async acquireLease(key: string, leaseOptions: AcquireLeaseOptions): Promise<Lease> {

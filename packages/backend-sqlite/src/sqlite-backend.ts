@@ -21,6 +21,7 @@ import {
   checkPut,
   collectListPage,
   type DeleteOptions,
+  GROUPED_FIRST_BATCH,
   type KeyState,
   type Lease,
   type ListEntry,
@@ -68,6 +69,13 @@ import {
   valueParams,
 } from './row-codec.js'
 import { prepareStatements } from './statements.js'
+
+/**
+ * The batches a listing asks of its scan (core's `ListBatching`): each row a
+ * listing reads is a cell decode and a copy, so a big delimiter group is read
+ * in a small batch before the scan skips it.
+ */
+const LIST_BATCHING = { groupedFirstBatch: GROUPED_FIRST_BATCH }
 
 /**
  * Creates a backend on a SQLite database file (better-sqlite3 12.x).
@@ -398,15 +406,19 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         () => {
           const options = normalized as NormalizedListOptions
           const range = prefixRange(options.prefix)
-          return collectListPage(options, async (position, max) => {
-            const scanRange = range === null ? null : afterPosition(range, position)
-            if (scanRange === null) return { entries: [], done: true }
-            const rows = await run('list', () => statements.scan(scanRange, max))
-            const entries: ListEntry[] = new Array(rows.length)
-            for (let i = 0; i < rows.length; i++)
-              entries[i] = decodeListedRow(namespace, rows[i] as RawRow)
-            return { entries, done: rows.length < max }
-          })
+          return collectListPage(
+            options,
+            async (position, max) => {
+              const scanRange = range === null ? null : afterPosition(range, position)
+              if (scanRange === null) return { entries: [], done: true }
+              const rows = await run('list', () => statements.scan(scanRange, max))
+              const entries: ListEntry[] = new Array(rows.length)
+              for (let i = 0; i < rows.length; i++)
+                entries[i] = decodeListedRow(namespace, rows[i] as RawRow)
+              return { entries, done: rows.length < max }
+            },
+            LIST_BATCHING,
+          )
         },
       )
     },

@@ -118,7 +118,13 @@ export {
   RESERVED_SEGMENT_PREFIX,
   utf8ByteLength,
 } from './keys.js'
-export { collectListPage, type ScanBatch, type ScanFunction } from './list-page.js'
+export {
+  collectListPage,
+  GROUPED_FIRST_BATCH,
+  type ListBatching,
+  type ScanBatch,
+  type ScanFunction,
+} from './list-page.js'
 export { walkList } from './list-walk.js'
 export { mapLimited } from './map-limited.js'
 export {

@@ -31,6 +31,28 @@ export type ScanFunction = (position: CursorPosition | undefined, max: number) =
 const MAX_BATCH = 1000
 
 /**
+ * The first batch {@link ListBatching.groupedFirstBatch} suggests: what a group
+ * that fills it costs a listing with a delimiter before its scan skips the
+ * rest of the group.
+ */
+export const GROUPED_FIRST_BATCH = 64
+
+/** How {@link collectListPage} sizes the batches it asks its scan for. */
+export interface ListBatching {
+  /**
+   * With a delimiter: the first batch. A batch whose last key was folded into
+   * a group keeps this size (the next scan starts after that group, so a big
+   * group costs one such batch instead of up to 1000 keys read to list one
+   * prefix); a batch that ended outside a group makes the next one four times
+   * larger, up to 1000, so many plain entries still take few scans. For
+   * scans whose cost grows with the keys they return (a database's rows sent
+   * and parsed). Absent, or without a delimiter: each batch is what the page
+   * still needs, up to 1000.
+   */
+  readonly groupedFirstBatch?: number
+}
+
+/**
  * Builds one listing page from an ordered scan, applying the limit, the
  * delimiter and the opaque cursor the same way for every backend. A page that
  * fills up carries a cursor even when the next page turns out empty: the
@@ -39,8 +61,10 @@ const MAX_BATCH = 1000
 export async function collectListPage(
   options: NormalizedListOptions,
   scan: ScanFunction,
+  batching: ListBatching = {},
 ): Promise<ListPage> {
   const { prefix, limit, delimiter } = options
+  let batchSize = delimiter === undefined ? MAX_BATCH : (batching.groupedFirstBatch ?? MAX_BATCH)
   const entries: ListEntry[] = []
   const prefixes: string[] = []
   // Where the page stands: the last key or group returned (or the incoming
@@ -51,7 +75,7 @@ export async function collectListPage(
   let scanFrom = options.position
   let count = 0
   for (;;) {
-    const batch = await scan(scanFrom, Math.min(limit - count + 1, MAX_BATCH))
+    const batch = await scan(scanFrom, Math.min(limit - count + 1, batchSize))
     for (const entry of batch.entries) {
       const key = entry.key
       if (emittedAfter !== undefined) {
@@ -79,6 +103,7 @@ export async function collectListPage(
     if (batch.done) return finish(entries, prefixes, delimiter, undefined)
     if (count === limit)
       return finish(entries, prefixes, delimiter, positionOf(emittedAfter, emittedGroup))
+    if (!emittedGroup) batchSize = Math.min(batchSize * 4, MAX_BATCH)
     scanFrom = positionOf(emittedAfter, emittedGroup)
     if (
       batch.examinedUpTo !== undefined &&

@@ -202,4 +202,90 @@ describe('collectListPage', () => {
       { numRuns: 3_000 },
     )
   })
+
+  it('with ListBatching, builds the same pages from a correct scan as without it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(key, { maxLength: 40 }),
+        fc.array(fc.boolean(), { maxLength: 40 }),
+        fc.constantFrom('', 'a', 'a/', 'é', '😀'),
+        fc.integer({ min: 1, max: 7 }),
+        fc.constantFrom('/' as const, undefined),
+        fc.integer({ min: 1, max: 5 }),
+        async (keys, hiddenFlags, prefix, limit, delimiter, groupedFirstBatch) => {
+          const sorted = sortUtf8(keys)
+          const hidden = new Set(sorted.filter((_, index) => hiddenFlags[index] === true))
+          // Page by page the same entries and groups as without batching from the same
+          // cursor; where a page ends may differ only by an empty last page (a smaller
+          // batch sees the scan's end sooner or later than a full one).
+          const seen = { entries: [] as string[], prefixes: [] as string[] }
+          let cursor: string | undefined
+          for (let pages = 0; pages <= sorted.length + 1; pages++) {
+            const options = {
+              prefix,
+              limit,
+              delimiter,
+              position: cursor === undefined ? undefined : decodeCursor(cursor),
+            }
+            const page = await collectListPage(options, correctScan(sorted, hidden, prefix, []), {
+              groupedFirstBatch,
+            })
+            const unbatched = await oracleCollectListPage(
+              options,
+              correctScan(sorted, hidden, prefix, []),
+            )
+            expect(page.entries).toEqual(unbatched.entries)
+            expect(page.prefixes).toEqual(unbatched.prefixes)
+            seen.entries.push(...page.entries.map((entry) => entry.key))
+            seen.prefixes.push(...(page.prefixes ?? []))
+            cursor = page.cursor
+            if (cursor === undefined) break
+          }
+          expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
+          expect(cursor).toBeUndefined()
+        },
+      ),
+      { numRuns: 1_500 },
+    )
+  })
+
+  /** `a`, 1500 keys under `big/`, 300 plain keys: a delimiter listing's page and the keys its scans returned. */
+  async function bigGroup(batching: { groupedFirstBatch?: number }) {
+    const sorted = sortUtf8([
+      'a',
+      ...Array.from({ length: 1500 }, (_, i) => `big/${String(i).padStart(4, '0')}`),
+      ...Array.from({ length: 300 }, (_, i) => `z${String(i).padStart(3, '0')}`),
+    ])
+    const calls: { max: number }[] = []
+    const scan = correctScan(sorted, new Set(), '', calls)
+    let returned = 0
+    // As PostgreSQL's and SQLite's scans: no examinedUpTo (they return every key they read).
+    const counting: ScanFunction = async (position, max) => {
+      const { entries, done } = await scan(position, max)
+      returned += entries.length
+      return { entries, done }
+    }
+    const options = { prefix: '', limit: 1000, delimiter: '/' as const, position: undefined }
+    const page = await collectListPage(options, counting, batching)
+    return { page, returned, batches: calls.map((call) => call.max) }
+  }
+
+  it('with ListBatching, a big group costs one small batch and plain keys grow the batches', async () => {
+    const { page, returned, batches } = await bigGroup({ groupedFirstBatch: 64 })
+    expect(page.prefixes).toEqual(['big/'])
+    expect(page.entries.map((entry) => entry.key)).toEqual([
+      'a',
+      ...Array.from({ length: 300 }, (_, i) => `z${String(i).padStart(3, '0')}`),
+    ])
+    // a and 63 keys of big/; after the group, 64 plain keys, then 236 of a batch of 256.
+    expect(batches).toEqual([64, 64, 256])
+    expect(returned).toBe(64 + 300)
+  })
+
+  it('mutant: without ListBatching the same listing reads the whole group', async () => {
+    const { page, returned, batches } = await bigGroup({})
+    expect(page.prefixes).toEqual(['big/'])
+    expect(batches[0]).toBe(1000)
+    expect(returned).toBeGreaterThanOrEqual(1000)
+  })
 })
