@@ -243,13 +243,17 @@ export async function killCycles(
     // of theirs is due until the calls and the publish below, which wait for it).
     // A park that failed UNAVAILABLE or INDETERMINATE is tried again, as a caller would: a failed
     // suspend leaves the worker running, and registering again overwrites its topic waiter and
-    // its registration under a new trigger id (the lost one is never called).
+    // its registration under a new trigger id (the lost one is never called). A start that failed
+    // INDETERMINATE may have created the worker (WORKER_EXISTS on a second start, seen in a clean
+    // run at load 30), so the next attempt starts one under a new id; the wakes, which the checks
+    // count, are registered by the suspension, never by the start.
     const parking = inBatches(2 * tenth, async (i) => {
       const hook = i < tenth ? createWebhookTrigger() : null
       let worker: Awaited<ReturnType<typeof startWorker>> | undefined
       for (let attempt = 1; ; attempt++) {
         try {
-          worker ??= await startWorker(backend, { workerId: `p${i}`, holder: 'test' })
+          const workerId = attempt === 1 ? `p${i}` : `p${i}-${attempt}`
+          worker ??= await startWorker(backend, { workerId, holder: 'test' })
           const suspension = await worker.suspend({
             reason: 'kill cycles',
             conditions: hook === null ? { onEvent: 'kill-topic' } : { trigger: hook.trigger },
