@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import type { Backend } from '@agent-state/core'
 import { createRedisBackend } from '@agent-state/redis'
 import {
+  type DelayMode,
   type RedisServer,
   redisCli,
   startRedisServer,
@@ -20,7 +21,11 @@ import { median, quantileSorted, sortedCopy } from './stats.js'
  * `BENCH_WORKLOADS` (comma-separated names; all by default);
  * `BENCH_REPLICA_DELAY_MS` > 0 links the replica through the test services'
  * TCP proxy, delaying every chunk that many ms each way: 1 is an in-region link;
- * the proxy runs in a child process, so the clients' work does not delay its timers).
+ * the proxy runs in a child process, so the clients' work does not delay its timers;
+ * `BENCH_REPLICA_DELAY_MODE` is the proxy's delay mode: `latency` (default: each
+ * chunk delayed from its own arrival, chunks in flight overlap, as on a real link)
+ * or `pause` (each chunk waits for the one before: the mode of the runs before
+ * 2026-12-04, which billed a burst of chunks one delay each)).
  * `BENCH_BEFORE_MODULE` (a path to another build's `src/index.ts`, e.g. an
  * older commit's `packages/backend-redis/src` copied next to this one's so its
  * imports resolve) adds that build's `replicas: 1` as a third path of the same
@@ -33,6 +38,10 @@ const REPS = Number(process.env.BENCH_REPS ?? '5')
 const OPS = Number(process.env.BENCH_OPS ?? '2000')
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? '16')
 const REPLICA_DELAY_MS = Number(process.env.BENCH_REPLICA_DELAY_MS ?? '0')
+const REPLICA_DELAY_MODE = process.env.BENCH_REPLICA_DELAY_MODE ?? 'latency'
+if (REPLICA_DELAY_MODE !== 'latency' && REPLICA_DELAY_MODE !== 'pause') {
+  throw new Error(`BENCH_REPLICA_DELAY_MODE must be latency or pause, not ${REPLICA_DELAY_MODE}`)
+}
 const value = new Uint8Array(1024).fill(7)
 
 /** Records how long one read took (µs), for the read columns. */
@@ -116,9 +125,9 @@ async function waitCalls(port: number): Promise<number> {
 }
 
 /** The child's side: a delaying proxy to `port`, its own port sent to the parent. */
-async function proxyChild(port: number, delayMs: number): Promise<void> {
+async function proxyChild(port: number, delayMs: number, mode: DelayMode): Promise<void> {
   const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port } })
-  proxy.setDelay(delayMs)
+  proxy.setDelay(delayMs, mode)
   process.send?.({ port: proxy.port })
   process.once('disconnect', () => {
     void proxy.stop().then(() => process.exit(0))
@@ -130,9 +139,13 @@ async function proxyProcess(
   port: number,
   delayMs: number,
 ): Promise<{ port: number; child: ChildProcess }> {
-  const child = fork(fileURLToPath(import.meta.url), ['proxy', String(port), String(delayMs)], {
-    execArgv: ['--conditions=@agent-state/source', '--import', 'tsx', '--no-warnings'],
-  })
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    ['proxy', String(port), String(delayMs), REPLICA_DELAY_MODE],
+    {
+      execArgv: ['--conditions=@agent-state/source', '--import', 'tsx', '--no-warnings'],
+    },
+  )
   const [message] = (await once(child, 'message')) as [{ port: number }]
   return { port: message.port, child }
 }
@@ -173,7 +186,7 @@ async function main(): Promise<void> {
     }
     const names = Object.keys(paths)
     console.log(
-      `ops=${OPS} concurrency=${CONCURRENCY} reps=${REPS} replica delay=${REPLICA_DELAY_MS} ms each way; medians over repetitions`,
+      `ops=${OPS} concurrency=${CONCURRENCY} reps=${REPS} replica delay=${REPLICA_DELAY_MS} ms each way (${REPLICA_DELAY_MODE} mode); medians over repetitions`,
     )
     console.log(
       '| workload | replication | ops/s | p50 µs | p99 µs | reads/s | read p50 µs | WAITs/write |',
@@ -240,5 +253,6 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === 'proxy') await proxyChild(Number(process.argv[3]), Number(process.argv[4]))
+if (process.argv[2] === 'proxy')
+  await proxyChild(Number(process.argv[3]), Number(process.argv[4]), process.argv[5] as DelayMode)
 else await main()

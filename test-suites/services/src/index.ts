@@ -27,4 +27,4 @@ export {
   waitForPing,
 } from './redis-server.js'
 export { type RgwOptions, type RgwServer, startRgw } from './rgw.js'
-export { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js'
+export { type DelayMode, startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js'

@@ -7,6 +7,9 @@ export interface TcpProxyOptions {
   readonly target: { readonly host: string; readonly port: number }
 }
 
+/** How {@link TcpProxy.setDelay} delays chunks. */
+export type DelayMode = 'pause' | 'latency'
+
 /** A TCP proxy on 127.0.0.1 with fault controls, for fault-injection tests. */
 export interface TcpProxy {
   readonly host: string
@@ -26,8 +29,19 @@ export interface TcpProxy {
    * connections are untouched (combine with {@link dropAll}).
    */
   setRefusing(refusing: boolean): Promise<void>
-  /** Delays every forwarded chunk, both ways, by `ms` milliseconds (0 turns it off). */
-  setDelay(ms: number): void
+  /**
+   * Delays every forwarded chunk, both ways, by `ms` milliseconds (0 turns it
+   * off). `mode` (default `'pause'`) says how chunks that arrive while one is
+   * delayed are treated:
+   * - `'pause'`: the source is paused until the delayed chunk is written, so
+   *   each chunk waits `ms` after the previous one. A burst of k chunks takes
+   *   k × `ms`: a link that carries one chunk per delay, which suits fault
+   *   tests (a slow peer) but not a latency measurement.
+   * - `'latency'`: each chunk is written `ms` after it arrived, in arrival
+   *   order, and the source keeps flowing: a link with latency, whose chunks
+   *   in flight overlap (what a replica 1 ms away sees).
+   */
+  setDelay(ms: number, mode?: DelayMode): void
   /** Closes the listener and every connection. */
   stop(): Promise<void>
 }
@@ -40,14 +54,34 @@ export interface TcpProxy {
 export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy> {
   const pairs = new Set<{ client: Socket; upstream: Socket }>()
   let delayMs = 0
+  let delayMode: DelayMode = 'pause'
   let accepted = 0
   let server: Server | undefined
   let port = 0
 
   const forward = (from: Socket, to: Socket): void => {
-    from.on('data', (chunk) => {
-      if (delayMs === 0) {
+    // Latency mode: chunks not yet due, in arrival order, and the one timer that writes them.
+    const queued: { chunk: Buffer; due: number }[] = []
+    let timer: NodeJS.Timeout | undefined
+    const writeDue = (): void => {
+      timer = undefined
+      const now = performance.now()
+      while (queued.length > 0 && (queued[0] as { due: number }).due <= now) {
+        const { chunk } = queued.shift() as { chunk: Buffer }
+        if (!to.destroyed) to.write(chunk)
+      }
+      const next = queued[0]
+      if (next !== undefined) timer = setTimeout(writeDue, Math.max(0, next.due - now))
+    }
+    from.on('data', (chunk: Buffer) => {
+      // Chunks still queued from an earlier delay go first: the order is the stream's.
+      if (delayMs === 0 && queued.length === 0) {
         to.write(chunk)
+        return
+      }
+      if (delayMode === 'latency' || queued.length > 0) {
+        queued.push({ chunk, due: performance.now() + delayMs })
+        timer ??= setTimeout(writeDue, delayMs)
         return
       }
       // Keep ordering: pause the source while a delayed chunk is pending.
@@ -57,6 +91,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
         from.resume()
       }, delayMs)
     })
+    from.on('close', () => clearTimeout(timer))
   }
 
   const onConnection = (client: Socket): void => {
@@ -134,8 +169,9 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
       if (refusing) await closeListener()
       else if (server === undefined) await listen()
     },
-    setDelay(ms: number) {
+    setDelay(ms: number, mode: DelayMode = 'pause') {
       delayMs = ms
+      delayMode = mode
     },
     async stop() {
       dropAll()

@@ -175,6 +175,57 @@ describe('service launchers', () => {
     }
   })
 
+  it("a TCP proxy's latency mode delays each chunk from its arrival; pause mode one chunk after another", async () => {
+    const echo: Server = createServer((socket) => {
+      socket.on('error', () => {})
+      socket.pipe(socket)
+    })
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
+    const address = echo.address()
+    if (address === null || typeof address === 'string') throw new Error('no address')
+    const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: address.port } })
+    // Five chunks written 20 ms apart, echoed back: ms after the first write until every byte is back.
+    const burst = (): Promise<{ elapsedMs: number; echoed: string }> =>
+      new Promise((resolve, reject) => {
+        const parts = ['a1', 'b2', 'c3', 'd4', 'e5']
+        const expected = parts.join('')
+        let echoed = ''
+        const started = performance.now()
+        const socket = connect(proxy.port, '127.0.0.1', () => {
+          for (const [index, part] of parts.entries()) {
+            setTimeout(() => socket.write(part), index * 20)
+          }
+        })
+        socket.setNoDelay(true)
+        socket.on('error', reject)
+        socket.on('data', (data) => {
+          echoed += data.toString()
+          if (echoed.length >= expected.length) {
+            resolve({ elapsedMs: performance.now() - started, echoed })
+            socket.destroy()
+          }
+        })
+      })
+    try {
+      proxy.setDelay(200, 'latency')
+      const latency = await burst()
+      proxy.setDelay(200, 'pause')
+      const paused = await burst()
+      // Bytes arrive whole and in order in both modes.
+      expect(latency.echoed).toBe('a1b2c3d4e5')
+      expect(paused.echoed).toBe('a1b2c3d4e5')
+      // Latency: the last chunk, written at 80 ms, is back 2 × 200 ms later (the chunks overlap).
+      // Pause: each chunk waits for the one before, one way and back: at least 5 × 200 + 200 ms.
+      // (The pause mode is the mutant of the latency mode: it fails the first bound.)
+      expect(latency.elapsedMs).toBeGreaterThanOrEqual(400)
+      expect(latency.elapsedMs).toBeLessThan(900)
+      expect(paused.elapsedMs).toBeGreaterThanOrEqual(1000)
+    } finally {
+      await proxy.stop()
+      await new Promise((resolve) => echo.close(resolve))
+    }
+  })
+
   it('starts Ceph RGW on loopback, answers S3 requests, and stops without leftovers', async () => {
     const rgw = await startRgw()
     try {
