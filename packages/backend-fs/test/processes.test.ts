@@ -37,11 +37,14 @@ describe('fs backend across processes', () => {
     const root = tempRoot()
     const processes = 4
     const increments = 25
-    const startAt = String(Date.now() + 2500)
+    const goFile = join(root, 'go')
     const children = Array.from({ length: processes }, () =>
-      startChild('cas-increment.ts', [root, 'race', 'counter', String(increments), startAt]),
+      startChild('cas-increment.ts', [root, 'race', 'counter', String(increments), goFile]),
     )
-    const lines = await Promise.all(children.map((child) => waitForLine(child, 'done')))
+    const done = children.map((child) => waitForLine(child, 'done'))
+    await Promise.all(children.map((child) => waitForLine(child, 'ready')))
+    writeFileSync(goFile, '')
+    const lines = await Promise.all(done)
     expect(await Promise.all(children.map(exitOf))).toEqual(children.map(() => 0))
     const retries = lines.reduce((sum, line) => sum + Number(line.split(' ')[1]), 0)
     const backend = createFsBackend({ root, namespace: 'race' })

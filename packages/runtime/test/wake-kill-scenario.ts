@@ -20,6 +20,7 @@ import { type Backend, isAgentStateError } from '@agent-state/core'
 import {
   createWebhookTrigger,
   getWake,
+  inspectWorker,
   publishEvent,
   registerWake,
   startWorker,
@@ -246,12 +247,21 @@ export async function killCycles(
     // its registration under a new trigger id (the lost one is never called). A start that failed
     // INDETERMINATE may have created the worker (WORKER_EXISTS on a second start, seen in a clean
     // run at load 30), so the next attempt starts one under a new id; the wakes, which the checks
-    // count, are registered by the suspension, never by the start.
+    // count, are registered by the suspension, never by the start. A suspend that failed
+    // INDETERMINATE may have stored its suspension (a second suspend then fails
+    // PRECONDITION_FAILED on the snapshot it moved, seen on Redis in a clean run at load 30), so
+    // the worker's stored state is read first, and a stored suspension is the one that counts.
     const parking = inBatches(2 * tenth, async (i) => {
       const hook = i < tenth ? createWebhookTrigger() : null
       let worker: Awaited<ReturnType<typeof startWorker>> | undefined
       for (let attempt = 1; ; attempt++) {
         try {
+          if (worker !== undefined) {
+            const stored = await inspectWorker(backend, worker.workerId)
+            if (stored.status === 'suspended' && stored.suspension !== null) {
+              return { hook, triggerId: stored.suspension.autoResumeTrigger ?? '' }
+            }
+          }
           const workerId = attempt === 1 ? `p${i}` : `p${i}-${attempt}`
           worker ??= await startWorker(backend, { workerId, holder: 'test' })
           const suspension = await worker.suspend({
