@@ -66,11 +66,12 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     const writeDue = (): void => {
       timer = undefined
       const now = performance.now()
-      while (queued.length > 0 && (queued[0] as { due: number }).due <= now) {
-        const { chunk } = queued.shift() as { chunk: Buffer }
-        if (!to.destroyed) to.write(chunk)
+      let next = queued[0]
+      while (next !== undefined && next.due <= now) {
+        queued.shift()
+        if (!to.destroyed) to.write(next.chunk)
+        next = queued[0]
       }
-      const next = queued[0]
       if (next !== undefined) timer = setTimeout(writeDue, Math.max(0, next.due - now))
     }
     from.on('data', (chunk: Buffer) => {
