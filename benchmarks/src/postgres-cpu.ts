@@ -117,13 +117,39 @@ try {
   await server.stop()
 }
 
+/** One path's figures in one round, per operation where it says so. */
+interface Figures {
+  readonly opsPerSecond: number
+  readonly p50Ms: number
+  readonly clientUsPerOp: number
+  readonly serverUsPerOp: number
+  readonly totalUsPerOp: number
+  readonly statementsPerOp: number
+  /** Client and server CPU seconds per second of the round. */
+  readonly coresBusy: number
+}
+
+/** Each figure's median over the rounds. */
+function medians(rounds: readonly Figures[]): Figures {
+  const of = (field: keyof Figures) => median(rounds.map((round) => round[field]))
+  return {
+    opsPerSecond: of('opsPerSecond'),
+    p50Ms: of('p50Ms'),
+    clientUsPerOp: of('clientUsPerOp'),
+    serverUsPerOp: of('serverUsPerOp'),
+    totalUsPerOp: of('totalUsPerOp'),
+    statementsPerOp: of('statementsPerOp'),
+    coresBusy: of('coresBusy'),
+  }
+}
+
 /** Measures `paths` on `workloads` (interleaved, order reversed every other round); prints a row per cell. */
 async function account<W extends string>(
   paths: readonly { readonly name: string; readonly ops: Partial<Record<W, Op>> }[],
   workloads: readonly W[],
 ): Promise<void> {
   for (const workload of workloads) {
-    const cells = new Map<string, number[][]>()
+    const rounds = new Map<string, Figures[]>()
     for (let rep = 0; rep < REPS; rep++) {
       const order = rep % 2 === 0 ? paths : [...paths].reverse()
       for (const path of order) {
@@ -134,36 +160,30 @@ async function account<W extends string>(
           return op(w, i)
         }
         statements = 0
-        const client = process.cpuUsage()
+        const clientBefore = process.cpuUsage()
         const serverBefore = treeCpuSeconds(server.pid)
         const started = performance.now()
         const result = await run(counting, CONCURRENCY)
         const seconds = (performance.now() - started) / 1000
-        const clientUs = (() => {
-          const used = process.cpuUsage(client)
-          return used.user + used.system
-        })()
+        const clientUsed = process.cpuUsage(clientBefore)
+        const clientUs = clientUsed.user + clientUsed.system
         const serverUs = (treeCpuSeconds(server.pid) - serverBefore) * 1e6
-        const figures = [
-          result.opsPerSecond,
-          result.p50Ms,
-          clientUs / count,
-          serverUs / count,
-          (clientUs + serverUs) / count,
-          statements / count,
-          (clientUs + serverUs) / 1e6 / seconds,
-        ]
-        const cell = cells.get(path.name) ?? figures.map(() => [])
-        for (const [index, figure] of figures.entries()) cell[index]?.push(figure)
-        cells.set(path.name, cell)
+        const figures: Figures = {
+          opsPerSecond: result.opsPerSecond,
+          p50Ms: result.p50Ms,
+          clientUsPerOp: clientUs / count,
+          serverUsPerOp: serverUs / count,
+          totalUsPerOp: (clientUs + serverUs) / count,
+          statementsPerOp: statements / count,
+          coresBusy: (clientUs + serverUs) / 1e6 / seconds,
+        }
+        rounds.set(path.name, [...(rounds.get(path.name) ?? []), figures])
       }
     }
     for (const path of paths) {
-      const [ops, p50, clientUs, serverUs, total, sent, busy] = (cells.get(path.name) ?? []).map(
-        (values) => median(values),
-      )
+      const cell = medians(rounds.get(path.name) ?? [])
       console.log(
-        `| ${workload} | ${path.name} | ${ops?.toFixed(0)} | ${p50?.toFixed(2)} | ${clientUs?.toFixed(1)} | ${serverUs?.toFixed(1)} | ${total?.toFixed(0)} | ${sent?.toFixed(3)} | ${busy?.toFixed(2)} |`,
+        `| ${workload} | ${path.name} | ${cell.opsPerSecond.toFixed(0)} | ${cell.p50Ms.toFixed(2)} | ${cell.clientUsPerOp.toFixed(1)} | ${cell.serverUsPerOp.toFixed(1)} | ${cell.totalUsPerOp.toFixed(0)} | ${cell.statementsPerOp.toFixed(3)} | ${cell.coresBusy.toFixed(2)} |`,
       )
     }
   }
