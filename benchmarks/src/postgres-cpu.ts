@@ -7,15 +7,13 @@ import { treeCpuSeconds } from '../../test-suites/services/src/process-cpu.js'
 import { langGraphPaths } from './postgres-langgraph.js'
 import {
   agentStatePath,
-  KEYS,
-  key,
   median,
   type Op,
   type Path,
   REPS,
   rawSamePath,
   run,
-  VALUE,
+  seededWriteOps,
 } from './postgres-paths.js'
 
 /**
@@ -72,18 +70,9 @@ try {
       }),
     },
   )
-  for (let k = 0; k < KEYS; k++) await silent.put(`bench/${k}`, VALUE)
-  const silentVersions = new Map<string, string>()
   const silentPath: Path = {
     name: 'agent-state, hints notify nothing',
-    ops: {
-      'put-1KiB': (w, i) => silent.put(key(w, i), VALUE),
-      cas: async (w) => {
-        const k = `cas/${w}`
-        const version = silentVersions.get(k) ?? (await silent.put(k, VALUE)).version
-        silentVersions.set(k, (await silent.put(k, VALUE, { ifMatch: version })).version)
-      },
-    },
+    ops: await seededWriteOps(silent),
   }
   const agentState = await agentStatePath(server.url, POOL)
   const rawSame = await rawSamePath(server.url, POOL)

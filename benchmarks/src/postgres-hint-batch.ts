@@ -5,13 +5,11 @@ import { openWithHooks } from '../../packages/backend-postgres/src/postgres-back
 import {
   agentStatePath,
   type Cell,
-  KEYS,
-  key,
   measure,
   median,
   type Path,
   rawSamePath,
-  VALUE,
+  seededWriteOps,
 } from './postgres-paths.js'
 
 /**
@@ -65,18 +63,9 @@ async function hintPerWritePath(url: string): Promise<Path & { close(): Promise<
     { connectionString: url, namespace: 'per-write', poolSize: POOL },
     { batchHints: false },
   )
-  for (let k = 0; k < KEYS; k++) await backend.put(`bench/${k}`, VALUE)
-  const versions = new Map<string, string>()
   return {
     name: 'hint per write',
-    ops: {
-      'put-1KiB': (w, i) => backend.put(key(w, i), VALUE),
-      cas: async (w) => {
-        const k = `cas/${w}`
-        const version = versions.get(k) ?? (await backend.put(k, VALUE)).version
-        versions.set(k, (await backend.put(k, VALUE, { ifMatch: version })).version)
-      },
-    },
+    ops: await seededWriteOps(backend),
     close: () => backend.close(),
   }
 }

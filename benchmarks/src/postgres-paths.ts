@@ -64,6 +64,24 @@ export async function agentStatePath(
 }
 
 /**
+ * A backend's put and compare-and-set workloads, its keys seeded first (the
+ * side benches' variants of the backend: a hook changed, the rest as
+ * {@link agentStatePath}). Each caller compare-and-sets its own key.
+ */
+export async function seededWriteOps(backend: Backend): Promise<Path['ops']> {
+  for (let k = 0; k < KEYS; k++) await backend.put(`bench/${k}`, VALUE)
+  const versions = new Map<string, string>()
+  return {
+    'put-1KiB': (w, i) => backend.put(key(w, i), VALUE),
+    cas: async (w) => {
+      const k = `cas/${w}`
+      const version = versions.get(k) ?? (await backend.put(k, VALUE)).version
+      versions.set(k, (await backend.put(k, VALUE, { ifMatch: version })).version)
+    },
+  }
+}
+
+/**
  * Writes `namespace`'s rows through the backend (so their layout is its own,
  * migrations included): the put and get workloads' keys, and the compare-and-set
  * key of each of `callers`, whose versions it resolves (`cas/<caller>`).
