@@ -299,7 +299,10 @@ export async function killCycles(
     const spreadMs = Math.max(3000, kills * cycleMs + Math.floor(kills / 3) * FREEZE_MS - 1500)
     const due = Date.now() + 1500
     // A registration refused UNAVAILABLE (nothing written: SQLITE_BUSY behind a frozen child) is
-    // sent again; one that may have been applied is not (it would register a second wake).
+    // sent again, and so is one that failed INDETERMINATE (a Redis command timed out at load 30):
+    // if the first one landed, its record is a wake of its own, completed by the sweep below if
+    // its marker is missing, and the checks count the records stored (at least the planned
+    // wakes, every one fired exactly once).
     const registering = inBatches(timed, async (i) => {
       const wake = {
         target: { kind: 'worker' as const, workerId: `w${i}` },
@@ -310,7 +313,7 @@ export async function killCycles(
         try {
           return await registerWake(backend, wake)
         } catch (error) {
-          if (attempt === 3 || !isAgentStateError(error, 'UNAVAILABLE')) throw error
+          if (attempt === 3 || !isRetriedFailure(error)) throw error
           await sleep(500)
         }
       }
