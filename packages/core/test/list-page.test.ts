@@ -74,6 +74,18 @@ const keyUnit = fc.constantFrom(
 )
 const key = fc.array(keyUnit, { minLength: 1, maxLength: 6 }).map((units) => units.join(''))
 
+/**
+ * A listing case: the store's keys, which of them the scan hides, the prefix,
+ * the page limit and the delimiter (the arguments of the property tests, in this order).
+ */
+const listingCase = [
+  fc.uniqueArray(key, { maxLength: 40 }),
+  fc.array(fc.boolean(), { maxLength: 40 }),
+  fc.constantFrom('', 'a', 'a/', 'é', '😀'),
+  fc.integer({ min: 1, max: 7 }),
+  fc.constantFrom('/' as const, undefined),
+] as const
+
 /** A scan over a correct store: `keys` sorted in byte order, `hidden` ones examined but not returned. */
 function correctScan(
   sorted: readonly string[],
@@ -119,43 +131,36 @@ function model(
 describe('collectListPage', () => {
   it('walks a correct scan exactly once, like the previous implementation', async () => {
     await fc.assert(
-      fc.asyncProperty(
-        fc.uniqueArray(key, { maxLength: 40 }),
-        fc.array(fc.boolean(), { maxLength: 40 }),
-        fc.constantFrom('', 'a', 'a/', 'é', '😀'),
-        fc.integer({ min: 1, max: 7 }),
-        fc.constantFrom('/' as const, undefined),
-        async (keys, hiddenFlags, prefix, limit, delimiter) => {
-          const sorted = sortUtf8(keys)
-          const hidden = new Set(sorted.filter((_, index) => hiddenFlags[index] === true))
-          const seen = { entries: [] as string[], prefixes: [] as string[] }
-          let cursor: string | undefined
-          for (let pages = 0; pages <= sorted.length + 1; pages++) {
-            const options = {
-              prefix,
-              limit,
-              delimiter,
-              position: cursor === undefined ? undefined : decodeCursor(cursor),
-            }
-            const calls: unknown[] = []
-            const oracleCalls: unknown[] = []
-            const page = await collectListPage(options, correctScan(sorted, hidden, prefix, calls))
-            const expected = await oracleCollectListPage(
-              options,
-              correctScan(sorted, hidden, prefix, oracleCalls),
-            )
-            expect(page).toEqual(expected)
-            expect(calls).toEqual(oracleCalls)
-            expect(page.entries.length + (page.prefixes?.length ?? 0)).toBeLessThanOrEqual(limit)
-            seen.entries.push(...page.entries.map((entry) => entry.key))
-            seen.prefixes.push(...(page.prefixes ?? []))
-            cursor = page.cursor
-            if (cursor === undefined) break
+      fc.asyncProperty(...listingCase, async (keys, hiddenFlags, prefix, limit, delimiter) => {
+        const sorted = sortUtf8(keys)
+        const hidden = new Set(sorted.filter((_, index) => hiddenFlags[index] === true))
+        const seen = { entries: [] as string[], prefixes: [] as string[] }
+        let cursor: string | undefined
+        for (let pages = 0; pages <= sorted.length + 1; pages++) {
+          const options = {
+            prefix,
+            limit,
+            delimiter,
+            position: cursor === undefined ? undefined : decodeCursor(cursor),
           }
-          expect(cursor).toBeUndefined()
-          expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
-        },
-      ),
+          const calls: unknown[] = []
+          const oracleCalls: unknown[] = []
+          const page = await collectListPage(options, correctScan(sorted, hidden, prefix, calls))
+          const expected = await oracleCollectListPage(
+            options,
+            correctScan(sorted, hidden, prefix, oracleCalls),
+          )
+          expect(page).toEqual(expected)
+          expect(calls).toEqual(oracleCalls)
+          expect(page.entries.length + (page.prefixes?.length ?? 0)).toBeLessThanOrEqual(limit)
+          seen.entries.push(...page.entries.map((entry) => entry.key))
+          seen.prefixes.push(...(page.prefixes ?? []))
+          cursor = page.cursor
+          if (cursor === undefined) break
+        }
+        expect(cursor).toBeUndefined()
+        expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
+      }),
       { numRuns: 1_500 },
     )
   })
@@ -206,11 +211,7 @@ describe('collectListPage', () => {
   it('with ListBatching, builds the same pages from a correct scan as without it', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.uniqueArray(key, { maxLength: 40 }),
-        fc.array(fc.boolean(), { maxLength: 40 }),
-        fc.constantFrom('', 'a', 'a/', 'é', '😀'),
-        fc.integer({ min: 1, max: 7 }),
-        fc.constantFrom('/' as const, undefined),
+        ...listingCase,
         fc.integer({ min: 1, max: 5 }),
         async (keys, hiddenFlags, prefix, limit, delimiter, groupedFirstBatch) => {
           const sorted = sortUtf8(keys)
