@@ -15,6 +15,7 @@ import {
   CONTRACT_VERSION,
   checkAcquire,
   checkDelete,
+  checkFence,
   checkPut,
   checkPutOptions,
   collectListPage,
@@ -72,6 +73,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
     multiProcess: false,
     multiHost: false,
     leaseClock: 'host',
+    crossKeyFence: true,
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes: resolved.maxValueBytes,
     changeNotification: MEMORY_CHANGE_NOTIFICATION,
@@ -146,6 +148,11 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
             writer = checkPutOptions(key, putOptions)
           }
           const target = ns ?? open()
+          const now = clock()
+          const fence = putOptions?.fence
+          if (fence !== undefined) {
+            checkFence(key, fence, target.states.get(fence.key) ?? ABSENT_STATE, now)
+          }
           // The stored copy (the caller may reuse its buffer), from a pool: see value-pool.ts.
           const next = applyPut(
             key,
@@ -153,7 +160,7 @@ export function createMemoryBackend(options: MemoryBackendOptions = {}): Backend
             copyIn(value),
             writer,
             putOptions,
-            clock(),
+            now,
           )
           // A key already in the Map is already in the sorted index: one Map write, no `has`.
           if (current !== undefined) target.states.set(key, next)

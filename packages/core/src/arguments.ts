@@ -97,6 +97,21 @@ function assertPrecondition(options: { ifMatch?: unknown; ifNoneMatch?: unknown 
   }
 }
 
+/**
+ * Validates a `put`'s `fence`: a lease on another key, not given with `lease`
+ * (a write names one lease or the other; see `PutOptions.fence`).
+ */
+function assertFenceShape(key: string, options: PutOptions): void {
+  assertLeaseShape(options.fence)
+  assertValidKey(options.fence.key)
+  if (options.lease !== undefined) throw invalid('fence and lease cannot be given together')
+  if (options.fence?.key === key) {
+    throw invalid('fence must be a lease on another key; a lease on the written key is `lease`', {
+      key,
+    })
+  }
+}
+
 /** Validates `put`'s key, value and options; returns the writer (or null). */
 export function checkPut(
   key: unknown,
@@ -121,6 +136,7 @@ export function checkPutOptions(
   if (typeof options !== 'object' || options === null) throw invalid('options must be an object')
   assertPrecondition(options)
   if (options.lease !== undefined) assertLeaseShape(options.lease, key)
+  if (options.fence !== undefined) assertFenceShape(key, options)
   return options.writer === undefined ? null : normalizeWriter(options.writer)
 }
 

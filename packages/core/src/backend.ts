@@ -83,6 +83,18 @@ export interface PutOptions {
    * current, unexpired lease. Checked in the same atomic step as the write.
    */
   readonly lease?: Lease
+  /**
+   * Fenced by another key's lease: the write succeeds only while this lease,
+   * held on a different key, is that key's current, unexpired lease, checked
+   * in the same atomic step as the write (so an `acquireLease` of that key
+   * that supersedes it is ordered after every write it fenced, and a write
+   * started after the supersession is `LEASE_LOST`). Only on a backend that
+   * claims {@link Capabilities.crossKeyFence}; elsewhere `UNSUPPORTED`, never
+   * ignored. Not with `lease`, and not on its own key (`INVALID_ARGUMENT`):
+   * the written key's own lease rules still hold (`LEASE_HELD` while it has
+   * a live lease). docs/contract.md, Leases and fencing.
+   */
+  readonly fence?: Lease
 }
 
 /** Options of `delete`. */
@@ -172,6 +184,12 @@ export interface Capabilities {
    * {@link Backend.nativeQueue}). Absent: not claimed; queues use the generic path.
    */
   readonly nativeQueue?: NativeQueueCapability
+  /**
+   * `put` accepts {@link PutOptions.fence}: a write fenced by a lease on
+   * another key of the same namespace. Absent or `false`: not claimed, and
+   * such a `put` is `UNSUPPORTED`.
+   */
+  readonly crossKeyFence?: boolean
 }
 
 /**
@@ -203,7 +221,9 @@ export interface Backend {
   head(key: string): Promise<ValueMeta | null>
   /**
    * Atomically replaces the value. Order of checks: key and arguments
-   * (`INVALID_KEY`, `INVALID_ARGUMENT`, `VALUE_TOO_LARGE`), then the lease
+   * (`INVALID_KEY`, `INVALID_ARGUMENT`, `VALUE_TOO_LARGE`, then `UNSUPPORTED`
+   * for a `fence` the backend does not claim), then the fence (`LEASE_LOST`
+   * when it is stale), then the lease
    * (`LEASE_HELD` when another live lease exists and none was given,
    * `LEASE_LOST` when the given one is stale), then the precondition
    * (`PRECONDITION_FAILED` with `context.current`: the current meta or null).

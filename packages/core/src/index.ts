@@ -76,6 +76,7 @@ export {
   type PollingWatcherOptions,
 } from './change-polling.js'
 export { type Clock, createManualClock, type ManualClock, systemClock } from './clock.js'
+export { fenceLost, fenceUnsupported } from './cross-key-fence.js'
 export { type CursorPosition, decodeCursor, encodeCursor } from './cursor.js'
 export {
   AgentStateError,
@@ -102,6 +103,7 @@ export {
   applyPut,
   applyRelease,
   applyRenew,
+  checkFence,
   checkWriteLease,
   liveLease,
   metaOf,

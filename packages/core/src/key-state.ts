@@ -7,6 +7,7 @@ import type {
   ValueMeta,
   WriterIdentity,
 } from './backend.js'
+import { fenceLost } from './cross-key-fence.js'
 import { AgentStateError } from './errors.js'
 import { quoteForMessage } from './keys.js'
 import type { KeyState, StoredLease } from './record-codec.js'
@@ -133,6 +134,18 @@ export function checkWriteLease(
         context: { key, token: given.token, currentToken: current?.token ?? null },
       },
     )
+  }
+}
+
+/**
+ * Throws `LEASE_LOST` unless `fence` is the current, unexpired lease of its
+ * key, whose state is `fenceState` (`PutOptions.fence`). Tokens decide, never
+ * holder names.
+ */
+export function checkFence(key: string, fence: Lease, fenceState: KeyState, now: number): void {
+  const current = fenceState.lease
+  if (current === null || current.token !== fence.token || current.expiresAt <= now) {
+    throw fenceLost(key, fence, current?.token ?? null)
   }
 }
 

@@ -31,6 +31,7 @@ import {
   watchInterruptOf,
 } from './change-notification.js'
 import { type Clock, systemClock } from './clock.js'
+import { fenceUnsupported } from './cross-key-fence.js'
 import { AgentStateError, isAgentStateError } from './errors.js'
 import {
   ABSENT_STATE,
@@ -107,7 +108,13 @@ export function createRecordBackend(
   const clock = options.clock ?? systemClock
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS
   // A claim without the hook that keeps it is dropped: the Backend never claims what it lacks.
-  const { changeNotification, ...storeCapabilities } = store.capabilities
+  // A record holds one key's state, so no record write can check another key's lease:
+  // `crossKeyFence` is never claimed over a RecordStore.
+  const {
+    changeNotification,
+    crossKeyFence: _neverOverRecords,
+    ...storeCapabilities
+  } = store.capabilities
   const storeWatch = store.watch?.bind(store)
   const capabilities: Capabilities = {
     ...storeCapabilities,
@@ -222,6 +229,7 @@ export function createRecordBackend(
     async put(key: string, value: Uint8Array, putOptions?: PutOptions): Promise<ValueMeta> {
       assertOpen()
       const writer = checkPut(key, value, putOptions, capabilities)
+      if (putOptions?.fence !== undefined) throw fenceUnsupported(store.name)
       // Copy once: the caller may reuse its buffer after we return (not `value.slice()`, which
       // is a view of the caller's memory for a Buffer).
       const bytes = new Uint8Array(value)

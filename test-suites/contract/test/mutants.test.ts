@@ -3,13 +3,23 @@ import type { Backend } from '@agent-state/core'
 import { createMemoryBackend, createMemoryStore } from '@agent-state/memory'
 import { describe, expect, it } from 'vitest'
 import { type ContractContext, type ContractOptions, runContractCheck } from '../src/index.js'
+import { FENCE_MUTANTS, memoryWithoutFenceClaim } from './fence-mutants.js'
 import { HOLE_MUTANTS } from './hole-mutants.js'
 import { MUTANTS as FIRST_MUTANTS } from './memory-mutants.js'
 import { RULE_MUTANTS } from './rule-mutants.js'
 import { memoryWithGetMany, SURVIVOR_MUTANTS } from './survivor-mutants.js'
 import { checkById, contractVerdict } from './verdict.js'
 
-const MUTANTS = { ...FIRST_MUTANTS, ...HOLE_MUTANTS, ...RULE_MUTANTS, ...SURVIVOR_MUTANTS }
+const MUTANTS = {
+  ...FIRST_MUTANTS,
+  ...HOLE_MUTANTS,
+  ...RULE_MUTANTS,
+  ...SURVIVOR_MUTANTS,
+  ...FENCE_MUTANTS,
+}
+
+const UNCLAIMED_FENCE =
+  'leases/cross-key-fence-refused-with-unsupported-where-crosskeyfence-is-not-claimed'
 
 /** The checks each mutant must fail (and the correct memory backend must pass). */
 const EXPECTED_FAILURES: Record<string, readonly string[]> = {
@@ -186,6 +196,26 @@ const EXPECTED_FAILURES: Record<string, readonly string[]> = {
   'getMany answers null for an invalid key': [
     'get-many/getmany-refuses-an-invalid-key-anywhere-in-the-list-with-invalid-key-naming-its-position',
   ],
+  'a fence is ignored and the write stored unfenced': [
+    'leases/cross-key-fence-a-live-fence-writes-a-released-expired-or-re-acquired-one-is-lease-lost-by-token',
+    'leases/cross-key-fence-checked-before-the-written-key-own-lease-and-the-precondition',
+  ],
+  'a fence judged by holder name instead of token': [
+    'leases/cross-key-fence-a-live-fence-writes-a-released-expired-or-re-acquired-one-is-lease-lost-by-token',
+  ],
+  'a fence that never expires': [
+    'leases/cross-key-fence-a-live-fence-writes-a-released-expired-or-re-acquired-one-is-lease-lost-by-token',
+  ],
+  'a fence checked after the precondition': [
+    'leases/cross-key-fence-checked-before-the-written-key-own-lease-and-the-precondition',
+  ],
+  "a fence that stands in for the written key's own lease": [
+    'leases/cross-key-fence-checked-before-the-written-key-own-lease-and-the-precondition',
+  ],
+  'a racy fence (awaits between the fence check and the write)': [
+    'leases/cross-key-fence-a-write-in-flight-when-its-fence-is-taken-over-is-ordered-before-the-takeover',
+  ],
+  'a backend without the claim stores a fenced write unfenced': [UNCLAIMED_FENCE],
 }
 
 function options(name: string, create: (ctx: ContractContext) => Backend): ContractOptions {
@@ -205,11 +235,14 @@ describe('the suite fails on subtly broken backends', () => {
           const check = checkById(id)
           const good = createMemoryStore()
           // The multi-key read checks need a getMany: the reference is core's generic one.
+          // The unclaimed fence check needs a backend that does not claim it.
           const reference =
             check.category === 'get-many'
               ? (ctx: ContractContext) => memoryWithGetMany(good, ctx)
-              : (ctx: ContractContext) =>
-                  createMemoryBackend({ store: good, namespace: ctx.namespace, clock: ctx.clock })
+              : check.id === UNCLAIMED_FENCE
+                ? (ctx: ContractContext) => memoryWithoutFenceClaim(good, ctx)
+                : (ctx: ContractContext) =>
+                    createMemoryBackend({ store: good, namespace: ctx.namespace, clock: ctx.clock })
           await expect(runContractCheck(check, options('memory', reference))).resolves.toBeTypeOf(
             'object',
           )

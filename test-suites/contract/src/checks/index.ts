@@ -1,6 +1,7 @@
 import type { ContractCheck } from '../check.js'
 import { basicChecks } from './basic.js'
 import { concurrencyChecks } from './concurrency.js'
+import { crossKeyFenceChecks } from './cross-key-fence.js'
 import { decisionChecks } from './decisions.js'
 import { errorChecks } from './errors.js'
 import { getManyChecks } from './get-many.js'
@@ -23,6 +24,7 @@ export const IN_PROCESS_CHECKS: readonly ContractCheck[] = [
   ...getManyChecks,
   ...leaseChecks,
   ...leaseEdgeChecks,
+  ...crossKeyFenceChecks,
   ...ruleCombinationChecks,
   ...decisionChecks,
   ...concurrencyChecks,
