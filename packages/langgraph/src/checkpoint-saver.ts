@@ -3,6 +3,7 @@ import {
   AgentStateError,
   type Backend,
   isAgentStateError,
+  type Lease,
   mapLimited,
   parseOptions,
   quoteForMessage,
@@ -183,9 +184,9 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     // One record holds the metadata, the body and the new channel values: the
     // checkpoint is visible whole or not at all, in one write (in ownership
     // mode, then committed by the fenced head write).
-    await this.commitWrite(threadId, async (stamp) => {
+    await this.commitWrite(threadId, 1, async (stamp, fence) => {
       const record = built.record(stamp)
-      await this.backend.put(record.key, record.value)
+      await this.backend.put(record.key, record.value, fence === undefined ? {} : { fence })
       return [record.key]
     })
     this.reader.sources.set(this.layout.checkpoint(threadId, ns, built.id).meta, built.sources)
@@ -212,24 +213,26 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       taskId,
       taskPath,
     )
-    assertFits(this.backend, build(this.ownership && WIDEST_STAMP), {
+    const widest = build(this.ownership && WIDEST_STAMP)
+    assertFits(this.backend, widest, {
       threadId,
       checkpointNs: ns,
       checkpointId,
       taskId,
     })
-    await this.commitWrite(threadId, async (stamp) => {
+    await this.commitWrite(threadId, widest.length, async (stamp, fence) => {
+      const fenced = fence === undefined ? {} : { fence }
       const written = await mapLimited(
         build(stamp),
         this.concurrency,
         async ({ idx, key, value }) => {
           if (idx < 0) {
-            await this.backend.put(key, value)
+            await this.backend.put(key, value, fenced)
             return key
           }
           try {
             // A regular write is kept from its first attempt (LangGraph's INSERT OR IGNORE).
-            await this.backend.put(key, value, { ifNoneMatch: '*' })
+            await this.backend.put(key, value, { ...fenced, ifNoneMatch: '*' })
             return key
           } catch (error) {
             if (!isAgentStateError(error, 'PRECONDITION_FAILED')) throw error
@@ -246,20 +249,29 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    * Without ownership, just `write`. With it: take or renew the thread, write
    * the stamped records, then commit them with the fenced head write; a
    * refused commit removes what it wrote (best effort: the records are
-   * invisible anyway) and rethrows `LEASE_LOST`.
+   * invisible anyway) and rethrows `LEASE_LOST`. One record on a backend that
+   * claims `crossKeyFence` is written fenced by the thread's lease instead, in
+   * one write. Several records keep the head commit: fenced one by one, a
+   * writer that lost the thread halfway would leave part of a task's writes
+   * visible, and LangGraph takes a task with writes for done.
    */
   private async commitWrite(
     threadId: string,
-    write: (stamp: OwnerStamp | undefined) => Promise<string[]>,
+    records: number,
+    write: (stamp: OwnerStamp | undefined, fence: Lease | undefined) => Promise<string[]>,
   ): Promise<void> {
     const ownership = this.ownership
     if (ownership === undefined) {
-      await write(undefined)
+      await write(undefined, undefined)
+      return
+    }
+    if (records === 1 && this.backend.capabilities.crossKeyFence === true) {
+      await ownership.serialize(threadId, () => ownership.writeFenced(threadId, write))
       return
     }
     await ownership.serialize(threadId, async () => {
       const stamp = await ownership.begin(threadId)
-      const written = await write(stamp)
+      const written = await write(stamp, undefined)
       try {
         await ownership.commit(threadId, stamp)
       } catch (error) {

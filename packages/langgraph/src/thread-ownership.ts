@@ -77,6 +77,9 @@ function staleWriter(threadId: string, token: number, cause: unknown): AgentStat
  * commits its records (records first, then the head). A writer frozen at any
  * point and woken after another took the thread gets `LEASE_LOST` from that
  * fenced write, and its records stay invisible (see {@link isCommitted}).
+ * On a backend that claims `crossKeyFence`, a write of one record is instead
+ * fenced by the head's lease itself (see {@link ThreadOwnership.writeFenced}):
+ * one write, no head commit.
  */
 export class ThreadOwnership {
   private readonly owned = new Map<string, Owned>()
@@ -210,6 +213,36 @@ export class ThreadOwnership {
       // Not owned after all (a damaged head, a concurrent deleteThread): let others take it.
       await this.backend.releaseLease(lease).catch(() => false)
       throw error
+    }
+  }
+
+  /**
+   * Writes one record fenced by the thread's lease (`PutOptions.fence`, on a
+   * backend that claims `crossKeyFence`), with no head write: the fence makes
+   * a stale owner's write fail instead of landing, so the record is committed
+   * by being stored. Its stamp is `[token, 0]`, which the head this saver wrote
+   * when it took the thread already commits. A fence that expired while
+   * nobody took the thread is taken again (see {@link resume}) and the write
+   * made once more; otherwise `LEASE_LOST`, with nothing stored.
+   */
+  async writeFenced<T>(
+    threadId: string,
+    write: (stamp: OwnerStamp, fence: Lease) => Promise<T>,
+  ): Promise<T> {
+    await this.begin(threadId)
+    const state = this.owned.get(threadId)
+    if (state === undefined) throw staleWriter(threadId, 0, undefined)
+    try {
+      return await write([state.lease.token, 0], state.lease)
+    } catch (error) {
+      // The records a saver writes have no lease of their own: LEASE_LOST is the fence's.
+      if (!isAgentStateError(error, 'LEASE_LOST')) throw error
+      const resumed = await this.resume(threadId, state, undefined)
+      if (resumed === undefined) {
+        this.owned.delete(threadId)
+        throw staleWriter(threadId, state.lease.token, error)
+      }
+      return write([resumed.lease.token, 0], resumed.lease)
     }
   }
 
