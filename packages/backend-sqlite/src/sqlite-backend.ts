@@ -17,6 +17,7 @@ import {
   CONTRACT_VERSION,
   checkAcquire,
   checkDelete,
+  checkFence,
   checkGetManyKeys,
   checkPut,
   collectListPage,
@@ -119,6 +120,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     maxValueBytes: resolved.maxValueBytes,
     changeNotification: SQLITE_CHANGE_NOTIFICATION,
     nativeQueue: SQLITE_NATIVE_QUEUE,
+    crossKeyFence: true,
   }
   const connection = openConnection(resolved.path, {
     synchronous: resolved.synchronous,
@@ -282,20 +284,56 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
     step: (state: KeyState) => { next: KeyState | undefined; result: T },
     bytes = 0,
   ): Promise<T> {
+    return submit(operation, () => applyStep(key, step), bytes)
+  }
+
+  /** {@link update}'s body, inside the transaction: load the key, apply `step`, store what it returns. */
+  function applyStep<T>(
+    key: string,
+    step: (state: KeyState) => { next: KeyState | undefined; result: T },
+  ): T {
+    const loaded = load(key)
+    let outcome: { next: KeyState | undefined; result: T }
+    try {
+      outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
+    } catch (error) {
+      throw withStoredSize(error, loaded)
+    }
+    if (outcome.next !== undefined) store(key, loaded, outcome.next)
+    return outcome.result
+  }
+
+  /**
+   * A `put` fenced by another key's lease (`PutOptions.fence`). The fence
+   * key's row is read in the same body as the write, so in the same IMMEDIATE
+   * transaction (its own savepoint in a batch): no `acquireLease` of the fence
+   * key, from this connection or any other, can commit between the check and
+   * the write. An `acquireLease` that supersedes the fence is therefore
+   * ordered either before the put (which then sees it: `LEASE_LOST`, rolled
+   * back) or after its commit. The fence is checked before the written key is
+   * loaded (the contract's order: fence, then the key's own lease, then the
+   * precondition), with the same `now` as the own-lease check, so one clock
+   * reading decides both, as in the memory backend. Kept apart from the plain
+   * put so an unfenced put runs no extra statement.
+   */
+  function fencedPut(
+    key: string,
+    bytes: Uint8Array,
+    writer: WriterIdentity | null,
+    putOptions: PutOptions,
+    fence: Lease,
+  ): Promise<ValueMeta> {
     return submit(
-      operation,
+      'put',
       () => {
-        const loaded = load(key)
-        let outcome: { next: KeyState | undefined; result: T }
-        try {
-          outcome = step(loaded === undefined ? ABSENT_STATE : loaded.state)
-        } catch (error) {
-          throw withStoredSize(error, loaded)
-        }
-        if (outcome.next !== undefined) store(key, loaded, outcome.next)
-        return outcome.result
+        const now = clock()
+        checkFence(key, fence, load(fence.key)?.state ?? ABSENT_STATE, now)
+        return applyStep(key, (state) => {
+          const next = applyPut(key, state, bytes, writer, putOptions, now)
+          return { next, result: metaOf(key, next) as ValueMeta }
+        })
       },
-      bytes,
+      bytes.byteLength,
     )
   }
 
@@ -373,6 +411,9 @@ export function createSqliteBackend(options: SqliteBackendOptions): Backend {
         // caller may reuse its buffer as soon as put returns.
         () => {
           const bytes = value.slice()
+          if (putOptions?.fence !== undefined) {
+            return fencedPut(key, bytes, writer, putOptions, putOptions.fence)
+          }
           return update(
             'put',
             key,

@@ -12,7 +12,7 @@ describe('sqlite backend on a real file', () => {
   const db = useTempDatabase()
   const open = db.open
 
-  it('declares a durable, multi-process, host-clock backend with native daemon queues', () => {
+  it('declares a durable, multi-process, host-clock backend with native daemon queues and cross-key fences', () => {
     expect(open().capabilities).toEqual({
       durable: true,
       multiProcess: true,
@@ -22,6 +22,7 @@ describe('sqlite backend on a real file', () => {
       maxValueBytes: 64 * 1024 * 1024,
       changeNotification: { mode: 'poll', maxDelayMs: 500 },
       nativeQueue: { version: 1 },
+      crossKeyFence: true,
     })
     expect(typeof open().nativeQueue?.queueAppend).toBe('function')
   })
