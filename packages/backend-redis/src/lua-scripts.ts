@@ -61,11 +61,11 @@ end
 `
 
 /**
- * The lease and precondition checks of put and delete, and their refusals
- * (needs SAME_LEASE). Only a write that involves a lease or a precondition
- * runs them, so PUT and DELETE define them inside that branch.
+ * The lease and precondition checks of put and delete, and their refusals,
+ * without SAME_LEASE (which they call): FENCED_PUT defines SAME_LEASE before
+ * them for its fence, so it takes these alone.
  */
-const CHECKS = `${SAME_LEASE}
+const WRITE_CHECKS = `
 -- Nil when the lease allows the write; an error reply otherwise. The holder
 -- is read only for the LEASE_HELD reply, so a successful write skips it.
 local function lease_check(key, given, id, now, lt, le, li)
@@ -94,6 +94,13 @@ local function put_refused(key, f, token, id, if_match, if_none, now)
   return nil
 end
 `
+
+/**
+ * The lease and precondition checks of put and delete, and their refusals
+ * (with SAME_LEASE). Only a write that involves a lease or a precondition
+ * runs them, so PUT and DELETE define them inside that branch.
+ */
+const CHECKS = `${SAME_LEASE}${WRITE_CHECKS}`
 
 /** The fields put reads before it writes (`put_refused` and `write_value` take them in this order). */
 const PUT_FIELDS = `'${F.version}', '${F.revision}', '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}'`
@@ -168,6 +175,29 @@ end
 ${WRITE_VALUE}${REMOVE_VALUE}${DROP_LEASE}${HINT}`
 
 /**
+ * The text of put, and of FENCED_PUT with `fence` (the fence check, after
+ * the clock is read) and `checks` (the write checks without the SAME_LEASE
+ * the fence already defined): one body, so the two can never write
+ * differently. With no fence the text is put's as it was before fences
+ * existed (same SHA, same commands).
+ */
+function putSource(fence: string, checks: string): string {
+  return `${CLOCK}${NUM}${WRITE_VALUE}${HINT}
+local f = redis.call('HMGET', KEYS[1], ${PUT_FIELDS})
+local now = now_ms()${fence}
+-- Without a stored lease, a given token or a precondition there is nothing to check.
+if f[3] or ARGV[6] ~= '' or ARGV[4] ~= '' or ARGV[5] == '1' then
+${checks}
+  local bad = put_refused(KEYS[1], f, ARGV[6], ARGV[8], ARGV[4], ARGV[5], now)
+  if bad then return bad end
+end
+local version, at = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, f[1], f[2])
+hint(ARGV[9], ARGV[1])
+return {'OK', version, at}
+`
+}
+
+/**
  * put. KEYS: record, index, records. ARGV: member, value, writer JSON or '',
  * ifMatch or '', '1' for ifNoneMatch, lease token or '', random suffix,
  * lease id or '', change channel or '' (the key is published there after the
@@ -183,19 +213,39 @@ ${WRITE_VALUE}${REMOVE_VALUE}${DROP_LEASE}${HINT}`
 export const PUT: LuaScript = {
   name: 'put',
   numberOfKeys: 3,
-  source: `${CLOCK}${NUM}${WRITE_VALUE}${HINT}
-local f = redis.call('HMGET', KEYS[1], ${PUT_FIELDS})
-local now = now_ms()
--- Without a stored lease, a given token or a precondition there is nothing to check.
-if f[3] or ARGV[6] ~= '' or ARGV[4] ~= '' or ARGV[5] == '1' then
-${CHECKS}
-  local bad = put_refused(KEYS[1], f, ARGV[6], ARGV[8], ARGV[4], ARGV[5], now)
-  if bad then return bad end
-end
-local version, at = write_value(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[7], now, f[1], f[2])
-hint(ARGV[9], ARGV[1])
-return {'OK', version, at}
-`,
+  source: putSource('', CHECKS),
+}
+
+/**
+ * put with `PutOptions.fence`: a write fenced by another key's lease. KEYS:
+ * put's, then the fence key's record. ARGV: put's (the lease token and id
+ * always '': a fence is never given with `lease`), then the fence's token and
+ * lease id or ''. Reply: put's, or FENCE_LOST currentToken (the fence key's
+ * token, '' when it has none).
+ *
+ * A script of its own rather than optional KEYS of PUT, so an unfenced put
+ * runs exactly the script it ran before (same text, same commands). The fence
+ * key's record is in the written key's slot (every key of a namespace shares
+ * one hash tag, `key-layout.ts`), so one script reads the fence and writes
+ * the value in one atomic step, on a Cluster too: an `acquireLease` of the
+ * fence key is ordered before or after the whole write, never inside it. The
+ * fence is judged as `lease_check` judges a given lease (token and lease id
+ * by SAME_LEASE, live while its expiry is above the server clock), and first:
+ * a stale fence is FENCE_LOST even when the key's own lease or precondition
+ * would refuse the write too.
+ */
+export const FENCED_PUT: LuaScript = {
+  name: 'fencedPut',
+  numberOfKeys: 4,
+  source: putSource(
+    `${SAME_LEASE}
+-- The fence: ARGV[10] and ARGV[11] must be the fence key's current, unexpired lease.
+local g = redis.call('HMGET', KEYS[4], '${F.leaseToken}', '${F.leaseExpiresAt}', '${F.leaseId}')
+if (not same_lease(g[1], g[3], ARGV[10], ARGV[11])) or tonumber(g[2]) <= now then
+  return {'FENCE_LOST', g[1] or ''}
+end`,
+    WRITE_CHECKS,
+  ),
 }
 
 /**

@@ -70,6 +70,9 @@ function create(options: RedisBackendOptions): { backend: Backend; probe: () => 
     maxValueBytes: resolved.maxValueBytes,
     changeNotification: REDIS_CHANGE_NOTIFICATION,
     nativeQueue: REDIS_NATIVE_QUEUE,
+    // Every key of a namespace shares one hash tag (one Cluster slot), so one script reads the
+    // fence key's lease and writes the value atomically on every topology (FENCED_PUT).
+    crossKeyFence: true,
   }
   let closed = false
   const ctx = createOperationContext(resolved, connection, layout, capabilities, () => closed)

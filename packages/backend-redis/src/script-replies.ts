@@ -1,5 +1,6 @@
 import {
   AgentStateError,
+  fenceLost,
   type Lease,
   quoteForMessage,
   type StoredValue,
@@ -124,6 +125,8 @@ export const REPLY = {
   leaseHeld: ['status', 'holder', 'expiresAt'],
   /** A refused write: LEASE_LOST currentToken (`''` when there is no lease). */
   leaseLost: ['status', 'currentToken'],
+  /** A refused fenced put: FENCE_LOST currentToken (the fence key's; `''` when it has no lease). */
+  fenceLost: ['status', 'currentToken'],
   /** A refused write: PRECONDITION_FAILED version size writer updatedAt (all `''` when absent). */
   preconditionFailed: ['status', 'version', 'size', 'writer', 'updatedAt'],
   /** queueAppend: OK first stored. */
@@ -236,6 +239,21 @@ export function leaseLost(key: string, token: number, current: string): AgentSta
         currentToken: current === '' ? null : Number(current),
       },
     },
+  )
+}
+
+/**
+ * The LEASE_LOST error of a stale fence, from a FENCE_LOST reply: core's
+ * `fenceLost`, so every backend reports it alike. Its own status word in the
+ * script, because a fenced put can also refuse on its own key's lease, and
+ * the two must not be confused.
+ */
+export function fenceLostOf(key: string, fence: Lease, r: readonly string[]): AgentStateError {
+  const { currentToken } = named(key, r, REPLY.fenceLost)
+  return fenceLost(
+    key,
+    fence,
+    currentToken === '' ? null : toNumber(fence.key, currentToken, RECORD_FIELD.leaseToken),
   )
 }
 

@@ -14,10 +14,11 @@ import {
   type ValueMeta,
 } from '@agent-state/core'
 import { indexBounds, RECORD_FIELD } from './key-layout.js'
-import { DELETE, HEAD, PUT, SCAN } from './lua-scripts.js'
+import { DELETE, FENCED_PUT, HEAD, PUT, SCAN } from './lua-scripts.js'
 import type { OperationContext } from './operation-context.js'
 import {
   corrupt,
+  fenceLostOf,
   GET_FIELDS,
   leaseIdOf,
   named,
@@ -89,27 +90,32 @@ export function valueOperations(ctx: OperationContext): ValueOperations {
     async put(key, value, putOptions) {
       ctx.assertOpen()
       const writer = checkPut(key, value, putOptions, capabilities)
+      const keys = [layout.record(key), layout.index, layout.records]
+      const args = [
+        key,
+        Buffer.from(value.buffer, value.byteOffset, value.byteLength),
+        writer === null ? '' : JSON.stringify(writer),
+        putOptions?.ifMatch ?? '',
+        putOptions?.ifNoneMatch === '*' ? '1' : '',
+        putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
+        randomSuffix(),
+        leaseIdOf(putOptions?.lease),
+        layout.changes,
+      ]
+      const fence = putOptions?.fence
+      // A fenced put is its own script (FENCED_PUT), so a plain put runs the one it always ran.
+      if (fence !== undefined) {
+        keys.push(layout.record(fence.key))
+        args.push(String(fence.token), leaseIdOf(fence))
+      }
       const r = reply(
-        await ctx.mutate(
-          PUT,
-          'put',
-          key,
-          [layout.record(key), layout.index, layout.records],
-          [
-            key,
-            Buffer.from(value.buffer, value.byteOffset, value.byteLength),
-            writer === null ? '' : JSON.stringify(writer),
-            putOptions?.ifMatch ?? '',
-            putOptions?.ifNoneMatch === '*' ? '1' : '',
-            putOptions?.lease === undefined ? '' : String(putOptions.lease.token),
-            randomSuffix(),
-            leaseIdOf(putOptions?.lease),
-            layout.changes,
-          ],
-        ),
+        await ctx.mutate(fence === undefined ? PUT : FENCED_PUT, 'put', key, keys, args),
         key,
       )
-      if (r[0] !== 'OK') throwWriteFailure(key, r, putOptions?.lease)
+      if (r[0] !== 'OK') {
+        if (r[0] === 'FENCE_LOST' && fence !== undefined) throw fenceLostOf(key, fence, r)
+        throwWriteFailure(key, r, putOptions?.lease)
+      }
       const f = named(key, r, REPLY.put)
       return {
         key,

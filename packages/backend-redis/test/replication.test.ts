@@ -66,6 +66,24 @@ describe('replication: WAIT after every mutating script', () => {
     expect(await b.delete('k')).toBe(true)
   })
 
+  it('a fenced put is confirmed like a plain one; a stale fence is refused without confirmation', async () => {
+    const b = backend('fenced')
+    const record = redisKeyLayout('as', 'fenced').record('k')
+    const fence = await b.acquireLease('owner', { holder: 'h', ttlMs: 60_000 })
+    for (let i = 0; i < 5; i++) {
+      const meta = await b.put('k', bytes(`v${i}`), { fence })
+      expect((await redisCli(replica.port, ['HGET', record, 'v'])).trim()).toBe(meta.version)
+    }
+    const tooFew = backend('fenced', 2)
+    expect(await failureOf(tooFew.put('k', bytes('x'), { fence }))).toMatchObject({
+      code: 'INDETERMINATE',
+      context: { acked: 1, required: 2 },
+    })
+    expect(await b.releaseLease(fence)).toBe(true)
+    expect((await failureOf(tooFew.put('k', bytes('y'), { fence }))).code).toBe('LEASE_LOST')
+    expect(new TextDecoder().decode((await b.get('k'))?.value)).toBe('x')
+  })
+
   it('fewer confirmations than required is INDETERMINATE, never success', async () => {
     const b = backend('too-few', 2)
     const result = await failureOf(b.put('k', bytes('x')))
