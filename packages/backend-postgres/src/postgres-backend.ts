@@ -18,6 +18,7 @@ import {
   checkPut,
   collectListPage,
   type DeleteOptions,
+  fenceLost,
   GROUPED_FIRST_BATCH,
   isAgentStateError,
   type KeyState,
@@ -57,6 +58,7 @@ import {
 } from './options.js'
 import { buildQueueStatements, type QueueStatements } from './queue-statements.js'
 import {
+  decodeFenceToken,
   decodeListed,
   decodeState,
   type LoadedState,
@@ -327,6 +329,8 @@ function createBackend(
     multiProcess: true,
     multiHost: true,
     leaseClock: 'server',
+    // The fenced put function locks the fence key's row FOR SHARE (schema-fenced-put.ts).
+    crossKeyFence: true,
     maxKeyBytes: MAX_KEY_BYTES,
     maxValueBytes,
     nativeQueue: POSTGRES_NATIVE_QUEUE,
@@ -529,7 +533,9 @@ function createBackend(
    * reply (`LEASE_HELD`, `LEASE_LOST`, `PRECONDITION_FAILED`), a step with
    * nothing to write is the result (a delete of a key without a value), and
    * a step that would have written means a concurrent write changed the row
-   * after the snapshot: the statement is sent again.
+   * after the snapshot: the statement is sent again. `refuse` judges first
+   * what the answer says beyond the key's row (a fenced put's fence, checked
+   * before the key's own lease and precondition), and throws its refusal.
    */
   function writeInOneStatement<T>(
     operation: string,
@@ -538,6 +544,7 @@ function createBackend(
     params: unknown[],
     written: (row: WrittenRow) => T | undefined,
     step: (state: KeyState, now: number) => Step<T>,
+    refuse?: (row: WrittenRow) => void,
   ): Promise<T> {
     return update(operation, key, async (client) => {
       for (let lost = 0; ; lost++) {
@@ -556,6 +563,7 @@ function createBackend(
         if (done !== undefined) return { result: done, hinted, pipelined }
         // Nothing written: the snapshot explains why, or a race does.
         await hinted
+        refuse?.(row)
         const loaded = decodeState(key, row)
         let outcome: Step<T>
         try {
@@ -623,6 +631,8 @@ function createBackend(
       // A copy: the caller may reuse its buffer as soon as put returns.
       const bytes = value.slice()
       const conditions = conditionsOf(putOptions)
+      const shape = { ...conditions.shape, ifNoneMatch: putOptions?.ifNoneMatch === '*' }
+      const fence = putOptions?.fence
       const params: unknown[] = [
         namespace,
         key,
@@ -633,10 +643,12 @@ function createBackend(
         valueCrc(bytes),
         ...conditions.params,
       ]
+      // A fenced put is a function of its own (migration 4): the plain one does no more work.
+      if (fence !== undefined) params.push(fence.key, fence.token)
       return writeInOneStatement(
         'put',
         key,
-        sql.put({ ...conditions.shape, ifNoneMatch: putOptions?.ifNoneMatch === '*' }),
+        fence === undefined ? sql.put(shape) : sql.fencedPut(shape),
         params,
         (row) =>
           typeof row.written_version !== 'string'
@@ -652,6 +664,14 @@ function createBackend(
           const next = applyPut(key, state, bytes, writer, putOptions, now)
           return { next, result: metaOf(key, next) as ValueMeta }
         },
+        fence === undefined
+          ? undefined
+          : (row) => {
+              // Judged by the function on the locked row and the database clock; tokens decide.
+              if (row.fence_lost !== false) {
+                throw fenceLost(key, fence, decodeFenceToken(fence.key, row))
+              }
+            },
       )
     },
 

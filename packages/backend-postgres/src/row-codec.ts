@@ -44,6 +44,19 @@ export interface WrittenRow extends StateRow {
   readonly written_updated_at?: string | null
   /** `delete`: 1 when the value was removed, else 0. */
   readonly written?: string
+  /** Fenced `put`: true when the fence is not the fence key's current, unexpired lease. */
+  readonly fence_lost?: boolean | null
+  /** Fenced `put`: the fence key's lease token as the locked read saw it (null: none). */
+  readonly fence_token?: string | null
+}
+
+/**
+ * The fence key's lease token of a fenced put's answer (`Statements.fencedPut`),
+ * null when it has none; a cell that is no integer is `CORRUPT` (of the fence key).
+ */
+export function decodeFenceToken(fenceKey: string, row: WrittenRow): number | null {
+  const cell = row.fence_token ?? null
+  return cell === null ? null : integer(fenceKey, cell, 'lease_token')
 }
 
 /** A key's state as read: the database time of the read, and the row version to write against. */

@@ -46,7 +46,7 @@ export const STATE_COLUMNS =
   'e.row_version, e.version, e.revision, e.writer, e.updated_at, e.size, e.value_crc, e.lease_holder, e.lease_token, e.lease_ttl_ms, e.lease_expires_at, e.fence'
 
 /** The SQL types of {@link STATE_COLUMNS}, as the functions declare them. */
-const STATE_TYPES =
+export const STATE_TYPES =
   'row_version bigint, version text, revision bigint, writer text, updated_at bigint, size bigint, value_crc bigint, lease_holder text, lease_token bigint, lease_ttl_ms bigint, lease_expires_at bigint, fence bigint'
 
 /**
@@ -101,20 +101,35 @@ function putFunction(schema: string, table: string, rowVersions: string): string
 }
 
 /**
+ * What a statement of a later migration adds to {@link putStatement}: a
+ * condition on the row when written, and columns of its answer. Without
+ * it the text is migration 3's, byte for byte (frozen: see above).
+ */
+export interface PutStatementExtension {
+  /** ANDed to the conditions the row must meet when written. */
+  readonly condition: string
+  /** More columns of the answer, after the written version's (a select list, no leading comma). */
+  readonly columns: string
+}
+
+/**
  * The put function's statement (its parameters by name): an `upsert` for a
  * write without a lease or an expected version, an `update` of the existing
  * row otherwise. Exported for `bench:postgres-functions`, which runs the
- * same statement inline to measure what the function saves.
+ * same statement inline to measure what the function saves, and for
+ * migration 4's fenced put (schema-fenced-put.ts), which passes `extension`.
  */
 export function putStatement(
   form: 'upsert' | 'update',
   table: string,
   rowVersions: string,
+  extension?: PutStatementExtension,
 ): string {
   const set = `version = ${base36('t.revision + 1')} || '.' || left(p_random, 8), revision = t.revision + 1,
           writer = p_writer, updated_at = ${NOW_MS}, size = p_size, value = p_value, value_crc = p_crc,
           row_version = nextval('${rowVersions}')`
-  const where = `${WRITE_CONDITIONS} AND (NOT p_if_none_match OR t.version IS NULL)`
+  const extra = extension === undefined ? '' : ` AND ${extension.condition}`
+  const where = `${WRITE_CONDITIONS} AND (NOT p_if_none_match OR t.version IS NULL)${extra}`
   const write =
     form === 'upsert'
       ? `INSERT INTO ${table} AS t (namespace, key, version, revision, writer, updated_at,
@@ -126,7 +141,7 @@ export function putStatement(
   return `WITH ${snapshot(table)},
         written AS (${write}
           RETURNING t.version, t.updated_at)
-        SELECT s.*, w.version AS written_version, w.updated_at AS written_updated_at
+        SELECT s.*, w.version AS written_version, w.updated_at AS written_updated_at${extension === undefined ? '' : `, ${extension.columns}`}
         FROM snapshot s LEFT JOIN written w ON true`
 }
 

@@ -1,6 +1,7 @@
 import { AgentStateError } from '@agent-state/core'
 import type pg from 'pg'
 import { assertOwnAnswer } from './answer-check.js'
+import { fencedPutMigration } from './schema-fenced-put.js'
 import { functionsMigration } from './schema-functions.js'
 
 /**
@@ -14,7 +15,7 @@ import { functionsMigration } from './schema-functions.js'
  */
 
 /** The schema version this package writes and reads. */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 /** One row per migration applied: `version`, `description`, `applied_at`. */
 export const MIGRATIONS_TABLE = 'agent_state_migrations'
@@ -106,6 +107,15 @@ export const MIGRATIONS: readonly Migration[] = [
     // already running keeps writing with its own statements; one starting
     // after this migration refuses the newer schema (INCOMPATIBLE_SCHEMA).
     sql: (s) => functionsMigration(s, `${s}.${ENTRIES_TABLE}`, `${s}.${ROW_VERSIONS}`),
+  },
+  {
+    version: 4,
+    description: 'put fenced by the lease of another key (crossKeyFence): agent_state_put_fenced',
+    // A function of its own: the plain put keeps migration 3's function and
+    // does no more work. The table is unchanged; as for migration 3, a running
+    // process of the previous release keeps working, one started afterwards
+    // refuses the newer schema.
+    sql: (s) => fencedPutMigration(s, `${s}.${ENTRIES_TABLE}`, `${s}.${ROW_VERSIONS}`),
   },
 ]
 

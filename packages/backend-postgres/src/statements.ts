@@ -1,6 +1,7 @@
 import type { KeyRange } from '@agent-state/core'
 import { declareAnswer } from './answer-check.js'
 import { ENTRIES_TABLE, ROW_VERSIONS } from './schema.js'
+import { FENCED_PUT_FUNCTION } from './schema-fenced-put.js'
 import {
   DELETE_FUNCTION,
   GET_FUNCTION,
@@ -86,6 +87,16 @@ export interface Statements {
    */
   put(shape: PutShape): string
   /**
+   * A `put` fenced by another key's lease (`PutOptions.fence`), in ONE
+   * statement as {@link Statements.put}: a call of the schema's fenced put
+   * function (schema-fenced-put.ts), which locks the fence key's row
+   * `FOR SHARE` before the write. `put`'s parameters, then the fence key and
+   * its lease token. Its answer is `put`'s with `fence_lost` (true: the fence
+   * is not the fence key's current, unexpired lease, nothing written) and
+   * `fence_token` (the fence key's lease token, null when none).
+   */
+  fencedPut(shape: PutShape): string
+  /**
    * A `delete` in ONE statement, a call of the schema's delete function, as
    * {@link Statements.put}: removes the row of a key that never had a
    * lease, keeps the row of one that did (its
@@ -142,6 +153,14 @@ function optionalParams(shape: ConditionShape, first: number): string {
   return `${token}, ${ifMatch}`
 }
 
+/** How many parameters {@link optionalParams} takes for `shape`. */
+function optionalCount(shape: ConditionShape): number {
+  return (shape.fenced ? 1 : 0) + (shape.ifMatch ? 1 : 0)
+}
+
+/** The answer of {@link Statements.put}: the snapshot, then what was written. */
+const PUT_NAMES = [...READ_NAMES, 'written_version', 'written_updated_at']
+
 /** Builds the statements of the backend in `schema` (an identifier checked by the options schema). */
 export function buildStatements(schema: string): Statements {
   const table = `${schema}.${ENTRIES_TABLE}`
@@ -169,6 +188,7 @@ export function buildStatements(schema: string): Statements {
     fenced ? ` AND lease_token = $${tokenParam} AND lease_expires_at > ${NOW_MS}` : ''
   const nextRowVersion = `nextval('${schema}.${ROW_VERSIONS}')`
   const putCache = new Map<string, string>()
+  const fencedPutCache = new Map<string, string>()
   const deleteCache = new Map<string, string>()
   return {
     read: declareAnswer(`SELECT * FROM ${schema}.${READ_FUNCTION}($1, $2)`, READ_NAMES),
@@ -195,9 +215,22 @@ export function buildStatements(schema: string): Statements {
       const rest = optionalParams(shape, 8)
       text = declareAnswer(
         `SELECT * FROM ${schema}.${PUT_FUNCTION}($1, $2, $3, $4, $5, $6, $7, ${rest}, ${shape.ifNoneMatch})`,
-        [...READ_NAMES, 'written_version', 'written_updated_at'],
+        PUT_NAMES,
       )
       putCache.set(id, text)
+      return text
+    },
+    fencedPut: (shape) => {
+      const id = `${shape.fenced}/${shape.ifMatch}/${shape.ifNoneMatch}`
+      let text = fencedPutCache.get(id)
+      if (text !== undefined) return text
+      const rest = optionalParams(shape, 8)
+      const fenceKey = 8 + optionalCount(shape)
+      text = declareAnswer(
+        `SELECT * FROM ${schema}.${FENCED_PUT_FUNCTION}($1, $2, $3, $4, $5, $6, $7, ${rest}, ${shape.ifNoneMatch}, $${fenceKey}::text, $${fenceKey + 1}::bigint)`,
+        [...PUT_NAMES, 'fence_lost', 'fence_token'],
+      )
+      fencedPutCache.set(id, text)
       return text
     },
     delete: (shape) => {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { crc32 } from 'node:zlib'
-import { type Backend, isAgentStateError } from '@agent-state/core'
+import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
 import { startPostgresServer, startTcpProxy } from '@agent-state/test-services'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -11,6 +11,8 @@ import {
   openWithHooks,
   type PostgresBackendHooks,
 } from '../src/postgres-backend.js'
+import { FENCED_PUT_FUNCTION } from '../src/schema-fenced-put.js'
+import { PUT_FUNCTION } from '../src/schema-functions.js'
 
 const server = await startPostgresServer()
 afterAll(() => server.stop())
@@ -164,6 +166,38 @@ async function hotUpdates(schema: string): Promise<{ updated: number; hot: numbe
   }
 }
 
+/**
+ * A database as the previous release left it (migrated to schema 3, as
+ * `target: 3` does; it wrote through migration 3's functions, as this
+ * release's plain writes still do): values under `KEYS`, and a live lease on
+ * `owner`, which it returns.
+ */
+async function schemaThreeDatabase(schema: string): Promise<Lease> {
+  const old = await openWithHooks(
+    { connectionString: server.url, schema, namespace: 'n' },
+    { migration: { target: 3 } },
+  )
+  try {
+    for (const key of KEYS) await old.put(key, new TextEncoder().encode(key))
+    return await old.acquireLease('owner', { holder: 'h', ttlMs: 600_000 })
+  } finally {
+    await old.close()
+  }
+}
+
+/** How many fenced put functions (migration 4) `schema` has, from the catalog. */
+async function fencedPutFunctions(schema: string): Promise<string> {
+  return server.sql(
+    `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = '${schema}' AND p.proname = '${FENCED_PUT_FUNCTION}'`,
+  )
+}
+
+/** The definition of migration 3's put function in `schema`, as PostgreSQL has it. */
+async function putDefinition(schema: string): Promise<string> {
+  return server.sql(`SELECT pg_get_functiondef('${schema}.${PUT_FUNCTION}'::regproc)`)
+}
+
 describe('migrations', () => {
   it('four processes starting on an empty database at once migrate it exactly once', async () => {
     const outputs = await concurrentStart('concurrent_start', 'slow')
@@ -283,6 +317,49 @@ describe('migrations', () => {
     expect(await liveIndexes('half_two')).toBe('1\n')
     const backend = await openMigrated('half_two')
     try {
+      expect(new TextDecoder().decode((await backend.get('b'))?.value)).toBe('b')
+    } finally {
+      await backend.close()
+    }
+  }, 60_000)
+
+  it('a schema-3 database (the previous release) migrates to 4: the fenced put added, agent_state_put unchanged, values and leases kept', async () => {
+    const lease = await schemaThreeDatabase('from_three')
+    expect(await recorded('from_three')).toBe('1\n2\n3')
+    expect(await fencedPutFunctions('from_three')).toBe('0\n')
+    const plainPut = await putDefinition('from_three')
+    const backend = await openMigrated('from_three')
+    try {
+      expect(await fencedPutFunctions('from_three')).toBe('1\n')
+      // Migration 4 adds a function and touches nothing else: the plain put is migration 3's.
+      expect(await putDefinition('from_three')).toBe(plainPut)
+      expect(new TextDecoder().decode((await backend.get('a'))?.value)).toBe('a')
+      // The lease taken before the migration fences a write after it.
+      expect(await backend.getLease('owner')).toEqual(lease)
+      await backend.put('a', new Uint8Array([2]), { fence: lease })
+      expect((await backend.get('a'))?.value).toEqual(new Uint8Array([2]))
+      await expect(
+        backend.put('a', new Uint8Array([3]), { fence: { ...lease, token: lease.token + 1 } }),
+      ).rejects.toMatchObject({ code: 'LEASE_LOST' })
+      expect((await backend.get('a'))?.value).toEqual(new Uint8Array([2]))
+    } finally {
+      await backend.close()
+    }
+  }, 60_000)
+
+  it('migration 4 killed halfway leaves schema 3 whole; the next start applies it', async () => {
+    await schemaThreeDatabase('half_four')
+    const run = openInChild('half_four', 'now', 'hang')
+    await run.paused
+    // The function is created inside the open transaction: nobody else sees it yet.
+    expect(await fencedPutFunctions('half_four')).toBe('0\n')
+    run.kill()
+    await run.output
+    expect(await recorded('half_four')).toBe('1\n2\n3')
+    expect(await fencedPutFunctions('half_four')).toBe('0\n')
+    const backend = await openMigrated('half_four')
+    try {
+      expect(await fencedPutFunctions('half_four')).toBe('1\n')
       expect(new TextDecoder().decode((await backend.get('b'))?.value)).toBe('b')
     } finally {
       await backend.close()

@@ -53,6 +53,11 @@ async function writeCosts(backend: Backend) {
     fencedNoRow: await cost(() =>
       backend.put('nothing', bytes('2'), { lease: { ...lease, key: 'nothing' } }),
     ),
+    // Fenced by another key's lease (crossKeyFence): one call of the fenced put function.
+    crossKeyFenced: await cost(() => backend.put('other', bytes('1'), { fence: lease })),
+    crossKeyFenceLost: await cost(() =>
+      backend.put('other', bytes('2'), { fence: { ...lease, token: lease.token + 1 } }),
+    ),
     delete: await cost(() => backend.delete('new')),
     deleteMissing: await cost(() => backend.delete('new')),
     fencedDelete: await cost(() => backend.delete('leased', { lease })),
@@ -76,6 +81,8 @@ describe('round trips per operation', () => {
         unfencedOnLeased: { ...one, code: 'LEASE_HELD' },
         fencedWrongToken: { ...one, code: 'LEASE_LOST' },
         fencedNoRow: { ...one, code: 'LEASE_LOST' },
+        crossKeyFenced: one,
+        crossKeyFenceLost: { ...one, code: 'LEASE_LOST' },
         delete: one,
         deleteMissing: one,
         fencedDelete: one,
