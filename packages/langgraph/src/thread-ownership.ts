@@ -113,6 +113,12 @@ export class ThreadOwnership {
    * again if nobody else took the thread meanwhile (see {@link resume}).
    */
   async begin(threadId: string): Promise<OwnerStamp> {
+    const state = await this.hold(threadId)
+    return [state.lease.token, state.seq + 1]
+  }
+
+  /** {@link begin}'s taking or keeping of the thread; resolves its state. */
+  private async hold(threadId: string): Promise<Owned> {
     let state = this.owned.get(threadId)
     if (state === undefined) state = await this.acquire(threadId)
     else if (!this.surelyLive(state)) {
@@ -121,15 +127,10 @@ export class ThreadOwnership {
         state.since = performance.now()
       } catch (error) {
         if (!isAgentStateError(error, 'LEASE_LOST')) throw error
-        const resumed = await this.resume(threadId, state, undefined)
-        if (resumed === undefined) {
-          this.owned.delete(threadId)
-          throw staleWriter(threadId, state.lease.token, error)
-        }
-        state = resumed
+        state = await this.resumeOrLose(threadId, state, undefined, error)
       }
     }
-    return [state.lease.token, state.seq + 1]
+    return state
   }
 
   /**
@@ -181,6 +182,22 @@ export class ThreadOwnership {
     }
   }
 
+  /**
+   * {@link resume} after `error` (the lease found stale), or the thread is
+   * lost: forgotten, and `LEASE_LOST` thrown with `error` as its cause.
+   */
+  private async resumeOrLose(
+    threadId: string,
+    state: Owned,
+    pending: OwnerStamp | undefined,
+    error: unknown,
+  ): Promise<Owned> {
+    const resumed = await this.resume(threadId, state, pending)
+    if (resumed !== undefined) return resumed
+    this.owned.delete(threadId)
+    throw staleWriter(threadId, state.lease.token, error)
+  }
+
   private async acquire(threadId: string): Promise<Owned> {
     const key = this.layout.owner(threadId)
     let lease: Lease
@@ -229,19 +246,13 @@ export class ThreadOwnership {
     threadId: string,
     write: (stamp: OwnerStamp, fence: Lease) => Promise<T>,
   ): Promise<T> {
-    await this.begin(threadId)
-    const state = this.owned.get(threadId)
-    if (state === undefined) throw staleWriter(threadId, 0, undefined)
+    const state = await this.hold(threadId)
     try {
       return await write([state.lease.token, 0], state.lease)
     } catch (error) {
       // The records a saver writes have no lease of their own: LEASE_LOST is the fence's.
       if (!isAgentStateError(error, 'LEASE_LOST')) throw error
-      const resumed = await this.resume(threadId, state, undefined)
-      if (resumed === undefined) {
-        this.owned.delete(threadId)
-        throw staleWriter(threadId, state.lease.token, error)
-      }
+      const resumed = await this.resumeOrLose(threadId, state, undefined, error)
       return write([resumed.lease.token, 0], resumed.lease)
     }
   }
@@ -266,14 +277,12 @@ export class ThreadOwnership {
       if (!isAgentStateError(error, 'LEASE_LOST') && !isAgentStateError(error, 'LEASE_HELD')) {
         throw error
       }
-      // Expired while writing: committed anyway if nobody took the thread meanwhile.
-      const resumed = isAgentStateError(error, 'LEASE_LOST')
-        ? await this.resume(threadId, state, stamp)
-        : undefined
-      if (resumed === undefined) {
+      if (isAgentStateError(error, 'LEASE_HELD')) {
         this.owned.delete(threadId)
         throw staleWriter(threadId, stamp[0], error)
       }
+      // Expired while writing: committed anyway if nobody took the thread meanwhile.
+      await this.resumeOrLose(threadId, state, stamp, error)
     }
   }
 
