@@ -19,6 +19,15 @@ export const INTERRUPT_CHECK =
 export const FROZEN_CHECK =
   'multi-process/a-holder-frozen-mid-write-never-blocks-a-takeover-and-is-refused-when-it-wakes'
 export const CRASH_CHECK = 'crash/acknowledged-writes-survive-kill-9-and-nothing-is-torn'
+/** The check that runs only where `crossKeyFence` is NOT claimed (a fenced put is `UNSUPPORTED`). */
+export const UNCLAIMED_FENCE_CHECK =
+  'leases/cross-key-fence-refused-with-unsupported-where-crosskeyfence-is-not-claimed'
+/** The checks of a `crossKeyFence` claim (skipped, not claimed, on fs and S3). */
+export const FENCE_CHECKS = [
+  'leases/cross-key-fence-a-live-fence-writes-a-released-expired-or-re-acquired-one-is-lease-lost-by-token',
+  'leases/cross-key-fence-checked-before-the-written-key-own-lease-and-the-precondition',
+  'leases/cross-key-fence-a-write-in-flight-when-its-fence-is-taken-over-is-ordered-before-the-takeover',
+]
 
 /** One check of a verify summary, with the scale it ran at. */
 export type Check = ConformanceSummary['checks'][number] & { scale: Record<string, number> }

@@ -8,10 +8,12 @@ import {
   CRASH_CHECK,
   checkOf,
   checksWith,
+  FENCE_CHECKS,
   FROZEN_CHECK,
   INTERRUPT_CHECK,
   MIB,
   SMALL,
+  UNCLAIMED_FENCE_CHECK,
   VALUE_CHECK,
 } from './verify-summary.js'
 
@@ -39,8 +41,12 @@ describe('agent-state verify', () => {
     expect(stdout).toMatch(/total\s+passed \d+\s+failed 0/)
     expect(status).toBe(0)
     const summary = JSON.parse(readFileSync(json, 'utf8'))
-    // fs claims durable and multiProcess: every tier runs, nothing is skipped.
-    expect(checksWith(summary, 'skipped')).toEqual([])
+    // fs claims durable and multiProcess: every tier runs. The only skips are the cross-key
+    // fence's, which fs does not claim (its check that a fenced put is UNSUPPORTED runs).
+    expect(checksWith(summary, 'skipped').map((c) => [c.id, c.skipCause])).toEqual(
+      FENCE_CHECKS.map((id) => [id, 'capability-not-claimed']),
+    )
+    expect(checkOf(summary, UNCLAIMED_FENCE_CHECK).status).toBe('passed')
     expect(summary.categories.crash.passed).toBeGreaterThan(0)
     expect(summary.categories['multi-process'].skipped).toBe(0)
     // The claimed 64 MiB limit itself is written, read back, and one byte more refused.
@@ -61,10 +67,13 @@ describe('agent-state verify', () => {
     )
     const summary = JSON.parse(readFileSync(json, 'utf8'))
     expect(checksWith(summary, 'failed')).toEqual([])
-    // The only skip is the one SQLite declares: its polling watch has no channel to interrupt.
+    // The only skips: SQLite claims crossKeyFence (the check for backends that do not is not
+    // applicable, its fence checks ran), and its polling watch has no channel to interrupt.
     expect(checksWith(summary, 'skipped').map((c) => [c.id, c.skipCause])).toEqual([
+      [UNCLAIMED_FENCE_CHECK, 'not-applicable'],
       [INTERRUPT_CHECK, 'not-applicable'],
     ])
+    for (const id of FENCE_CHECKS) expect(checkOf(summary, id).status).toBe('passed')
     expect(status).toBe(0)
     // Frozen inside its write transaction, a holder keeps the lock: every stepped round's
     // contender failed fast as declared, and the summary says so instead of a pass.
@@ -121,7 +130,7 @@ describe('agent-state verify', () => {
     const failed = checksWith(summary, 'failed')
     expect(failed.map((c) => c.id).sort()).toEqual([CRASH_CHECK, FROZEN_CHECK].sort())
     for (const check of failed) expect(check.error).toMatch(/below the floor .*prove nothing/)
-    expect(checksWith(summary, 'skipped')).toEqual([])
+    expect(checksWith(summary, 'skipped').map((c) => c.id)).toEqual(FENCE_CHECKS)
     expect(status).toBe(1)
   })
 
