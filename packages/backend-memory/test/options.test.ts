@@ -76,6 +76,7 @@ describe('memory backend options and URL', () => {
       multiProcess: false,
       multiHost: false,
       leaseClock: 'host',
+      crossKeyFence: true,
       maxKeyBytes: 1024,
       maxValueBytes: 64 * 1024 * 1024,
       changeNotification: { mode: 'push', maxDelayMs: 50 },
