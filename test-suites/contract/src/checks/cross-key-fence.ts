@@ -124,10 +124,11 @@ export const crossKeyFenceChecks: ContractCheck[] = [
         'LEASE_LOST',
         'a fence superseded by the same holder name',
       )
-      ensure(
-        typeof lost.message === 'string' && lost.message.length > 0,
-        'LEASE_LOST says what went wrong',
-      )
+      // The refusal names both keys, the stale token and the one that superseded it.
+      ensureEqual(lost.context.key, 'xf/live/r1', 'LEASE_LOST context.key (the written key)')
+      ensureEqual(lost.context.fenceKey, owner, 'LEASE_LOST context.fenceKey')
+      ensureEqual(lost.context.token, first.token, 'LEASE_LOST context.token (the stale fence)')
+      ensureEqual(lost.context.currentToken, second.token, 'LEASE_LOST context.currentToken')
       await rejectsWith(
         a.put('xf/live/new', bytes('stale'), { fence: renewed, ifNoneMatch: '*' }),
         'LEASE_LOST',
@@ -139,10 +140,13 @@ export const crossKeyFenceChecks: ContractCheck[] = [
       await leaseUnchanged(a, second, 'the new fence after the stale writes')
       await b.releaseLease(second)
 
-      // Expired: refused on the backend's lease clock, with nobody else holding the key.
+      // Expired: refused on the backend's lease clock, with nobody else holding the key; on an
+      // injectable clock, live at expiresAt - 1 ms and expired at expiresAt exactly.
       const short = await a.acquireLease(owner, { holder: 'alice', ttlMs: h.shortLeaseTtlMs })
+      if (h.capabilities.leaseClock === 'host') h.clock.set(short.expiresAt - 1)
       await a.put('xf/live/r3', bytes('before'), { fence: short })
-      await h.expire(short)
+      if (h.capabilities.leaseClock === 'host') h.clock.set(short.expiresAt)
+      else await h.expire(short)
       await rejectsWith(
         a.put('xf/live/r3', bytes('after'), { fence: short }),
         'LEASE_LOST',
