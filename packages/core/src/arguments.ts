@@ -105,7 +105,7 @@ function assertFenceShape(key: string, options: PutOptions): void {
   assertLeaseShape(options.fence)
   assertValidKey(options.fence.key)
   if (options.lease !== undefined) throw invalid('fence and lease cannot be given together')
-  if (options.fence?.key === key) {
+  if (options.fence.key === key) {
     throw invalid('fence must be a lease on another key; a lease on the written key is `lease`', {
       key,
     })
