@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
 import { type Backend, isAgentStateError, type Lease } from '@agent-state/core'
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { redisCli } from '@agent-state/test-services'
+import { describe, expect, it } from 'vitest'
 import { createRedisBackend, redisKeyLayout } from '../src/index.js'
 import { FENCED_PUT, PUT } from '../src/lua-scripts.js'
+import { privateRedisServer } from './private-server.js'
 import { type ScriptMutant, withScriptMutant } from './script-mutant.js'
 
 /**
@@ -17,30 +17,12 @@ import { type ScriptMutant, withScriptMutant } from './script-mutant.js'
 const bytes = (text: string) => new TextEncoder().encode(text)
 const text = (value: Uint8Array | undefined) =>
   value === undefined ? undefined : new TextDecoder().decode(value)
-let server: RedisServer
-/** A plain connection for the server's clock and its command counts. */
-let raw: Redis
-const opened: Backend[] = []
-
-function backend(namespace: string): Backend {
-  const created = createRedisBackend({ port: server.port, namespace })
-  opened.push(created)
-  return created
-}
-
-beforeAll(async () => {
-  server = await startRedisServer()
-  raw = new Redis({ host: server.host, port: server.port })
-})
-afterAll(async () => {
-  await Promise.all(opened.map((b) => b.close()))
-  raw.disconnect()
-  await server.stop()
-})
+const redis = privateRedisServer()
+const backend = (namespace: string) => redis.backend(namespace)
 
 /** The server's clock in milliseconds, as the scripts read it (`TIME`). */
 async function serverNow(): Promise<number> {
-  const [seconds, micros] = await raw.time()
+  const [seconds, micros] = await redis.raw().time()
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
 }
 
@@ -268,7 +250,7 @@ describe('cross-key fence (redis)', () => {
     const b = backend('noscript')
     const fence = await b.acquireLease('owner', { holder: 'alice', ttlMs: 60_000 })
     await b.put('record', bytes('1'), { fence })
-    await redisCli(server.port, ['SCRIPT', 'FLUSH'])
+    await redisCli(redis.server().port, ['SCRIPT', 'FLUSH'])
     await b.put('record', bytes('2'), { fence })
     expect(await stored(b, 'record')).toBe('2')
   })
@@ -281,12 +263,14 @@ describe('cross-key fence (redis)', () => {
     await b.put('plain', bytes('v0'))
     // Two scripts, each named by the SHA of its own text.
     expect(FENCED_PUT.source).not.toBe(PUT.source)
-    expect(await raw.script('EXISTS', sha1(PUT.source), sha1(FENCED_PUT.source))).toEqual([1, 1])
+    expect(await redis.raw().script('EXISTS', sha1(PUT.source), sha1(FENCED_PUT.source))).toEqual([
+      1, 1,
+    ])
 
     const count = async (step: () => Promise<unknown>) => {
-      await raw.config('RESETSTAT')
+      await redis.raw().config('RESETSTAT')
       await step()
-      const info = await raw.info('commandstats')
+      const info = await redis.raw().info('commandstats')
       const calls: Record<string, number> = {}
       for (const match of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+),/gm)) {
         calls[match[1] as string] = Number(match[2])
@@ -319,13 +303,16 @@ describe('cross-key fence (redis)', () => {
         }),
       ),
     ).toEqual({ evalsha: 1, hmget: 2, time: 1 })
-    expect(await raw.hget(layout.record('record'), 'd')).toBe('v1')
+    expect(await redis.raw().hget(layout.record('record'), 'd')).toBe('v1')
   })
 
   for (const { name, mutant } of MUTANTS) {
     it(`catches the mutant: ${name}`, async () => {
       const outcome = await withScriptMutant(mutant, async () => {
-        const b = createRedisBackend({ port: server.port, namespace: `mutant-${name.length}` })
+        const b = createRedisBackend({
+          port: redis.server().port,
+          namespace: `mutant-${name.length}`,
+        })
         try {
           return await staleTokenRefused(b).then(
             () => 'passed',

@@ -1,8 +1,9 @@
 import { errorCodeOf } from '@agent-state/contract'
-import type { Backend, Lease } from '@agent-state/core'
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import type { Lease } from '@agent-state/core'
+import { redisCli } from '@agent-state/test-services'
+import { describe, expect, it } from 'vitest'
+import { redisKeyLayout } from '../src/index.js'
+import { privateRedisServer } from './private-server.js'
 
 /**
  * A lease is identified by its id as well as its token, so a token number
@@ -12,22 +13,8 @@ import { createRedisBackend, redisKeyLayout } from '../src/index.js'
  */
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-let server: RedisServer
-const opened: Backend[] = []
-
-function backend(namespace: string): Backend {
-  const created = createRedisBackend({ port: server.port, namespace })
-  opened.push(created)
-  return created
-}
-
-beforeAll(async () => {
-  server = await startRedisServer()
-})
-afterAll(async () => {
-  await Promise.all(opened.map((b) => b.close()))
-  await server.stop()
-})
+const redis = privateRedisServer()
+const backend = (namespace: string) => redis.backend(namespace)
 
 describe('lease identity', () => {
   it('a grant carries an id that names its token', async () => {
@@ -47,7 +34,7 @@ describe('lease identity', () => {
     await b.put('k', bytes('by old'), { lease: stale })
     // The promoted node granted the same number to someone else.
     const newId = `${stale.token}:someoneelse`
-    await redisCli(server.port, ['HSET', layout.record('k'), 'lh', 'new', 'li', newId])
+    await redisCli(redis.server().port, ['HSET', layout.record('k'), 'lh', 'new', 'li', newId])
     expect(await errorCodeOf(b.put('k', bytes('stale'), { lease: stale }))).toBe('LEASE_LOST')
     expect(await errorCodeOf(b.delete('k', { lease: stale }))).toBe('LEASE_LOST')
     expect(await errorCodeOf(b.renewLease(stale))).toBe('LEASE_LOST')
@@ -75,7 +62,7 @@ describe('lease identity', () => {
     const layout = redisKeyLayout('as', 'legacy-lease')
     const far = String(Date.now() + 600_000)
     // As 0.1's acquire left it, including an id left over from an older grant.
-    await redisCli(server.port, [
+    await redisCli(redis.server().port, [
       'HSET',
       layout.record('k'),
       'lh',
@@ -103,7 +90,10 @@ describe('lease identity', () => {
 
   it('tokens are floored by server time in microseconds and stay safe integers', async () => {
     const b = backend('time-floor')
-    const [secs, micros] = (await redisCli(server.port, ['TIME'])).trim().split('\n').map(Number)
+    const [secs, micros] = (await redisCli(redis.server().port, ['TIME']))
+      .trim()
+      .split('\n')
+      .map(Number)
     const before = (secs ?? 0) * 1_000_000 + (micros ?? 0)
     const lease = await b.acquireLease('k', { holder: 'a', ttlMs: 60_000 })
     expect(lease.token).toBeGreaterThanOrEqual(before)

@@ -1,9 +1,9 @@
 import type { Backend } from '@agent-state/core'
-import { type RedisServer, redisCli, startRedisServer } from '@agent-state/test-services'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRedisBackend, redisKeyLayout } from '../src/index.js'
+import { redisCli } from '@agent-state/test-services'
+import { describe, expect, it } from 'vitest'
+import { redisKeyLayout } from '../src/index.js'
 import { deleteAs01, putAs01 } from './legacy-0.1-scripts.js'
+import { privateRedisServer } from './private-server.js'
 
 /**
  * Upgrade compatibility with 0.1 on a real redis-server. 0.1 versions are
@@ -14,26 +14,8 @@ import { deleteAs01, putAs01 } from './legacy-0.1-scripts.js'
  */
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-let server: RedisServer
-let redis: Redis
-const opened: Backend[] = []
-
-function backend(namespace: string): Backend {
-  const created = createRedisBackend({ port: server.port, namespace })
-  opened.push(created)
-  return created
-}
-
-beforeAll(async () => {
-  server = await startRedisServer()
-  redis = new Redis({ port: server.port, host: server.host, lazyConnect: true })
-  await redis.connect()
-})
-afterAll(async () => {
-  await Promise.all(opened.map((b) => b.close()))
-  redis.disconnect()
-  await server.stop()
-})
+const privateServer = privateRedisServer()
+const backend = (namespace: string) => privateServer.backend(namespace)
 
 async function listAll(b: Backend, prefix = '') {
   const entries = []
@@ -49,9 +31,9 @@ async function listAll(b: Backend, prefix = '') {
 describe('upgrade from 0.1', () => {
   it('lists, heads and reads data written by 0.1 with its true size', async () => {
     const layout = redisKeyLayout('as', 'from-0-1')
-    const v1 = await putAs01(redis, layout, 'a', 'hello', 'AAAAAAAA')
-    const v2 = await putAs01(redis, layout, 'b/c', 'xyz', 'BBBBBBBB')
-    const v3 = await putAs01(redis, layout, 'empty', '', 'CCCCCCCC')
+    const v1 = await putAs01(privateServer.raw(), layout, 'a', 'hello', 'AAAAAAAA')
+    const v2 = await putAs01(privateServer.raw(), layout, 'b/c', 'xyz', 'BBBBBBBB')
+    const v3 = await putAs01(privateServer.raw(), layout, 'empty', '', 'CCCCCCCC')
     expect([v1, v2, v3]).toEqual(['1.AAAAAAAA', '1.BBBBBBBB', '1.CCCCCCCC'])
     const b = backend('from-0-1')
     expect(await listAll(b)).toEqual([
@@ -72,9 +54,9 @@ describe('upgrade from 0.1', () => {
 
   it('compare-and-set and delete accept 0.1 versions, and revisions keep growing', async () => {
     const layout = redisKeyLayout('as', 'cas-0-1')
-    const old = await putAs01(redis, layout, 'k', 'one', 'DDDDDDDD')
-    await putAs01(redis, layout, 'gone', 'x', 'EEEEEEEE')
-    expect(await deleteAs01(redis, layout, 'gone')).toBe(true)
+    const old = await putAs01(privateServer.raw(), layout, 'k', 'one', 'DDDDDDDD')
+    await putAs01(privateServer.raw(), layout, 'gone', 'x', 'EEEEEEEE')
+    expect(await deleteAs01(privateServer.raw(), layout, 'gone')).toBe(true)
     const b = backend('cas-0-1')
     const next = await b.put('k', bytes('three'), { ifMatch: old })
     expect(next.version).toMatch(/^2\.[A-Za-z0-9_-]{8}\.5$/)
@@ -100,14 +82,14 @@ describe('upgrade from 0.1', () => {
     expect(fresh.size).toBe(21)
     expect(fresh.version.endsWith('.21')).toBe(true)
     // A 0.1 client overwrites it: its version has no size, the stored size changes.
-    const legacy = await putAs01(redis, layout, 'k', 'tiny', 'FFFFFFFF')
+    const legacy = await putAs01(privateServer.raw(), layout, 'k', 'tiny', 'FFFFFFFF')
     expect(legacy).toBe('2.FFFFFFFF')
     expect(await listAll(b)).toEqual([{ key: 'k', version: legacy, size: 4 }])
     expect(await b.head('k')).toMatchObject({ version: legacy, size: 4 })
     // 0.2 writes again, then 0.1 deletes: the key is gone from the listing.
     const again = await b.put('k', bytes('ok'), { ifMatch: legacy })
     expect(await listAll(b)).toEqual([{ key: 'k', version: again.version, size: 2 }])
-    expect(await deleteAs01(redis, layout, 'k')).toBe(true)
+    expect(await deleteAs01(privateServer.raw(), layout, 'k')).toBe(true)
     expect(await listAll(b)).toEqual([])
     expect(await b.head('k')).toBeNull()
     const last = await b.put('k', bytes('back'))
@@ -132,10 +114,10 @@ describe('stored layout of 0.2', () => {
     const b = backend('cheap-list')
     const keys = Array.from({ length: 50 }, (_, i) => `k${String(i).padStart(2, '0')}`)
     for (const key of keys) await b.put(key, bytes(key.repeat(3)))
-    await redisCli(server.port, ['CONFIG', 'RESETSTAT'])
+    await redisCli(privateServer.server().port, ['CONFIG', 'RESETSTAT'])
     const page = await b.list({ limit: 100 })
     expect(page.entries.map((e) => [e.key, e.size])).toEqual(keys.map((k) => [k, 9]))
-    const stats = await redisCli(server.port, ['INFO', 'commandstats'])
+    const stats = await redisCli(privateServer.server().port, ['INFO', 'commandstats'])
     const calls = (command: string) =>
       Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
     expect(calls('hmget')).toBe(50)
@@ -152,7 +134,7 @@ describe('stored layout of 0.2', () => {
       expect(seen.has(meta.version)).toBe(false)
       seen.add(meta.version)
       expect(await b.delete('k')).toBe(true)
-      expect(await redis.hget(layout.record('k'), 'r')).toBe(String(i + 1))
+      expect(await privateServer.raw().hget(layout.record('k'), 'r')).toBe(String(i + 1))
     }
   })
 })
