@@ -73,6 +73,17 @@ export function memoryWithoutFenceClaim(store: MemoryStore, ctx: ContractContext
 
 /** The cross-key fence mutants, by name. */
 export const FENCE_MUTANTS: Record<string, MutantFactory> = {
+  'a fence on the written key itself taken as its lease': (store) => (ctx) => {
+    const inner = base(store, ctx)
+    return {
+      ...inner,
+      put(key, value, options) {
+        const fence = options?.fence
+        if (fence === undefined || fence.key !== key) return inner.put(key, value, options)
+        return inner.put(key, value, { ...unfenced(options as PutOptions), lease: fence })
+      },
+    }
+  },
   'a fence is ignored and the write stored unfenced': (store) => (ctx) => {
     const inner = base(store, ctx)
     return withFencedPut(inner, (key, value, options) => inner.put(key, value, unfenced(options)))
