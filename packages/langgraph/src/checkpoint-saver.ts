@@ -183,7 +183,8 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     assertFits(this.backend, [built.record(this.ownership && WIDEST_STAMP)], context)
     // One record holds the metadata, the body and the new channel values: the
     // checkpoint is visible whole or not at all, in one write (in ownership
-    // mode, then committed by the fenced head write).
+    // mode fenced by the thread's lease on a crossKeyFence backend, otherwise
+    // then committed by the fenced head write).
     await this.commitWrite(threadId, 1, async (stamp, fence) => {
       const record = built.record(stamp)
       await this.backend.put(record.key, record.value, fence === undefined ? {} : { fence })
