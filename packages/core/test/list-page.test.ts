@@ -128,21 +128,41 @@ function model(
   return { entries, prefixes }
 }
 
+/**
+ * Walks a whole listing of `sorted` page by page, each page built by
+ * `pageOf(options, scan)` over a correct scan (what a property test checks of
+ * one page goes there), then checks the walk: it ends, and it saw exactly
+ * the model's entries and groups.
+ */
+async function walkMatchesModel(
+  sorted: readonly string[],
+  hidden: ReadonlySet<string>,
+  prefix: string,
+  limit: number,
+  delimiter: '/' | undefined,
+  pageOf: (options: NormalizedListOptions) => Promise<ListPage>,
+): Promise<void> {
+  const seen = { entries: [] as string[], prefixes: [] as string[] }
+  let cursor: string | undefined
+  for (let pages = 0; pages <= sorted.length + 1; pages++) {
+    const position = cursor === undefined ? undefined : decodeCursor(cursor)
+    const page = await pageOf({ prefix, limit, delimiter, position })
+    seen.entries.push(...page.entries.map((entry) => entry.key))
+    seen.prefixes.push(...(page.prefixes ?? []))
+    cursor = page.cursor
+    if (cursor === undefined) break
+  }
+  expect(cursor).toBeUndefined()
+  expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
+}
+
 describe('collectListPage', () => {
   it('walks a correct scan exactly once, like the previous implementation', async () => {
     await fc.assert(
       fc.asyncProperty(...listingCase, async (keys, hiddenFlags, prefix, limit, delimiter) => {
         const sorted = sortUtf8(keys)
         const hidden = new Set(sorted.filter((_, index) => hiddenFlags[index] === true))
-        const seen = { entries: [] as string[], prefixes: [] as string[] }
-        let cursor: string | undefined
-        for (let pages = 0; pages <= sorted.length + 1; pages++) {
-          const options = {
-            prefix,
-            limit,
-            delimiter,
-            position: cursor === undefined ? undefined : decodeCursor(cursor),
-          }
+        await walkMatchesModel(sorted, hidden, prefix, limit, delimiter, async (options) => {
           const calls: unknown[] = []
           const oracleCalls: unknown[] = []
           const page = await collectListPage(options, correctScan(sorted, hidden, prefix, calls))
@@ -153,13 +173,8 @@ describe('collectListPage', () => {
           expect(page).toEqual(expected)
           expect(calls).toEqual(oracleCalls)
           expect(page.entries.length + (page.prefixes?.length ?? 0)).toBeLessThanOrEqual(limit)
-          seen.entries.push(...page.entries.map((entry) => entry.key))
-          seen.prefixes.push(...(page.prefixes ?? []))
-          cursor = page.cursor
-          if (cursor === undefined) break
-        }
-        expect(cursor).toBeUndefined()
-        expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
+          return page
+        })
       }),
       { numRuns: 1_500 },
     )
@@ -219,15 +234,7 @@ describe('collectListPage', () => {
           // Page by page the same entries and groups as without batching from the same
           // cursor; where a page ends may differ only by an empty last page (a smaller
           // batch sees the scan's end sooner or later than a full one).
-          const seen = { entries: [] as string[], prefixes: [] as string[] }
-          let cursor: string | undefined
-          for (let pages = 0; pages <= sorted.length + 1; pages++) {
-            const options = {
-              prefix,
-              limit,
-              delimiter,
-              position: cursor === undefined ? undefined : decodeCursor(cursor),
-            }
+          await walkMatchesModel(sorted, hidden, prefix, limit, delimiter, async (options) => {
             const page = await collectListPage(options, correctScan(sorted, hidden, prefix, []), {
               groupedFirstBatch,
             })
@@ -237,13 +244,8 @@ describe('collectListPage', () => {
             )
             expect(page.entries).toEqual(unbatched.entries)
             expect(page.prefixes).toEqual(unbatched.prefixes)
-            seen.entries.push(...page.entries.map((entry) => entry.key))
-            seen.prefixes.push(...(page.prefixes ?? []))
-            cursor = page.cursor
-            if (cursor === undefined) break
-          }
-          expect(seen).toEqual(model(sorted, hidden, prefix, delimiter))
-          expect(cursor).toBeUndefined()
+            return page
+          })
         },
       ),
       { numRuns: 1_500 },
