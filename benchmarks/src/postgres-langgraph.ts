@@ -111,6 +111,8 @@ export async function langGraphPaths(
     poolSize: pool,
   })
   const peerPool = new pg.Pool({ connectionString: url, max: pool })
+  // The server's shutdown ends the idle connections the pool is still closing: not a crash.
+  peerPool.on('error', () => {})
   const peer = new PostgresSaver(peerPool, undefined, { schema: 'bench_langgraph' })
   await peerPool.query('CREATE SCHEMA IF NOT EXISTS bench_langgraph')
   await peer.setup()

@@ -107,6 +107,8 @@ export async function seedNamespace(
 /** `pg` running the backend's own statements, without hint, rules, checksum or decoding. */
 export async function rawSamePath(url: string, size: number): Promise<Path & { pool: pg.Pool }> {
   const pool = new pg.Pool({ connectionString: url, max: size })
+  // The server's shutdown ends the idle connections the pool is still closing: not a crash.
+  pool.on('error', () => {})
   // The backend's own SQL (its one write statement, its read), without its change hint.
   const sql = buildStatements('agent_state')
   const put = sql.put({ fenced: false, ifMatch: false, ifNoneMatch: false })

@@ -49,7 +49,7 @@ import {
 import { type Connection, openConnection } from './connection.js'
 import type { ErrorMappingMutants } from './errors.js'
 import { postgresGetMany } from './get-many.js'
-import { createHintBatch } from './hint-batch.js'
+import { createHintBatch, type ExpectedWrite } from './hint-batch.js'
 import { POSTGRES_NATIVE_QUEUE, postgresNativeQueue } from './native-queue.js'
 import {
   type PostgresBackendOptions,
@@ -140,6 +140,13 @@ export interface PostgresBackendHooks {
    * flight (a mutant for the statement count of concurrent writes, hint-batch.ts).
    */
   readonly batchHints?: boolean
+  /**
+   * `false`: a batch of hints never waits for a write to carry it and takes
+   * the lane at once (a mutant for the carried-batch test, hint-batch.ts).
+   */
+  readonly carryHints?: boolean
+  /** How long a batch waits for a carrier (`CARRIER_WAIT_MS` unless given; tests). */
+  readonly carrierWaitMs?: number
 }
 
 /** How many lost races (a concurrent write changed the row) one operation retries. */
@@ -229,26 +236,34 @@ export function createWithHooks(
   const connection = openConnection(resolved, hooks.checkAnswers ?? true, hooks.errorMapping)
   let migrated: Promise<void> | undefined
   let refused: unknown
+  // Once set, operations skip the wait for the migrations (a resolved promise
+  // still costs every operation an await).
+  let isReady = false
   // Migrates once; an unreachable server is tried again by the next
   // operation, a refusal (INCOMPATIBLE_SCHEMA) stays.
   const ready = (): Promise<void> => {
     if (refused !== undefined) return Promise.reject(refused)
-    migrated ??= migrateRetrying(connection, resolved.schema, hooks).catch((error: unknown) => {
-      migrated = undefined
-      const failure = openFailure(error, connection.server)
-      if (isAgentStateError(failure, 'INCOMPATIBLE_SCHEMA')) refused = failure
-      throw failure
-    })
+    migrated ??= migrateRetrying(connection, resolved.schema, hooks).then(
+      () => {
+        isReady = true
+      },
+      (error: unknown) => {
+        migrated = undefined
+        const failure = openFailure(error, connection.server)
+        if (isAgentStateError(failure, 'INCOMPATIBLE_SCHEMA')) refused = failure
+        throw failure
+      },
+    )
     return migrated
   }
   const backend = createBackend(
     resolved,
     {
       server: connection.server,
-      use: async (operation, writing, body) => {
-        await ready()
-        return connection.use(operation, writing, body)
-      },
+      use: (operation, writing, body) =>
+        isReady
+          ? connection.use(operation, writing, body)
+          : ready().then(() => connection.use(operation, writing, body)),
       // Used only after a write, so after the migrations.
       useLane: (operation, writing, body) => connection.useLane(operation, writing, body),
       end: () => connection.end(),
@@ -379,20 +394,27 @@ function createBackend(
   const hints = createHintBatch(
     {
       one: (client, key) => client.query(sql.announce, [namespace, key]),
-      many: (keys) =>
+      carried: (client, keys) => client.query(sql.announceKeys, [namespace, keys]),
+      lane: (keys) =>
         connection.useLane('change hint', true, (client) =>
           client.query(sql.announceKeys, [namespace, keys]),
         ),
     },
-    hooks.batchHints ?? true,
+    {
+      batched: hooks.batchHints ?? true,
+      carried: hooks.carryHints ?? true,
+      ...(hooks.carrierWaitMs === undefined ? {} : { carrierWaitMs: hooks.carrierWaitMs }),
+    },
   )
 
   /**
    * Sends a write statement with its change hint (`Statements.announce`)
    * queued on the same connection right behind it (node-postgres pipeline
    * mode), so the server runs the hint once the write committed without
-   * waiting for the client: one round trip; while other writes' hints are in
-   * flight, the hint joins theirs in one statement instead (hint-batch.ts).
+   * waiting for the client: one round trip; that hint also names the keys of
+   * a batch waiting for a write to carry it. While other writes' hints are in
+   * flight, the key joins the batch instead (hint-batch.ts). `expected`: the
+   * write's pending state (`HintBatch.expect`), ended here.
    * The hint goes whether or not the write matched (a spurious hint, which
    * the contract allows). `hinted` resolves to the hint's error, if any.
    */
@@ -401,9 +423,13 @@ function createBackend(
     key: string,
     text: string,
     params: unknown[],
+    expected?: ExpectedWrite,
   ): Promise<{ result: pg.QueryResult<R>; hinted: Promise<unknown>; pipelined: boolean }> {
-    const { written, hinted, pipelined } = hints.send(client, key, () =>
-      client.query<R>(text, params),
+    const { written, hinted, pipelined } = hints.send(
+      client,
+      key,
+      () => client.query<R>(text, params),
+      expected,
     )
     try {
       return { result: await written, hinted, pipelined }
@@ -546,6 +572,7 @@ function createBackend(
     step: (state: KeyState, now: number) => Step<T>,
     refuse?: (row: WrittenRow) => void,
   ): Promise<T> {
+    const expected = hints.expect()
     return update(operation, key, async (client) => {
       for (let lost = 0; ; lost++) {
         assertOpen()
@@ -557,6 +584,7 @@ function createBackend(
           key,
           text,
           params,
+          expected,
         )
         const row = result.rows[0] as WrittenRow
         const done = written(row)
@@ -574,7 +602,7 @@ function createBackend(
         if (outcome.next === undefined) return { result: outcome.result }
         assertRaceBudget(key, lost)
       }
-    })
+    }).finally(expected.leave)
   }
 
   /**
