@@ -190,6 +190,7 @@ export function buildStatements(schema: string): Statements {
   const putCache = new Map<string, string>()
   const fencedPutCache = new Map<string, string>()
   const deleteCache = new Map<string, string>()
+  const scanCache = new Map<string, string>()
   return {
     read: declareAnswer(`SELECT * FROM ${schema}.${READ_FUNCTION}($1, $2)`, READ_NAMES),
     readWithValue: declareAnswer(`SELECT * FROM ${schema}.${GET_FUNCTION}($1, $2)`, [
@@ -253,14 +254,20 @@ export function buildStatements(schema: string): Statements {
        RETURNING row_version`,
         rowVersion,
       ),
-    scan: (range) =>
-      declareAnswer(
+    scan: (range) => {
+      const id = `${range.inclusive}/${range.to !== undefined}`
+      let text = scanCache.get(id)
+      if (text !== undefined) return text
+      text = declareAnswer(
         `SELECT key, version, size, updated_at FROM ${table}
        WHERE namespace = $1 AND version IS NOT NULL AND key ${range.inclusive ? '>=' : '>'} $2
        ${range.to === undefined ? '' : 'AND key < $3'}
        ORDER BY key COLLATE "C" LIMIT $${range.to === undefined ? 3 : 4}`,
         ['key', 'version', 'size', 'updated_at'],
-      ),
+      )
+      scanCache.set(id, text)
+      return text
+    },
     destroy: declareAnswer(
       `WITH d AS (DELETE FROM ${table} WHERE namespace = $1 RETURNING 1)
       SELECT pg_notify(${channel}, $1 || '/') FROM (SELECT count(*) FROM d) c`,

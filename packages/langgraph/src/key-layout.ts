@@ -64,8 +64,18 @@ export function decodeSegment(letter: string, segment: string, key: string): str
 /** The order-inverting encoding of a checkpoint id (see the layout above). */
 export function invertId(id: string): string {
   let out = ''
-  for (const byte of encoder.encode(id)) out += (255 - byte).toString(16).padStart(2, '0')
+  for (const byte of encoder.encode(id)) out += INVERTED_HEX[byte]
   return `${out}~`
+}
+
+/** `INVERTED_HEX[byte]`: the two lowercase hex digits of `255 - byte` (a table: ids are inverted per listed key). */
+const INVERTED_HEX = Array.from({ length: 256 }, (_, byte) =>
+  (255 - byte).toString(16).padStart(2, '0'),
+)
+
+/** The value of a lowercase hex digit's char code (`revertId` checked the digits first). */
+function hexDigit(code: number): number {
+  return code <= 57 ? code - 48 : code - 87
 }
 
 /** Inverse of {@link invertId}. */
@@ -77,7 +87,8 @@ export function revertId(segment: string, key: string): string {
   }
   const bytes = new Uint8Array((segment.length - 1) / 2)
   for (let i = 0; i < bytes.length; i++) {
-    bytes[i] = 255 - Number.parseInt(segment.slice(2 * i, 2 * i + 2), 16)
+    bytes[i] =
+      255 - ((hexDigit(segment.charCodeAt(2 * i)) << 4) | hexDigit(segment.charCodeAt(2 * i + 1)))
   }
   try {
     return decoder.decode(bytes)
@@ -132,7 +143,15 @@ export class KeyLayout {
 
   /** The keys of one checkpoint. */
   checkpoint(threadId: string, ns: string, checkpointId: string): CheckpointKeys {
-    const base = `${this.checkpointsPrefix(threadId, ns)}${invertId(checkpointId)}/`
+    return this.checkpointUnder(`${this.checkpointsPrefix(threadId, ns)}${invertId(checkpointId)}/`)
+  }
+
+  /**
+   * The record keys of the checkpoint whose prefix (`<...>/c/<inv>/`) a
+   * listing found: {@link KeyLayout.checkpoint} without decoding and
+   * encoding its id again.
+   */
+  checkpointUnder(base: string): CheckpointKeys {
     return { meta: `${base}m`, body: `${base}b`, writes: `${base}w/` }
   }
 

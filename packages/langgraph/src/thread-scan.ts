@@ -101,7 +101,7 @@ export async function* checkpointsNewestFirst(
   let open: { base: string; keys: string[] } | undefined
   const finish = ({ base, keys }: { base: string; keys: string[] }): ListedCheckpoint => {
     const id = ctx.layout.checkpointIdOf(prefix, base)
-    const checkpoint = ctx.layout.checkpoint(threadId, ns, id)
+    const checkpoint = ctx.layout.checkpointUnder(base)
     return {
       id,
       keys: checkpoint,
