@@ -49,8 +49,8 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
 }
 
 /**
- * A writer with 2 pooled connections, whose single-key hint waits for an
- * advisory lock this test holds:
+ * A writer with 2 pooled connections (its timeouts past the test's waits), whose single-key
+ * hint waits for an advisory lock this test holds:
  * 1. `a` is written; its pipelined hint is held (a hint in flight, `a`'s connection kept);
  * 2. `b` is written meanwhile: it commits and joins the waiting batch;
  * 3. a lease step on `locked` takes the other connection and waits on a row lock the test holds;
@@ -59,7 +59,7 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
  * 6. the hint of `a` is let go: the batch of `b` waits for a write to carry it. `a`'s
  *    connection goes to the first in the queue: `c` (which carries the batch), or, with
  *    `blockedAhead`, the second lease step (which blocks too, so `c` stays pending).
- * Returns whether `b` was acknowledged within 5 s of step 6 and whether `c` was, then (the
+ * Returns whether `b` was acknowledged within 3 s of step 6 and whether `c` was, then (the
  * row lock released) the keys each hint statement named from step 1 on.
  */
 async function carrierScenario(hooks: PostgresBackendHooks, blockedAhead: boolean) {
@@ -68,7 +68,14 @@ async function carrierScenario(hooks: PostgresBackendHooks, blockedAhead: boolea
   const admin = new pg.Client({ connectionString: server.url })
   await admin.connect()
   const writer = await openWithHooks(
-    { connectionString: server.url, namespace, poolSize: 2, lockTimeoutMs: 30_000 },
+    {
+      connectionString: server.url,
+      namespace,
+      poolSize: 2,
+      lockTimeoutMs: 30_000,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 30_000,
+    },
     {
       ...hooks,
       statements: (own) => ({
@@ -111,7 +118,7 @@ async function carrierScenario(hooks: PostgresBackendHooks, blockedAhead: boolea
     await new Promise((resolve) => setImmediate(resolve))
     await admin.query('SELECT pg_advisory_unlock($1)', [lock])
     await a
-    const bAcknowledged = await settlesWithin(b, 5_000)
+    const bAcknowledged = await settlesWithin(b, 3_000)
     const cAcknowledged = await settlesWithin(c, 0)
     await admin.query('COMMIT')
     await Promise.all([b, c, ...leaseSteps.map((step) => step.catch(() => undefined))])
