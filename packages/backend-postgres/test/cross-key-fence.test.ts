@@ -560,3 +560,83 @@ describe('no lock outlives the statement timeouts', () => {
     }
   }, 30_000)
 })
+
+/**
+ * The crossing described in the README ("Fences crossing each other can
+ * deadlock"): `a` and `b` leased, a second session holding both rows
+ * `FOR SHARE`; a put of `a` fenced by `b`'s lease takes `b`'s row
+ * `FOR SHARE` and waits on `a`'s, a put of `b` fenced by `a`'s lease takes
+ * `a`'s row `FOR SHARE` (shared locks do not wait for each other) and waits
+ * on `b`'s. The session lets go, and each put now waits for the other. The
+ * outcomes of both puts (code, SQLSTATE, retryable), sorted by code, and
+ * what `a` and `b` store after.
+ */
+async function crossingFences(schema: string) {
+  const { backend, namespace } = await open(schema)
+  const locker = await connect()
+  const observer = await connect()
+  const outcome = (call: Promise<unknown>) =>
+    call.then(
+      () => ({ code: 'resolved' }),
+      (error: unknown) => {
+        if (!isAgentStateError(error)) throw error
+        return { code: error.code, sqlState: error.context.sqlState, retryable: error.retryable }
+      },
+    )
+  try {
+    const leaseA = await backend.acquireLease('a', { holder: 'x', ttlMs: 60_000 })
+    const leaseB = await backend.acquireLease('b', { holder: 'y', ttlMs: 60_000 })
+    const lockerPid = await pidOf(locker)
+    await locker.query('BEGIN')
+    await locker.query(
+      `SELECT 1 FROM ${schema}.agent_state_entries WHERE namespace = $1 AND key IN ('a', 'b') FOR SHARE`,
+      [namespace],
+    )
+    const puts = [
+      outcome(backend.put('a', bytes('1'), { fence: leaseB })),
+      outcome(backend.put('b', bytes('2'), { fence: leaseA })),
+    ]
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const { rows } = await observer.query<{ waiting: string }>(
+        'SELECT count(*) AS waiting FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE $2',
+        [lockerPid, FENCED_CALL],
+      )
+      if (Number(rows[0]?.waiting) === 2) break
+      if (Date.now() > deadline) throw new Error('the two fenced puts never both waited')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    await locker.query('ROLLBACK')
+    const outcomes = (await Promise.all(puts)).sort((x, y) => x.code.localeCompare(y.code))
+    return { outcomes, a: text(await backend.get('a')), b: text(await backend.get('b')) }
+  } finally {
+    await locker.end()
+    await observer.end()
+    await backend.close()
+  }
+}
+
+describe('fences crossing each other', () => {
+  it('deadlock: PostgreSQL cancels one put (UNAVAILABLE, 40P01, retryable), the other answers LEASE_HELD; nothing stored', async () => {
+    expect(await crossingFences(DEFAULT_SCHEMA)).toEqual({
+      outcomes: [
+        { code: 'LEASE_HELD', sqlState: undefined, retryable: false },
+        { code: 'UNAVAILABLE', sqlState: '40P01', retryable: true },
+      ],
+      a: null,
+      b: null,
+    })
+  }, 30_000)
+
+  it('mutant: without FOR SHARE the puts never hold each other up, and both answer LEASE_HELD', async () => {
+    await mutants()
+    expect(await crossingFences(WITHOUT_FOR_SHARE)).toEqual({
+      outcomes: [
+        { code: 'LEASE_HELD', sqlState: undefined, retryable: false },
+        { code: 'LEASE_HELD', sqlState: undefined, retryable: false },
+      ],
+      a: null,
+      b: null,
+    })
+  }, 30_000)
+})
