@@ -4,21 +4,12 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { DEFAULT_SCHEMA } from '../src/options.js'
 import { openWithHooks, type PostgresBackendHooks } from '../src/postgres-backend.js'
 import { ENTRIES_TABLE } from '../src/schema.js'
+import { countQueries } from './query-count.js'
 
 const server = await startPostgresServer()
 afterAll(() => server.stop())
 
-/** The keys each change hint statement of a namespace named, in the order they were sent. */
-const hinted = new Map<string, string[][]>()
-const query = pg.Client.prototype.query
-pg.Client.prototype.query = function recorded(this: pg.Client, ...args: unknown[]) {
-  const [text, params] = args as [unknown, unknown[] | undefined]
-  if (typeof text === 'string' && text.includes('pg_notify') && params !== undefined) {
-    const named = params[1]
-    hinted.get(String(params[0]))?.push(Array.isArray(named) ? named.map(String) : [String(named)])
-  }
-  return (query as (...a: unknown[]) => unknown).apply(this, args)
-} as typeof query
+const { counts } = countQueries()
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -60,7 +51,8 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
  *    connection goes to the first in the queue: `c` (which carries the batch), or, with
  *    `blockedAhead`, the second lease step (which blocks too, so `c` stays pending).
  * Returns whether `b` was acknowledged within 3 s of step 6 and whether `c` was, then (the
- * row lock released) the keys each hint statement named from step 1 on.
+ * row lock released) the keys each hint statement of the namespace named from step 1 on
+ * (counted by `query-count.ts`).
  */
 async function carrierScenario(hooks: PostgresBackendHooks, blockedAhead: boolean) {
   const namespace = `carry-${Math.random().toString(36).slice(2)}`
@@ -94,7 +86,7 @@ async function carrierScenario(hooks: PostgresBackendHooks, blockedAhead: boolea
   try {
     await writer.put('locked', bytes('x'))
     await admin.query('SELECT pg_advisory_lock($1)', [lock])
-    hinted.set(namespace, [])
+    const hintsBefore = counts.hinted.length
     const a = writer.put('a', bytes('a'))
     await waitingOnLocks(1)
     const b = writer.put('b', bytes('b'))
@@ -122,7 +114,11 @@ async function carrierScenario(hooks: PostgresBackendHooks, blockedAhead: boolea
     const cAcknowledged = await settlesWithin(c, 0)
     await admin.query('COMMIT')
     await Promise.all([b, c, ...leaseSteps.map((step) => step.catch(() => undefined))])
-    return { bAcknowledged, cAcknowledged, hints: hinted.get(namespace) }
+    const hints = counts.hinted
+      .slice(hintsBefore)
+      .filter((hint) => hint.namespace === namespace)
+      .map((hint) => hint.keys)
+    return { bAcknowledged, cAcknowledged, hints }
   } finally {
     await admin.query('ROLLBACK').catch(() => undefined)
     await Promise.all(leaseSteps.map((step) => step.catch(() => undefined)))

@@ -8,6 +8,8 @@ export interface QueryCounts {
   statements: number
   /** Statements that notify (`pg_notify`): change hints. */
   hints: number
+  /** Each change hint's namespace and the keys it named, in the order they were sent. */
+  readonly hinted: { namespace: string; keys: string[] }[]
 }
 
 /**
@@ -20,14 +22,22 @@ export function countQueries(): {
   counts: QueryCounts
   uncounted: typeof pg.Client.prototype.query
 } {
-  const counts: QueryCounts = { roundTrips: 0, statements: 0, hints: 0 }
+  const counts: QueryCounts = { roundTrips: 0, statements: 0, hints: 0, hinted: [] }
   const inFlight = new WeakMap<object, number>()
   const query = pg.Client.prototype.query
   pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
     const pending = inFlight.get(this) ?? 0
     const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text
     counts.statements++
-    if (text?.includes('pg_notify') === true) counts.hints++
+    if (text?.includes('pg_notify') === true) {
+      counts.hints++
+      const params = args[1] as unknown[] | undefined
+      const named = params?.[1]
+      counts.hinted.push({
+        namespace: String(params?.[0]),
+        keys: Array.isArray(named) ? named.map(String) : [String(named)],
+      })
+    }
     if (pending === 0) counts.roundTrips++
     inFlight.set(this, pending + 1)
     const settle = () => inFlight.set(this, (inFlight.get(this) ?? 1) - 1)
