@@ -6,6 +6,7 @@ import { startPostgresServer } from '@agent-state/test-services'
 import KeyvPostgres from '@keyv/postgres'
 import Keyv from 'keyv'
 import pg from 'pg'
+import { applyCoreLayout, coreLayout } from './cores.js'
 import { langGraphPaths } from './postgres-langgraph.js'
 import {
   agentStatePath,
@@ -45,12 +46,15 @@ import { rebuildReports } from './report/rebuild.js'
  * paths (rotated order). Knobs: `BENCH_PG_REPS` (3), `BENCH_PG_SECONDS`,
  * `BENCH_PG_CONCURRENCY` (`1,64`), `BENCH_PG_ONLY=savers` (only the
  * LangGraph savers: their cells replace the saver cells of the existing
- * file, with their own date and load, and the backend cells stay). Writes
- * `results/postgres.json`, then rebuilds `BENCHMARKS.md` (its PostgreSQL
- * section comes from that file).
+ * file, with their own date and load, and the backend cells stay),
+ * `BENCH_PG_CORES` (`shared`, or `split`: the server on a core of its own,
+ * see cores.ts). Writes `results/postgres.json` (`results/postgres-split.json`
+ * with `split`), then rebuilds `BENCHMARKS.md` (its PostgreSQL section comes
+ * from those files).
  */
 
 const ONLY_SAVERS = process.env.BENCH_PG_ONLY === 'savers'
+const LAYOUT = coreLayout()
 const POOL = 16
 async function rawUpsertPath(url: string): Promise<Path & { pool: pg.Pool }> {
   const pool = new pg.Pool({ connectionString: url, max: POOL })
@@ -89,15 +93,17 @@ async function keyvPath(url: string): Promise<Path & { keyv: Keyv }> {
   }
 }
 
-/** `results` without the counts `readPostgresResults` adds from postgres-trips.json. */
-function withoutTrips(results: PostgresResults): PostgresResults {
-  const { trips: _, ...rest } = results
+/** `results` without what `readPostgresResults` attaches from other files (trips, the split run). */
+function ownRun(results: PostgresResults): PostgresResults {
+  const { trips: _trips, split: _split, ...rest } = results
   return rest
 }
 
 const loadAtStart = loadavg()
 const server = await startPostgresServer({ settings: { max_connections: '400' } })
 try {
+  const cores = applyCoreLayout(LAYOUT, server.pid)
+  console.log(`bench:postgres: ${cores}`)
   const paths: Path[] = ONLY_SAVERS
     ? []
     : [
@@ -112,11 +118,15 @@ try {
   await measure(savers, ['lg-put', 'lg-getTuple', 'lg-list'], cells)
   for (const saver of savers) await saver.close()
   const resultsDir = join(import.meta.dirname, '..', 'results')
-  const out = join(resultsDir, 'postgres.json')
-  const run = { date: new Date().toISOString(), loadAvg: { start: loadAtStart, end: loadavg() } }
-  const read = readPostgresResults(resultsDir)
-  // Without the round-trip counts, which live in their own file (postgres-trips.json).
-  const previous = read === undefined ? undefined : withoutTrips(read)
+  const out = join(resultsDir, LAYOUT === 'split' ? 'postgres-split.json' : 'postgres.json')
+  const run = {
+    date: new Date().toISOString(),
+    loadAvg: { start: loadAtStart, end: loadavg() },
+    ...(LAYOUT === 'split' ? { cores } : {}),
+  }
+  const read = readPostgresResults(resultsDir, LAYOUT)
+  // Without the round-trip counts and the split run, which live in files of their own.
+  const previous = read === undefined ? undefined : ownRun(read)
   const results: PostgresResults =
     ONLY_SAVERS && previous !== undefined
       ? {

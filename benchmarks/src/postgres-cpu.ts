@@ -4,6 +4,7 @@ import pg from 'pg'
 import { declareAnswer } from '../../packages/backend-postgres/src/answer-check.js'
 import { createWithHooks } from '../../packages/backend-postgres/src/postgres-backend.js'
 import { treeCpuSeconds } from '../../test-suites/services/src/process-cpu.js'
+import { applyCoreLayout, coreLayout } from './cores.js'
 import { langGraphPaths } from './postgres-langgraph.js'
 import {
   agentStatePath,
@@ -34,7 +35,8 @@ import {
  * statements sent per operation (counted on `pg.Client.prototype.query`),
  * medians over `BENCH_PG_REPS` rounds of `BENCH_PG_SECONDS`. Then the same
  * for the LangGraph savers of `bench:postgres` (ours plain and owned,
- * PostgresSaver) on `lg-getTuple` and `lg-put`.
+ * PostgresSaver) on `lg-getTuple` and `lg-put`. `BENCH_PG_CORES=split`: the
+ * server on a core of its own (cores.ts).
  * `npx -y pnpm@12.4.2 bench:postgres-cpu`.
  */
 
@@ -51,8 +53,10 @@ pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]
 } as typeof query
 
 const loadAtStart = loadavg()
+const layout = coreLayout()
 const server = await startPostgresServer({ settings: { max_connections: '200' } })
 try {
+  const cores = applyCoreLayout(layout, server.pid)
   // The hint statements with their answers' columns, notifying nothing.
   const silent = createWithHooks(
     { connectionString: server.url, namespace: 'silent', poolSize: POOL },
@@ -82,7 +86,7 @@ try {
     for (const workload of WORKLOADS) await run(path.ops[workload] as Op, CONCURRENCY)
 
   console.log(
-    `bench:postgres-cpu ${new Date().toISOString()}, c=${CONCURRENCY}, pools of ${POOL}, ${REPS} rounds, load ${loadAtStart.map((l) => l.toFixed(1)).join('/')}`,
+    `bench:postgres-cpu ${new Date().toISOString()}, c=${CONCURRENCY}, pools of ${POOL}, ${REPS} rounds, ${cores}, load ${loadAtStart.map((l) => l.toFixed(1)).join('/')}`,
   )
   console.log(
     '| workload | path | ops/s | p50 ms | client µs/op | server µs/op | total µs/op | statements/op | cores busy |',

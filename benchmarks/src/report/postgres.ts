@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { CoreLayout } from '../cores.js'
 
 /**
  * The PostgreSQL section of `BENCHMARKS.md`, rendered from
@@ -35,8 +36,12 @@ export interface PostgresResults {
     readonly seconds: number
   }
   readonly cells: readonly PostgresCell[]
+  /** How client and server shared the cores, for a run with `BENCH_PG_CORES=split` (cores.ts). */
+  readonly cores?: string
   /** `results/postgres-trips.json` (`bench:postgres-trips`), when it was written. */
   readonly trips?: PostgresTrips
+  /** `results/postgres-split.json` (`BENCH_PG_CORES=split`), when it was written. */
+  readonly split?: PostgresResults
 }
 
 /** What one operation of each path sends, counted by `bench:postgres-trips` (means over its operations). */
@@ -53,15 +58,28 @@ export interface PostgresTrips {
   }[]
 }
 
-/** Reads `results/postgres.json` from `outDir`, or `undefined` when it was never written. */
-export function readPostgresResults(outDir: string): PostgresResults | undefined {
-  const path = join(outDir, 'postgres.json')
+/**
+ * Reads `results/postgres.json` from `outDir` with what is attached to it
+ * (the counts of `postgres-trips.json`, the run of `postgres-split.json`), or,
+ * for `split`, `postgres-split.json` alone; `undefined` when it was never written.
+ */
+export function readPostgresResults(
+  outDir: string,
+  layout: CoreLayout = 'shared',
+): PostgresResults | undefined {
+  const path = join(outDir, layout === 'split' ? 'postgres-split.json' : 'postgres.json')
   if (!existsSync(path)) return undefined
   const results = JSON.parse(readFileSync(path, 'utf8')) as PostgresResults
+  if (layout === 'split') return results
   const tripsPath = join(outDir, 'postgres-trips.json')
-  return existsSync(tripsPath)
-    ? { ...results, trips: JSON.parse(readFileSync(tripsPath, 'utf8')) as PostgresTrips }
-    : results
+  const split = readPostgresResults(outDir, 'split')
+  return {
+    ...results,
+    ...(existsSync(tripsPath)
+      ? { trips: JSON.parse(readFileSync(tripsPath, 'utf8')) as PostgresTrips }
+      : {}),
+    ...(split === undefined ? {} : { split }),
+  }
 }
 
 const median = (values: readonly number[]): number =>
@@ -145,7 +163,6 @@ export function renderPostgresSection(results: PostgresResults): string[] {
           `interleaved repetitions of ${results.savers.seconds} s per path${loadOf(results.savers.loadAvg)}.`,
           '',
         ]
-  const levels = concurrencies(results, ['put-1KiB'])
   return [
     '## PostgreSQL (`bench:postgres`)',
     '',
@@ -166,7 +183,8 @@ export function renderPostgresSection(results: PostgresResults): string[] {
       [['agent-state', 'raw-same']],
     ),
     '',
-    `agent-state \`put\` throughput at c=${levels[levels.length - 1] ?? '?'} over c=${levels[0] ?? '?'}: ${scaling(results, 'agent-state', 'put-1KiB')} (raw-same ${scaling(results, 'raw-same', 'put-1KiB')}, raw-upsert ${scaling(results, 'raw-upsert', 'put-1KiB')}).`,
+    scalingLine(results),
+    ...splitSection(results.split, loadOf),
     '',
     '### LangGraph savers on PostgreSQL',
     '',
@@ -186,6 +204,48 @@ export function renderPostgresSection(results: PostgresResults): string[] {
       ],
     ),
     ...tripsTable(results.trips),
+  ]
+}
+
+/** The sentence under a backend table: how `put` throughput scales with the callers. */
+function scalingLine(results: PostgresResults): string {
+  const levels = concurrencies(results, ['put-1KiB'])
+  return `agent-state \`put\` throughput at c=${levels[levels.length - 1] ?? '?'} over c=${levels[0] ?? '?'}: ${scaling(results, 'agent-state', 'put-1KiB')} (raw-same ${scaling(results, 'raw-same', 'put-1KiB')}, raw-upsert ${scaling(results, 'raw-upsert', 'put-1KiB')}).`
+}
+
+/** The run with the server on a core of its own (`BENCH_PG_CORES=split`), when there is one. */
+function splitSection(
+  split: PostgresResults | undefined,
+  loadOf: (loadAvg: PostgresResults['loadAvg']) => string,
+): string[] {
+  if (split === undefined) return []
+  return [
+    '',
+    '### The database on a core of its own (`BENCH_PG_CORES=split`)',
+    '',
+    `The same paths measured by \`BENCH_PG_CORES=split npx -y pnpm@12.4.2 bench:postgres\` on ${split.date}: ${split.cores ?? 'split'}`,
+    `(\`benchmarks/src/cores.ts\`), ${split.reps} interleaved repetitions of ${split.seconds} s per path${loadOf(split.loadAvg)}.`,
+    'Above, client and server share both cores, and at c=64 the client’s CPU is taken from the server; here, as',
+    'with a database on a machine of its own, it is not.',
+    '',
+    ...table(
+      split,
+      ['put-1KiB', 'get-1KiB', 'cas'],
+      ['agent-state', 'raw-same', 'raw-upsert', 'keyv'],
+      [['agent-state', 'raw-same']],
+    ),
+    '',
+    scalingLine(split),
+    '',
+    ...table(
+      split,
+      ['lg-put', 'lg-getTuple', 'lg-list'],
+      ['agent-state', 'agent-state owned', 'PostgresSaver'],
+      [
+        ['agent-state', 'PostgresSaver'],
+        ['agent-state owned', 'PostgresSaver'],
+      ],
+    ),
   ]
 }
 
