@@ -65,7 +65,7 @@ describe('the split layout', () => {
     const client = execFileSync(
       process.execPath,
       ['--import', 'tsx', '--input-type=module', '-e', script],
-      { encoding: 'utf8' },
+      { encoding: 'utf8', cwd: join(import.meta.dirname, '..') },
     ).trim()
     return {
       server: allowedCores(serverPid),
