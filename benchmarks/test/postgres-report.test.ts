@@ -37,7 +37,8 @@ function allowedCores(pid: number): string {
 describe('the split layout', () => {
   const children: ChildProcess[] = []
   afterEach(() => {
-    for (const child of children.splice(0)) child.kill('SIGKILL')
+    // The stand-in's whole process group: its session too.
+    for (const child of children.splice(0)) process.kill(-(child.pid as number), 'SIGKILL')
   })
 
   // A stand-in server: a shell (the postmaster) with a child of its own (a session), and a
@@ -48,7 +49,7 @@ describe('the split layout', () => {
     session: string
     client: string
   }> {
-    const server = spawn('sh', ['-c', 'sleep 60 & wait'], { stdio: 'ignore' })
+    const server = spawn('sh', ['-c', 'sleep 60 & wait'], { stdio: 'ignore', detached: true })
     children.push(server)
     const serverPid = server.pid as number
     let tree: number[] = []
