@@ -21,8 +21,9 @@ import {
   SECONDS,
   VALUE,
 } from './postgres-paths.js'
-import { type PostgresResults, readPostgresResults } from './report/postgres.js'
+import { type PostgresResults, readPostgresResults, resultsFileOf } from './report/postgres.js'
 import { rebuildReports } from './report/rebuild.js'
+import { flushDelayMs, hasFlushDelay, withFlushDelay } from './slow-flush.js'
 
 /**
  * The PostgreSQL backend against the raw `pg` client and `@keyv/postgres` on
@@ -48,13 +49,17 @@ import { rebuildReports } from './report/rebuild.js'
  * LangGraph savers: their cells replace the saver cells of the existing
  * file, with their own date and load, and the backend cells stay),
  * `BENCH_PG_CORES` (`shared`, or `split`: the server on a core of its own,
- * see cores.ts). Writes `results/postgres.json` (`results/postgres-split.json`
- * with `split`), then rebuilds `BENCHMARKS.md` (its PostgreSQL section comes
- * from those files).
+ * see cores.ts), `BENCH_PG_FLUSH_MS` (0, or the milliseconds each of the
+ * server's flushes waits first: a slower disk, see slow-flush.ts). Writes
+ * `results/postgres.json`, or for other conditions `results/postgres-<split,
+ * flush-<ms>ms>.json` (`resultsFileOf`), then rebuilds `BENCHMARKS.md` (its
+ * PostgreSQL section comes from those files).
  */
 
 const ONLY_SAVERS = process.env.BENCH_PG_ONLY === 'savers'
 const LAYOUT = coreLayout()
+const FLUSH_MS = flushDelayMs()
+const RESULTS_FILE = resultsFileOf({ split: LAYOUT === 'split', flushMs: FLUSH_MS })
 const POOL = 16
 async function rawUpsertPath(url: string): Promise<Path & { pool: pg.Pool }> {
   const pool = new pg.Pool({ connectionString: url, max: POOL })
@@ -93,17 +98,22 @@ async function keyvPath(url: string): Promise<Path & { keyv: Keyv }> {
   }
 }
 
-/** `results` without what `readPostgresResults` attaches from other files (trips, the split run). */
+/** `results` without what `readPostgresResults` attaches from other files (trips, other runs). */
 function ownRun(results: PostgresResults): PostgresResults {
-  const { trips: _trips, split: _split, ...rest } = results
+  const { trips: _trips, variants: _variants, ...rest } = results
   return rest
 }
 
 const loadAtStart = loadavg()
-const server = await startPostgresServer({ settings: { max_connections: '400' } })
+const server = await withFlushDelay(FLUSH_MS, () =>
+  startPostgresServer({ settings: { max_connections: '400' } }),
+)
 try {
+  if (FLUSH_MS > 0 && !hasFlushDelay(server.pid)) {
+    throw new Error(`BENCH_PG_FLUSH_MS: the server (pid ${server.pid}) did not load the delay`)
+  }
   const cores = applyCoreLayout(LAYOUT, server.pid)
-  console.log(`bench:postgres: ${cores}`)
+  console.log(`bench:postgres: ${cores}, flushes delayed ${FLUSH_MS} ms, into ${RESULTS_FILE}`)
   const paths: Path[] = ONLY_SAVERS
     ? []
     : [
@@ -118,14 +128,15 @@ try {
   await measure(savers, ['lg-put', 'lg-getTuple', 'lg-list'], cells)
   for (const saver of savers) await saver.close()
   const resultsDir = join(import.meta.dirname, '..', 'results')
-  const out = join(resultsDir, LAYOUT === 'split' ? 'postgres-split.json' : 'postgres.json')
+  const out = join(resultsDir, RESULTS_FILE)
   const run = {
     date: new Date().toISOString(),
     loadAvg: { start: loadAtStart, end: loadavg() },
     ...(LAYOUT === 'split' ? { cores } : {}),
+    ...(FLUSH_MS > 0 ? { flushMs: FLUSH_MS } : {}),
   }
-  const read = readPostgresResults(resultsDir, LAYOUT)
-  // Without the round-trip counts and the split run, which live in files of their own.
+  const read = readPostgresResults(resultsDir, RESULTS_FILE)
+  // Without the round-trip counts and the other runs, which live in files of their own.
   const previous = read === undefined ? undefined : ownRun(read)
   const results: PostgresResults =
     ONLY_SAVERS && previous !== undefined

@@ -1,14 +1,19 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { cpus } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { applyCoreLayout, coreLayout, processTree } from '../src/cores.js'
-import { type PostgresResults, renderPostgresSection } from '../src/report/postgres.js'
+import {
+  type PostgresResults,
+  renderPostgresSection,
+  resultsFileOf,
+} from '../src/report/postgres.js'
+import { flushDelayMs, hasFlushDelay, withFlushDelay } from '../src/slow-flush.js'
 
 /**
- * `BENCH_PG_CORES` (cores.ts) and the section of BENCHMARKS.md its split run
- * renders (report/postgres.ts). Nothing here is timed.
+ * `BENCH_PG_CORES` (cores.ts), `BENCH_PG_FLUSH_MS` (slow-flush.ts) and the
+ * sections of BENCHMARKS.md their runs render (report/postgres.ts).
  */
 
 describe('BENCH_PG_CORES', () => {
@@ -123,21 +128,86 @@ describe('the PostgreSQL section', () => {
     ],
   })
 
-  it('shows the split run under its own heading, with its own ratios, only when there is one', () => {
+  it('shows each run under other conditions under its own heading, with its own ratios', () => {
     const shared = renderPostgresSection(run(12)).join('\n')
     expect(shared).toContain('| put-1KiB | 64 | 5333 ops/s, p50 12.0 ms | 6400 ops/s, p50 10.0 ms')
     expect(shared).not.toContain('BENCH_PG_CORES=split')
-    const both = renderPostgresSection({
+    const all = renderPostgresSection({
       ...run(12),
-      split: { ...run(11), cores: 'server on core 1, client on core 0' },
+      variants: [
+        { ...run(11), cores: 'server on core 1, client on core 0' },
+        { ...run(13), flushMs: 2 },
+      ],
     }).join('\n')
-    const [above, below] = both.split(
-      '### The database on a core of its own (`BENCH_PG_CORES=split`)',
-    )
+    const sections = all.split(/^### /m)
+    const [above, split, flush] = [0, 1, 2].map((at) => sections[at] ?? '')
     expect(above).toContain('| 1.20× |')
-    expect(below).toContain('server on core 1, client on core 0')
-    expect(below).toContain(
+    expect(split).toMatch(/^The database on a core of its own \(`BENCH_PG_CORES=split`\)/)
+    expect(split).toContain('server on core 1, client on core 0')
+    expect(split).toContain(
       '| put-1KiB | 64 | 5818 ops/s, p50 11.0 ms | 6400 ops/s, p50 10.0 ms | – | – | 1.10× |',
     )
+    expect(flush).toMatch(/^A flush of 2 ms \(`BENCH_PG_FLUSH_MS=2`\)/)
+    expect(flush).toContain('| 1.30× |')
+  })
+
+  it('writes each run under other conditions to a file of its own', () => {
+    expect(resultsFileOf({ split: false, flushMs: 0 })).toBe('postgres.json')
+    expect(resultsFileOf({ split: true, flushMs: 0 })).toBe('postgres-split.json')
+    expect(resultsFileOf({ split: false, flushMs: 2 })).toBe('postgres-flush-2ms.json')
+    expect(resultsFileOf({ split: true, flushMs: 0.5 })).toBe('postgres-split-flush-0.5ms.json')
+  })
+})
+
+describe('BENCH_PG_FLUSH_MS', () => {
+  const before = process.env.BENCH_PG_FLUSH_MS
+  afterEach(() => {
+    if (before === undefined) delete process.env.BENCH_PG_FLUSH_MS
+    else process.env.BENCH_PG_FLUSH_MS = before
+  })
+
+  it('is 0 unless given, and refuses what is not a number of milliseconds by name', () => {
+    delete process.env.BENCH_PG_FLUSH_MS
+    expect(flushDelayMs()).toBe(0)
+    process.env.BENCH_PG_FLUSH_MS = '2.5'
+    expect(flushDelayMs()).toBe(2.5)
+    for (const bad of ['-1', 'slow', '']) {
+      process.env.BENCH_PG_FLUSH_MS = bad
+      expect(() => flushDelayMs()).toThrow(
+        `BENCH_PG_FLUSH_MS must be a number of milliseconds ≥ 0, not ${JSON.stringify(bad)}`,
+      )
+    }
+  })
+
+  /** Milliseconds one `fdatasync` of a fresh file takes in a node process started by `start`. */
+  const timedFlush = (delayMs: number) =>
+    withFlushDelay(delayMs, async () => {
+      const file = join(tmpdir(), `agent-state-flush-${process.pid}-${delayMs}`)
+      const script = `const fs = require('node:fs'); const fd = fs.openSync(${JSON.stringify(file)}, 'w');
+        fs.writeSync(fd, 'x'); const t = process.hrtime.bigint(); fs.fdatasyncSync(fd);
+        console.log(Number(process.hrtime.bigint() - t) / 1e6); fs.closeSync(fd); fs.unlinkSync(${JSON.stringify(file)})`
+      return Number(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))
+    })
+
+  it('makes each flush of what it starts wait, and leaves later children alone', async () => {
+    expect(await timedFlush(300)).toBeGreaterThanOrEqual(300)
+    expect(process.env.LD_PRELOAD).toBeUndefined()
+    // The same flush with no delay asked: nothing preloaded (the comparison proves the check).
+    expect(await timedFlush(0)).toBeLessThan(300)
+  })
+
+  it('tells a process that has the delay loaded from one that does not', async () => {
+    // Resolved once the child has loaded its libraries: the library's file is removed then.
+    const child = await withFlushDelay(1, async () => {
+      const started = spawn('sleep', ['30'], { stdio: 'ignore' })
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      return started
+    })
+    try {
+      expect(hasFlushDelay(child.pid)).toBe(true)
+      expect(hasFlushDelay(process.pid)).toBe(false)
+    } finally {
+      child.kill('SIGKILL')
+    }
   })
 })

@@ -1,6 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { CoreLayout } from '../cores.js'
 
 /**
  * The PostgreSQL section of `BENCHMARKS.md`, rendered from
@@ -38,11 +37,36 @@ export interface PostgresResults {
   readonly cells: readonly PostgresCell[]
   /** How client and server shared the cores, for a run with `BENCH_PG_CORES=split` (cores.ts). */
   readonly cores?: string
+  /** The delay before each flush, for a run with `BENCH_PG_FLUSH_MS` (slow-flush.ts). */
+  readonly flushMs?: number
   /** `results/postgres-trips.json` (`bench:postgres-trips`), when it was written. */
   readonly trips?: PostgresTrips
-  /** `results/postgres-split.json` (`BENCH_PG_CORES=split`), when it was written. */
-  readonly split?: PostgresResults
+  /** The runs under other conditions (`results/postgres-<variant>.json`), each rendered apart. */
+  readonly variants?: readonly PostgresResults[]
 }
+
+/** Under which conditions a run was measured, beyond the default (see {@link resultsFileOf}). */
+export interface PostgresConditions {
+  /** `BENCH_PG_CORES=split`. */
+  readonly split: boolean
+  /** `BENCH_PG_FLUSH_MS` (0: none). */
+  readonly flushMs: number
+}
+
+/**
+ * The file a run under `conditions` is written to: `postgres.json` for the
+ * default, else `postgres-split.json`, `postgres-flush-<ms>ms.json` or
+ * `postgres-split-flush-<ms>ms.json`.
+ */
+export function resultsFileOf(conditions: PostgresConditions): string {
+  const parts = [
+    ...(conditions.split ? ['split'] : []),
+    ...(conditions.flushMs > 0 ? [`flush-${conditions.flushMs}ms`] : []),
+  ]
+  return parts.length === 0 ? 'postgres.json' : `postgres-${parts.join('-')}.json`
+}
+
+const VARIANT_FILE = /^postgres-(split|flush-[\d.]+ms|split-flush-[\d.]+ms)\.json$/
 
 /** What one operation of each path sends, counted by `bench:postgres-trips` (means over its operations). */
 export interface PostgresTrips {
@@ -59,26 +83,30 @@ export interface PostgresTrips {
 }
 
 /**
- * Reads `results/postgres.json` from `outDir` with what is attached to it
- * (the counts of `postgres-trips.json`, the run of `postgres-split.json`), or,
- * for `split`, `postgres-split.json` alone; `undefined` when it was never written.
+ * Reads the run in `results/<file>` (default `postgres.json`) from `outDir`,
+ * `undefined` when it was never written. The default run comes with what is
+ * attached to it: the counts of `postgres-trips.json` and the runs under other
+ * conditions (`postgres-<variant>.json`, in file name order).
  */
 export function readPostgresResults(
   outDir: string,
-  layout: CoreLayout = 'shared',
+  file = 'postgres.json',
 ): PostgresResults | undefined {
-  const path = join(outDir, layout === 'split' ? 'postgres-split.json' : 'postgres.json')
+  const path = join(outDir, file)
   if (!existsSync(path)) return undefined
   const results = JSON.parse(readFileSync(path, 'utf8')) as PostgresResults
-  if (layout === 'split') return results
+  if (file !== 'postgres.json') return results
   const tripsPath = join(outDir, 'postgres-trips.json')
-  const split = readPostgresResults(outDir, 'split')
+  const variants = readdirSync(outDir)
+    .filter((name) => VARIANT_FILE.test(name))
+    .sort()
+    .map((name) => JSON.parse(readFileSync(join(outDir, name), 'utf8')) as PostgresResults)
   return {
     ...results,
     ...(existsSync(tripsPath)
       ? { trips: JSON.parse(readFileSync(tripsPath, 'utf8')) as PostgresTrips }
       : {}),
-    ...(split === undefined ? {} : { split }),
+    ...(variants.length === 0 ? {} : { variants }),
   }
 }
 
@@ -184,7 +212,7 @@ export function renderPostgresSection(results: PostgresResults): string[] {
     ),
     '',
     scalingLine(results),
-    ...splitSection(results.split, loadOf),
+    ...(results.variants ?? []).flatMap((variant) => variantSection(variant, loadOf)),
     '',
     '### LangGraph savers on PostgreSQL',
     '',
@@ -213,32 +241,55 @@ function scalingLine(results: PostgresResults): string {
   return `agent-state \`put\` throughput at c=${levels[levels.length - 1] ?? '?'} over c=${levels[0] ?? '?'}: ${scaling(results, 'agent-state', 'put-1KiB')} (raw-same ${scaling(results, 'raw-same', 'put-1KiB')}, raw-upsert ${scaling(results, 'raw-upsert', 'put-1KiB')}).`
 }
 
-/** The run with the server on a core of its own (`BENCH_PG_CORES=split`), when there is one. */
-function splitSection(
-  split: PostgresResults | undefined,
+/** A run under other conditions (`BENCH_PG_CORES=split`, `BENCH_PG_FLUSH_MS`), under its own heading. */
+function variantSection(
+  variant: PostgresResults,
   loadOf: (loadAvg: PostgresResults['loadAvg']) => string,
 ): string[] {
-  if (split === undefined) return []
+  const flushMs = variant.flushMs ?? 0
+  const split = variant.cores !== undefined
+  const knobs = [
+    ...(split ? ['BENCH_PG_CORES=split'] : []),
+    ...(flushMs > 0 ? [`BENCH_PG_FLUSH_MS=${flushMs}`] : []),
+  ].join(' ')
+  const titles = [
+    ...(split ? ['The database on a core of its own'] : []),
+    ...(flushMs > 0 ? [`${split ? 'a' : 'A'} flush of ${flushMs} ms`] : []),
+  ]
+  const explained = [
+    ...(split
+      ? [
+          `The server on a core of its own (${variant.cores}; \`benchmarks/src/cores.ts\`). Above, client and server share`,
+          'both cores, and at c=64 the client’s CPU is taken from the server; here, as with a database on a machine of',
+          'its own, it is not.',
+        ]
+      : []),
+    ...(flushMs > 0
+      ? [
+          `Each flush of the server waits ${flushMs} ms first (\`benchmarks/native/slow-flush.c\`, preloaded), as on a networked`,
+          'volume: a put at c=1 waits on its commit’s flush, and concurrent sessions share one (group commit).',
+        ]
+      : []),
+  ]
   return [
     '',
-    '### The database on a core of its own (`BENCH_PG_CORES=split`)',
+    `### ${titles.join(', ')} (\`${knobs}\`)`,
     '',
-    `The same paths measured by \`BENCH_PG_CORES=split npx -y pnpm@12.4.2 bench:postgres\` on ${split.date}: ${split.cores ?? 'split'}`,
-    `(\`benchmarks/src/cores.ts\`), ${split.reps} interleaved repetitions of ${split.seconds} s per path${loadOf(split.loadAvg)}.`,
-    'Above, client and server share both cores, and at c=64 the client’s CPU is taken from the server; here, as',
-    'with a database on a machine of its own, it is not.',
+    `The same paths measured by \`${knobs} npx -y pnpm@12.4.2 bench:postgres\` on ${variant.date}, ${variant.reps} interleaved`,
+    `repetitions of ${variant.seconds} s per path${loadOf(variant.loadAvg)} (\`benchmarks/README.md\`, knobs).`,
+    ...explained,
     '',
     ...table(
-      split,
+      variant,
       ['put-1KiB', 'get-1KiB', 'cas'],
       ['agent-state', 'raw-same', 'raw-upsert', 'keyv'],
       [['agent-state', 'raw-same']],
     ),
     '',
-    scalingLine(split),
+    scalingLine(variant),
     '',
     ...table(
-      split,
+      variant,
       ['lg-put', 'lg-getTuple', 'lg-list'],
       ['agent-state', 'agent-state owned', 'PostgresSaver'],
       [
