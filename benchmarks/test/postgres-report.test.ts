@@ -16,12 +16,17 @@ import { flushDelayMs, hasFlushDelay, withFlushDelay } from '../src/slow-flush.j
  * sections of BENCHMARKS.md their runs render (report/postgres.ts).
  */
 
-describe('BENCH_PG_CORES', () => {
-  const before = process.env.BENCH_PG_CORES
+/** Gives environment variable `name` its value back after each test of the enclosing block. */
+function restoredAfterEach(name: string): void {
+  const before = process.env[name]
   afterEach(() => {
-    if (before === undefined) delete process.env.BENCH_PG_CORES
-    else process.env.BENCH_PG_CORES = before
+    if (before === undefined) delete process.env[name]
+    else process.env[name] = before
   })
+}
+
+describe('BENCH_PG_CORES', () => {
+  restoredAfterEach('BENCH_PG_CORES')
 
   it('is shared unless split is asked for, and refuses anything else by name', () => {
     delete process.env.BENCH_PG_CORES
@@ -160,11 +165,7 @@ describe('the PostgreSQL section', () => {
 })
 
 describe('BENCH_PG_FLUSH_MS', () => {
-  const before = process.env.BENCH_PG_FLUSH_MS
-  afterEach(() => {
-    if (before === undefined) delete process.env.BENCH_PG_FLUSH_MS
-    else process.env.BENCH_PG_FLUSH_MS = before
-  })
+  restoredAfterEach('BENCH_PG_FLUSH_MS')
 
   it('is 0 unless given, and refuses what is not a number of milliseconds by name', () => {
     delete process.env.BENCH_PG_FLUSH_MS

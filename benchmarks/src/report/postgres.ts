@@ -204,12 +204,7 @@ export function renderPostgresSection(results: PostgresResults): string[] {
     '`INSERT … ON CONFLICT DO UPDATE` (last writer wins). Where the time goes, and what stands in the way of each',
     'target: `benchmarks/FINDINGS.md`, PostgreSQL.',
     '',
-    ...table(
-      results,
-      ['put-1KiB', 'get-1KiB', 'cas'],
-      ['agent-state', 'raw-same', 'raw-upsert', 'keyv'],
-      [['agent-state', 'raw-same']],
-    ),
+    ...backendTable(results),
     '',
     scalingLine(results),
     ...(results.variants ?? []).flatMap((variant) => variantSection(variant, loadOf)),
@@ -222,17 +217,32 @@ export function renderPostgresSection(results: PostgresResults): string[] {
     'with one 1 KiB channel value, `lg-getTuple` reads the latest, `lg-list` the 10 newest.',
     '',
     ...saversRun,
-    ...table(
-      results,
-      ['lg-put', 'lg-getTuple', 'lg-list'],
-      ['agent-state', 'agent-state owned', 'PostgresSaver'],
-      [
-        ['agent-state', 'PostgresSaver'],
-        ['agent-state owned', 'PostgresSaver'],
-      ],
-    ),
+    ...saverTable(results),
     ...tripsTable(results.trips),
   ]
+}
+
+/** The table of the backend's paths (put, get, compare-and-set) with the ratio to raw-same. */
+function backendTable(results: PostgresResults): string[] {
+  return table(
+    results,
+    ['put-1KiB', 'get-1KiB', 'cas'],
+    ['agent-state', 'raw-same', 'raw-upsert', 'keyv'],
+    [['agent-state', 'raw-same']],
+  )
+}
+
+/** The table of the LangGraph savers with the ratios to PostgresSaver. */
+function saverTable(results: PostgresResults): string[] {
+  return table(
+    results,
+    ['lg-put', 'lg-getTuple', 'lg-list'],
+    ['agent-state', 'agent-state owned', 'PostgresSaver'],
+    [
+      ['agent-state', 'PostgresSaver'],
+      ['agent-state owned', 'PostgresSaver'],
+    ],
+  )
 }
 
 /** The sentence under a backend table: how `put` throughput scales with the callers. */
@@ -279,24 +289,11 @@ function variantSection(
     `repetitions of ${variant.seconds} s per path${loadOf(variant.loadAvg)} (\`benchmarks/README.md\`, knobs).`,
     ...explained,
     '',
-    ...table(
-      variant,
-      ['put-1KiB', 'get-1KiB', 'cas'],
-      ['agent-state', 'raw-same', 'raw-upsert', 'keyv'],
-      [['agent-state', 'raw-same']],
-    ),
+    ...backendTable(variant),
     '',
     scalingLine(variant),
     '',
-    ...table(
-      variant,
-      ['lg-put', 'lg-getTuple', 'lg-list'],
-      ['agent-state', 'agent-state owned', 'PostgresSaver'],
-      [
-        ['agent-state', 'PostgresSaver'],
-        ['agent-state owned', 'PostgresSaver'],
-      ],
-    ),
+    ...saverTable(variant),
   ]
 }
 
